@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import { Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
+
+export type ActorType = 'user' | 'api_key' | 'agent' | 'system' | 'anonymous';
+export type AuditResult = 'success' | 'denied' | 'failure';
+
+/**
+ * Append-only record of every mutation and denied attempt. `hash` covers the row's content and the
+ * previous row's hash, so editing or deleting a row breaks the chain from there on.
+ */
+@Entity()
+@Index({ properties: ['orgId', 'createdAt'] })
+@Index({ properties: ['action'] })
+export class AuditLog {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  /** Chain order; assigned under a lock so the chain has no forks. */
+  @Property({ type: 'bigint', unique: true })
+  seq!: string;
+
+  @Property({ type: 'timestamptz' })
+  createdAt: Date = new Date();
+
+  @Property({ type: 'string', length: 20 })
+  actorType!: ActorType;
+
+  @Property({ type: 'uuid', nullable: true })
+  @Index()
+  actorId: string | null = null;
+
+  @Property({ type: 'string', length: 255, nullable: true })
+  actorEmail: string | null = null;
+
+  @Property({ type: 'string', length: 100 })
+  action!: string;
+
+  @Property({ type: 'string', length: 100 })
+  resourceType!: string;
+
+  @Property({ type: 'string', length: 100, nullable: true })
+  resourceId: string | null = null;
+
+  @Property({ type: 'uuid', nullable: true })
+  orgId: string | null = null;
+
+  @Property({ type: 'uuid', nullable: true })
+  @Index()
+  partnerId: string | null = null;
+
+  @Property({ type: 'string', length: 64, nullable: true })
+  ip: string | null = null;
+
+  @Property({ type: 'text', nullable: true })
+  userAgent: string | null = null;
+
+  @Property({ type: 'string', length: 20 })
+  result: AuditResult = 'success';
+
+  @Property({ type: 'json' })
+  changes: string[] = [];
+
+  @Property({ type: 'json' })
+  details: Record<string, unknown> = {};
+
+  @Property({ type: 'string', length: 64 })
+  prevHash!: string;
+
+  @Property({ type: 'string', length: 64 })
+  hash!: string;
+}

@@ -1,0 +1,12 @@
+import { ApiKey } from './api-key.js';
+import { AuditLog } from './audit-log.js';
+import { Organization } from './organization.js';
+import { OutboxEvent } from './outbox.js';
+import { Partner } from './partner.js';
+import { Role } from './role.js';
+import { LoginAttempt, RefreshToken } from './session.js';
+import { Site } from './site.js';
+import { Membership, User } from './user.js';
+
+/** Every entity the ORM knows; a domain adds its classes here. */
+export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt];

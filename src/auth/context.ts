@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Scope } from '../../entities/role.js';
+import type { ActorType } from '../../entities/audit-log.js';
+import type { Logger } from '../logger.js';
+import type { Runtime } from '../runtime.js';
+import { Loaders } from './loaders.js';
+
+/** Who is calling, resolved once per request from a JWT, an API key, or the system itself. */
+export interface Principal {
+  kind: 'user' | 'apiKey' | 'system';
+  /** user id, API key id, or `system` */
+  id: string;
+  userId: string | null;
+  email: string | null;
+  membershipId: string | null;
+  scope: Scope;
+  partnerId: string | null;
+  orgId: string | null;
+  /** partner memberships: all organizations of the partner, or only `orgIds` */
+  orgAccess: 'all' | 'selected';
+  orgIds: string[];
+  /** organization memberships: restricted to these sites when non-empty */
+  siteIds: string[];
+  roleId: string | null;
+  permissions: string[];
+  /** the session was established with a second factor */
+  mfa: boolean;
+  /** the role, organization or partner requires MFA for everything */
+  mfaForced: boolean;
+}
+
+export interface RequestMeta {
+  requestId: string;
+  ip: string | null;
+  userAgent: string | null;
+}
+
+/** Marked by authorize()/skipAuthorization(); shared by every copy of one request's context. */
+class AuthorizationMark {
+  checked = false;
+  reason: string | null = null;
+}
+
+/**
+ * Everything a service method needs: the caller, a request-scoped EntityManager, loaders and a
+ * logger. REST, GraphQL (HTTP and WebSocket) and jobs all build it through the same constructors.
+ */
+export class RequestContext {
+  private orgPartnerCache = new Map<string, string | null>();
+
+  private constructor(
+    readonly runtime: Runtime,
+    readonly em: EntityManager,
+    readonly principal: Principal | null,
+    readonly meta: RequestMeta,
+    readonly log: Logger,
+    readonly mark: AuthorizationMark,
+    readonly loaders: Loaders,
+  ) {}
+
+  static create(runtime: Runtime, principal: Principal | null, meta: Partial<RequestMeta> = {}): RequestContext {
+    const em = runtime.orm.em.fork() as EntityManager;
+    const full: RequestMeta = { requestId: meta.requestId ?? randomUUID(), ip: meta.ip ?? null, userAgent: meta.userAgent ?? null };
+    return new RequestContext(runtime, em, principal, full, runtime.log.child({ reqId: full.requestId }), new AuthorizationMark(), new Loaders(em));
+  }
+
+  /** The service acting on its own behalf (jobs, sweeps, bootstrap). */
+  static system(runtime: Runtime, reason: string): RequestContext {
+    return RequestContext.create(runtime, systemPrincipal(), { requestId: `system:${reason}:${randomUUID()}` });
+  }
+
+  /** The same request on another EntityManager (a transaction); the authorization mark is shared. */
+  withEm(em: EntityManager): RequestContext {
+    const copy = new RequestContext(this.runtime, em, this.principal, this.meta, this.log, this.mark, new Loaders(em));
+    copy.orgPartnerCache = this.orgPartnerCache;
+    return copy;
+  }
+
+  get actorType(): ActorType {
+    if (!this.principal) return 'anonymous';
+    return this.principal.kind === 'apiKey' ? 'api_key' : this.principal.kind;
+  }
+
+  /** Partner of an organization, cached for the request (null when the organization does not exist). */
+  async partnerOfOrg(orgId: string): Promise<string | null> {
+    if (!this.orgPartnerCache.has(orgId)) {
+      const rows = (await this.em.execute(`select partner_id from organization where id = ?`, [orgId])) as { partner_id: string }[];
+      this.orgPartnerCache.set(orgId, rows[0]?.partner_id ?? null);
+    }
+    return this.orgPartnerCache.get(orgId) ?? null;
+  }
+}
+
+export function systemPrincipal(): Principal {
+  return {
+    kind: 'system',
+    id: 'system',
+    userId: null,
+    email: null,
+    membershipId: null,
+    scope: 'system',
+    partnerId: null,
+    orgId: null,
+    orgAccess: 'all',
+    orgIds: [],
+    siteIds: [],
+    roleId: null,
+    permissions: ['*'],
+    mfa: true,
+    mfaForced: false,
+  };
+}

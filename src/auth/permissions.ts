@@ -1,0 +1,96 @@
+import type { Scope } from '../../entities/role.js';
+
+/** Every permission a role can grant, as `resource: actions`. `GET /roles/permissions/available` serves this. */
+export const PERMISSION_CATALOG: Record<string, readonly string[]> = {
+  partners: ['read', 'write', 'delete'],
+  organizations: ['read', 'write', 'delete'],
+  sites: ['read', 'write', 'delete'],
+  users: ['read', 'write', 'delete'],
+  roles: ['read', 'write', 'delete'],
+  api_keys: ['read', 'write', 'delete'],
+  access_reviews: ['read', 'write'],
+  audit: ['read', 'export'],
+  devices: ['read', 'write', 'delete', 'execute'],
+  alerts: ['read', 'write'],
+  scripts: ['read', 'write', 'execute'],
+};
+
+export const ALL_PERMISSIONS: string[] = Object.entries(PERMISSION_CATALOG).flatMap(([resource, actions]) => actions.map((a) => `${resource}:${a}`));
+
+/** `resource:action`, where either side of a granted entry may be `*` (and `*` alone grants everything). */
+export function permissionMatches(granted: string, needed: string): boolean {
+  if (granted === '*' || granted === needed) return true;
+  const [gr, ga] = granted.split(':');
+  const [nr, na] = needed.split(':');
+  return (gr === '*' || gr === nr) && (ga === '*' || ga === na);
+}
+
+export function hasPermission(granted: readonly string[], needed: string): boolean {
+  return granted.some((g) => permissionMatches(g, needed));
+}
+
+/** A granted entry is valid when it names a catalog permission or a wildcard over catalog entries. */
+export function isValidPermission(entry: string): boolean {
+  if (entry === '*') return true;
+  const [resource, action, extra] = entry.split(':');
+  if (extra !== undefined || !resource || !action) return false;
+  if (resource === '*') return action === '*' || ALL_PERMISSIONS.some((p) => p.endsWith(`:${action}`));
+  const actions = PERMISSION_CATALOG[resource];
+  return !!actions && (action === '*' || actions.includes(action));
+}
+
+/** The catalog permissions an entry set grants, expanded: used to check that a custom role only grants what its creator holds. */
+export function expandPermissions(granted: readonly string[]): string[] {
+  return ALL_PERMISSIONS.filter((p) => hasPermission(granted, p));
+}
+
+export interface SystemRoleSeed {
+  id: string;
+  name: string;
+  scope: Scope;
+  description: string;
+  permissions: string[];
+}
+
+const orgWork = ['devices:*', 'alerts:*', 'scripts:*'];
+
+/** Seeded on every start (ids fixed, permissions kept in step with this table). */
+export const SYSTEM_ROLES: SystemRoleSeed[] = [
+  { id: '00000000-0000-4000-8000-000000000001', name: 'Platform Admin', scope: 'system', description: 'Everything, everywhere', permissions: ['*'] },
+  { id: '00000000-0000-4000-8000-000000000011', name: 'Partner Admin', scope: 'partner', description: 'Everything within the partner', permissions: ['*'] },
+  {
+    id: '00000000-0000-4000-8000-000000000012',
+    name: 'Partner Technician',
+    scope: 'partner',
+    description: 'Works on devices of the partner’s organizations',
+    permissions: ['organizations:read', 'sites:read', 'sites:write', 'users:read', 'roles:read', 'audit:read', ...orgWork],
+  },
+  { id: '00000000-0000-4000-8000-000000000013', name: 'Partner Viewer', scope: 'partner', description: 'Read-only', permissions: ['*:read'] },
+  {
+    id: '00000000-0000-4000-8000-000000000021',
+    name: 'Organization Admin',
+    scope: 'organization',
+    description: 'Everything within the organization',
+    permissions: [
+      'organizations:read',
+      'organizations:write',
+      'sites:*',
+      'users:*',
+      'roles:*',
+      'api_keys:*',
+      'access_reviews:*',
+      'audit:*',
+      ...orgWork,
+    ],
+  },
+  {
+    id: '00000000-0000-4000-8000-000000000022',
+    name: 'Organization Technician',
+    scope: 'organization',
+    description: 'Works on the organization’s devices',
+    permissions: ['organizations:read', 'sites:read', 'users:read', ...orgWork],
+  },
+  { id: '00000000-0000-4000-8000-000000000023', name: 'Organization Viewer', scope: 'organization', description: 'Read-only', permissions: ['*:read'] },
+];
+
+export const PLATFORM_ADMIN_ROLE_ID = SYSTEM_ROLES[0]!.id;

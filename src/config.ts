@@ -1,0 +1,167 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { packageVersion } from './paths.js';
+
+const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
+    .optional()
+    .transform((v) => (v === undefined ? fallback : ['true', '1', 'yes'].includes(v)));
+const int = (fallback: number, min = 0) => z.coerce.number().int().min(min).optional().transform((v) => v ?? fallback);
+const url = z.url({ message: 'must be a URL' }).optional();
+const list = z
+  .string()
+  .optional()
+  .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []));
+
+/** Every environment variable the server reads. The README's configuration table mirrors this. */
+const EnvSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: int(3000),
+  HOST: z.string().default('0.0.0.0'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  DATA_DIR: z.string().default('./.data'),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL').optional(),
+  PUBLIC_URL: url,
+  PUBLIC_APP_URL: url,
+  DASHBOARD_URL: url,
+  SECRET_ENCRYPTION_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  APP_ENCRYPTION_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  SERVICE_VERSION: z.string().optional(),
+  AUTO_MIGRATE: bool(true),
+  CORS_ORIGINS: list,
+  BODY_LIMIT: z.string().default('1mb'),
+  ALLOW_PRIVATE_NETWORK_TARGETS: bool(false),
+  ADMIN_EMAIL: z.email({ message: 'must be an email address' }).optional(),
+  ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  ACCESS_TOKEN_TTL_SECONDS: int(900, 60),
+  REFRESH_TOKEN_TTL_SECONDS: int(7 * 24 * 3600, 300),
+  LOGIN_MAX_FAILURES_PER_EMAIL: int(10, 1),
+  LOGIN_LOCKOUT_MINUTES: int(15, 1),
+  LOGIN_MAX_FAILURES_PER_IP: int(100, 1),
+  LOGIN_IP_WINDOW_MINUTES: int(15, 1),
+  SSO_RATE_LIMIT_PER_MINUTE: int(120, 1),
+  SAML_SP_ENTITY_ID: z.string().optional(),
+  SAML_SP_PRIVATE_KEY: z.string().optional(),
+  SAML_SP_CERTIFICATE: z.string().optional(),
+  SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
+  SMTP_FROM: z.string().default('rmm-service <no-reply@localhost>'),
+  GRAPHQL_MAX_DEPTH: int(12, 2),
+  GRAPHQL_MAX_COST: int(10000, 10),
+});
+
+export interface Config {
+  nodeEnv: 'development' | 'production' | 'test';
+  isProduction: boolean;
+  port: number;
+  host: string;
+  logLevel: string;
+  dataDir: string;
+  databaseUrl: string | null;
+  mongodbUrl: string | null;
+  publicUrl: string;
+  encryptionKey: string;
+  jwtSecret: string;
+  serviceVersion: string;
+  autoMigrate: boolean;
+  corsOrigins: string[];
+  bodyLimit: string;
+  allowPrivateNetworkTargets: boolean;
+  admin: { email: string; password: string } | null;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  login: { maxFailuresPerEmail: number; lockoutMinutes: number; maxFailuresPerIp: number; ipWindowMinutes: number };
+  ssoRateLimitPerMinute: number;
+  saml: { spEntityId: string; privateKey: string | null; certificate: string | null };
+  smtp: { url: string; from: string } | null;
+  graphql: { maxDepth: number; maxCost: number };
+}
+
+export class ConfigError extends Error {}
+
+/**
+ * Reads and validates the environment once. Outside production, missing secrets are generated on
+ * first start and kept in DATA_DIR/secrets.json, so `npm start` needs no configuration; in
+ * production a missing secret stops start-up.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const isProduction = e.NODE_ENV === 'production';
+  const dataDir = path.resolve(e.DATA_DIR);
+  const secrets = resolveSecrets(
+    {
+      encryptionKey: { value: e.SECRET_ENCRYPTION_KEY ?? e.APP_ENCRYPTION_KEY, names: 'SECRET_ENCRYPTION_KEY or APP_ENCRYPTION_KEY' },
+      jwtSecret: { value: e.JWT_SECRET, names: 'JWT_SECRET' },
+    },
+    { isProduction, dataDir },
+  );
+  if ((e.ADMIN_EMAIL === undefined) !== (e.ADMIN_PASSWORD === undefined)) {
+    throw new ConfigError('Invalid configuration:\n  ADMIN_EMAIL and ADMIN_PASSWORD must be set together');
+  }
+  const publicUrl = (e.PUBLIC_URL ?? e.PUBLIC_APP_URL ?? e.DASHBOARD_URL ?? 'http://localhost:3000').replace(/\/+$/, '');
+  return {
+    nodeEnv: e.NODE_ENV,
+    isProduction,
+    port: e.PORT,
+    host: e.HOST,
+    logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === 'test' ? 'silent' : 'info'),
+    dataDir,
+    databaseUrl: e.DATABASE_URL ?? null,
+    mongodbUrl: e.MONGODB_URL ?? null,
+    publicUrl,
+    encryptionKey: secrets.encryptionKey,
+    jwtSecret: secrets.jwtSecret,
+    serviceVersion: e.SERVICE_VERSION ?? packageVersion(),
+    autoMigrate: e.AUTO_MIGRATE,
+    corsOrigins: e.CORS_ORIGINS,
+    bodyLimit: e.BODY_LIMIT,
+    allowPrivateNetworkTargets: e.ALLOW_PRIVATE_NETWORK_TARGETS,
+    admin: e.ADMIN_EMAIL && e.ADMIN_PASSWORD ? { email: e.ADMIN_EMAIL, password: e.ADMIN_PASSWORD } : null,
+    accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
+    refreshTokenTtlSeconds: e.REFRESH_TOKEN_TTL_SECONDS,
+    login: {
+      maxFailuresPerEmail: e.LOGIN_MAX_FAILURES_PER_EMAIL,
+      lockoutMinutes: e.LOGIN_LOCKOUT_MINUTES,
+      maxFailuresPerIp: e.LOGIN_MAX_FAILURES_PER_IP,
+      ipWindowMinutes: e.LOGIN_IP_WINDOW_MINUTES,
+    },
+    ssoRateLimitPerMinute: e.SSO_RATE_LIMIT_PER_MINUTE,
+    saml: {
+      spEntityId: e.SAML_SP_ENTITY_ID ?? `${publicUrl}/api/v1/sso/saml/metadata`,
+      privateKey: e.SAML_SP_PRIVATE_KEY ?? null,
+      certificate: e.SAML_SP_CERTIFICATE ?? null,
+    },
+    smtp: e.SMTP_URL ? { url: e.SMTP_URL, from: e.SMTP_FROM } : null,
+    graphql: { maxDepth: e.GRAPHQL_MAX_DEPTH, maxCost: e.GRAPHQL_MAX_COST },
+  };
+}
+
+type SecretSpec = Record<string, { value: string | undefined; names: string }>;
+
+function resolveSecrets<T extends SecretSpec>(spec: T, opts: { isProduction: boolean; dataDir: string }): { [K in keyof T]: string } {
+  const missing = Object.entries(spec).filter(([, s]) => !s.value);
+  if (missing.length > 0 && opts.isProduction) {
+    throw new ConfigError(`Invalid configuration:\n${missing.map(([, s]) => `  ${s.names}: required when NODE_ENV=production`).join('\n')}`);
+  }
+  const file = path.join(opts.dataDir, 'secrets.json');
+  let stored: Record<string, string> = {};
+  if (missing.length > 0) {
+    if (fs.existsSync(file)) stored = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, string>;
+    const absent = missing.filter(([key]) => !stored[key]);
+    if (absent.length > 0) {
+      for (const [key] of absent) stored[key] = crypto.randomBytes(32).toString('base64url');
+      fs.mkdirSync(opts.dataDir, { recursive: true });
+      fs.writeFileSync(file, JSON.stringify(stored, null, 2), { mode: 0o600 });
+    }
+  }
+  return Object.fromEntries(Object.entries(spec).map(([key, s]) => [key, s.value ?? stored[key]])) as { [K in keyof T]: string };
+}

@@ -1,0 +1,71 @@
+import { DriverException, ForeignKeyConstraintViolationException, NotFoundError, UniqueConstraintViolationException } from '@mikro-orm/core';
+import { ZodError } from 'zod';
+
+/** The one error envelope of the API: REST bodies are `{code, message, details?}`, GraphQL carries `code` in extensions. */
+export interface ErrorBody {
+  code: string;
+  message: string;
+  details?: unknown;
+}
+
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+
+  toBody(): ErrorBody {
+    return this.details === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+export const badRequest = (message: string, details?: unknown) => new AppError(400, 'VALIDATION_ERROR', message, details);
+export const unauthenticated = (message = 'Authentication required') => new AppError(401, 'UNAUTHENTICATED', message);
+export const forbidden = (message = 'You do not have permission to perform this action') => new AppError(403, 'FORBIDDEN', message);
+export const mfaRequired = () => new AppError(403, 'MFA_REQUIRED', 'Multi-factor authentication is required for this action');
+export const notFound = (resource = 'Resource') => new AppError(404, 'NOT_FOUND', `${resource} not found`);
+export const conflict = (message: string, details?: unknown) => new AppError(409, 'CONFLICT', message, details);
+export const rateLimited = (message = 'Too many requests, try again later', retryAfterSeconds?: number) =>
+  new AppError(429, 'RATE_LIMITED', message, retryAfterSeconds === undefined ? undefined : { retryAfterSeconds });
+export const internalError = () => new AppError(500, 'INTERNAL_ERROR', 'Internal server error');
+
+export function validationDetails(error: ZodError): { path: string; message: string }[] {
+  return error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
+}
+
+export function fromZodError(error: ZodError): AppError {
+  const details = validationDetails(error);
+  const first = details[0];
+  const message = first ? (first.path ? `${first.path}: ${first.message}` : first.message) : 'Invalid input';
+  return badRequest(message, details);
+}
+
+/**
+ * Maps anything thrown to the envelope. Unknown errors become a bare 500 (no stack, no SQL); the
+ * caller logs the original. Returns `expose: false` for those so the adapter knows to log them.
+ */
+export function toAppError(error: unknown): { error: AppError; expected: boolean } {
+  if (error instanceof AppError) return { error, expected: error.status < 500 };
+  if (error instanceof ZodError) return { error: fromZodError(error), expected: true };
+  if (error instanceof UniqueConstraintViolationException) return { error: conflict('A record with these values already exists'), expected: true };
+  if (error instanceof ForeignKeyConstraintViolationException) return { error: conflict('The record is referenced by, or references, another record'), expected: true };
+  if (error instanceof NotFoundError) return { error: notFound(), expected: true };
+  if (isHttpParserError(error)) {
+    if (error.type === 'entity.parse.failed') return { error: badRequest('Malformed JSON in request body'), expected: true };
+    if (error.type === 'entity.too.large') return { error: new AppError(413, 'PAYLOAD_TOO_LARGE', 'Request body is too large'), expected: true };
+    return { error: badRequest(error.message), expected: true };
+  }
+  if (error instanceof DriverException && (error as DriverException & { code?: string }).code === '22P02') {
+    return { error: badRequest('Malformed identifier'), expected: true };
+  }
+  return { error: internalError(), expected: false };
+}
+
+function isHttpParserError(error: unknown): error is { type: string; message: string; status: number } {
+  return typeof error === 'object' && error !== null && typeof (error as { type?: unknown }).type === 'string' && typeof (error as { status?: unknown }).status === 'number';
+}

@@ -1,0 +1,4 @@
+import type { EventSubscriber } from './types.js';
+
+/** Every consumer of committed domain events; a domain adds its subscribers here. */
+export const eventSubscribers: EventSubscriber[] = [];

@@ -1,0 +1,116 @@
+import type http from 'node:http';
+import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import { expressMiddleware } from '@as-integrations/express5';
+import { GraphQLError, specifiedRules, validate, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import type { RequestHandler } from 'express';
+import { authenticate } from '../auth/authenticate.js';
+import { RequestContext } from '../auth/context.js';
+import { AppError, toAppError } from '../errors.js';
+import { clientMeta } from '../http/app.js';
+import type { Runtime } from '../runtime.js';
+import type { GraphqlContext } from './context.js';
+import { queryLimits } from './limits.js';
+
+// Apollo's own codes for malformed operations map onto the API's envelope codes.
+const APOLLO_CODES: Record<string, string> = {
+  GRAPHQL_PARSE_FAILED: 'VALIDATION_ERROR',
+  GRAPHQL_VALIDATION_FAILED: 'VALIDATION_ERROR',
+  BAD_USER_INPUT: 'VALIDATION_ERROR',
+  PERSISTED_QUERY_NOT_FOUND: 'PERSISTED_QUERY_NOT_FOUND',
+  PERSISTED_QUERY_NOT_SUPPORTED: 'PERSISTED_QUERY_NOT_SUPPORTED',
+  OPERATION_RESOLUTION_FAILURE: 'VALIDATION_ERROR',
+  BAD_REQUEST: 'VALIDATION_ERROR',
+};
+
+export function formatGraphqlError(runtime: Runtime, formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+  const original = error instanceof GraphQLError ? error.originalError : error;
+  const known = formatted.extensions?.code as string | undefined;
+  if (!original || original instanceof GraphQLError) {
+    return { ...formatted, extensions: { code: (known && APOLLO_CODES[known]) ?? known ?? 'VALIDATION_ERROR' } };
+  }
+  const { error: appError, expected } = toAppError(original);
+  if (!expected) runtime.log.error({ err: original instanceof Error ? { message: original.message, stack: original.stack } : original }, 'unhandled GraphQL error');
+  return {
+    message: appError.message,
+    locations: formatted.locations,
+    path: formatted.path,
+    extensions: { code: appError.code, ...(appError.details === undefined ? {} : { details: appError.details }) },
+  };
+}
+
+/**
+ * Apollo Server over HTTP at /graphql and graphql-ws subscriptions on the same path and port.
+ * Credentials: Bearer or X-API-Key headers on HTTP; `authorization`/`apiKey` in connection_init
+ * on WebSocket. Automatic persisted queries (the mobile app's) are Apollo's built-in APQ.
+ */
+export async function startGraphql(runtime: Runtime, httpServer: http.Server, schema: GraphQLSchema): Promise<{ middleware: RequestHandler; stop(): Promise<void> }> {
+  const { config } = runtime;
+  const limits = queryLimits(config.graphql.maxDepth, config.graphql.maxCost);
+  const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql' });
+  const wsCleanup = useServer<Record<string, unknown>, { principal?: RequestContext['principal'] }>(
+    {
+      schema,
+      onConnect: async (socket) => {
+        const params = socket.connectionParams ?? {};
+        try {
+          socket.extra.principal = await authenticate(runtime, {
+            authorization: (params.authorization ?? params.Authorization ?? (params.token ? `Bearer ${String(params.token)}` : null)) as string | null,
+            apiKey: (params.apiKey ?? params['x-api-key'] ?? params['X-API-Key'] ?? null) as string | null,
+          });
+        } catch {
+          return false;
+        }
+        return true;
+      },
+      context: (socket): GraphqlContext => ({
+        ctx: RequestContext.create(runtime, socket.extra.principal ?? null, { ip: socket.extra.request.socket.remoteAddress ?? null }),
+      }),
+      validate: (schemaArg, document, rules) => validate(schemaArg, document, [...(rules ?? specifiedRules), limits]),
+      onError: (_ctx, _id, _payload, errors) => {
+        runtime.log.debug({ errors: errors.map((e) => e.message) }, 'subscription error');
+      },
+    },
+    wsServer,
+  );
+
+  const apollo = new ApolloServer<GraphqlContext>({
+    schema,
+    introspection: !config.isProduction,
+    validationRules: [limits],
+    formatError: (formatted, error) => formatGraphqlError(runtime, formatted, error),
+    includeStacktraceInErrorResponses: false,
+    plugins: [
+      ApolloServerPluginDrainHttpServer({ httpServer }),
+      {
+        async serverWillStart() {
+          return {
+            async drainServer() {
+              await wsCleanup.dispose();
+            },
+          };
+        },
+      },
+    ],
+  });
+  await apollo.start();
+  const middleware = expressMiddleware(apollo, {
+    context: async ({ req }) => {
+      const principal = await authenticate(runtime, { authorization: req.get('authorization'), apiKey: req.get('x-api-key') }).catch((error: unknown) => {
+        // Apollo wraps context errors; rethrow in a form formatError maps to UNAUTHENTICATED.
+        if (error instanceof AppError) throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });
+        throw error;
+      });
+      return { ctx: RequestContext.create(runtime, principal, clientMeta(req)) };
+    },
+  });
+  return {
+    middleware,
+    async stop() {
+      await apollo.stop();
+      wsServer.close();
+    },
+  };
+}

@@ -1,0 +1,14 @@
+import type { JobDefinition } from './types.js';
+
+/** Every domain's job definitions. A duplicate name is a programming error and stops start-up. */
+export function collectJobs(...lists: JobDefinition<never>[][]): JobDefinition<never>[] {
+  const seen = new Set<string>();
+  const all = lists.flat();
+  for (const job of all) {
+    if (seen.has(job.name)) throw new Error(`Duplicate job definition: ${job.name}`);
+    seen.add(job.name);
+  }
+  return all;
+}
+
+export const jobDefinitions: JobDefinition<never>[] = collectJobs();

@@ -1,0 +1,11 @@
+import type { Runtime } from '../runtime.js';
+
+/** A job a domain contributes to the registry (src/jobs/index.ts). Handlers stay thin: parse, rebuild a context, call a service. */
+export interface JobDefinition<Data = Record<string, unknown>> {
+  name: string;
+  handler: (runtime: Runtime, data: Data) => Promise<void>;
+  /** how long a worker may hold the job before another may take it over (default 60 s) */
+  lockLifetimeMs?: number;
+  /** parallel runs of this job per instance (default 5) */
+  concurrency?: number;
+}

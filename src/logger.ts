@@ -1,0 +1,16 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+/** Structured JSON logs on stdout; secrets never reach them (redacted paths below). */
+export function createLogger(level: string): Logger {
+  return pino({
+    level,
+    base: { service: 'rmm-service' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie', '*.password', '*.secret', '*.clientSecret', '*.token'],
+      censor: '[redacted]',
+    },
+  });
+}

@@ -1,0 +1,107 @@
+import 'reflect-metadata';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.js';
+import { openDatabase } from './db/orm.js';
+import { OutboxDispatcher } from './events/dispatcher.js';
+import { eventSubscribers } from './events/index.js';
+import { PgPubSub } from './events/pubsub.js';
+import type { EventSubscriber } from './events/types.js';
+import { buildGraphqlSchema } from './graphql/schema.js';
+import { startGraphql } from './graphql/server.js';
+import { createHttpApp } from './http/app.js';
+import { JobQueue } from './jobs/agenda.js';
+import { jobDefinitions } from './jobs/index.js';
+import type { JobDefinition } from './jobs/types.js';
+import { createLogger, type Logger } from './logger.js';
+import type { Runtime } from './runtime.js';
+import { SecretBox } from './secrets.js';
+import { bootstrapIdentity } from './services/bootstrap.js';
+
+export interface StartOptions {
+  log?: Logger;
+  /** where migration sources are read for checksums (tests point this at a copy) */
+  migrationsDir?: string;
+  /** extra consumers and jobs, for tests */
+  subscribers?: EventSubscriber[];
+  jobs?: JobDefinition<never>[];
+  outboxPollMs?: number;
+  jobsProcessEveryMs?: number;
+}
+
+export interface RunningServer {
+  url: string;
+  runtime: Runtime;
+  httpServer: http.Server;
+  stop(): Promise<void>;
+}
+
+const DRAIN_TIMEOUT_MS = 10_000;
+
+/** Boots one server instance: database (embedded or DATABASE_URL), migrations, jobs, events, HTTP + GraphQL + WebSocket on one port. */
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const log = options.log ?? createLogger(config.logLevel);
+  const database = await openDatabase(config, log, { migrationsDir: options.migrationsDir });
+  const closers: (() => Promise<void>)[] = [() => database.close()];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await close().catch((error: Error) => log.error({ err: error.message }, 'shutdown step failed'));
+  };
+  try {
+    const pubsub = new PgPubSub(database.orm, database.url, log);
+    await pubsub.start();
+    closers.push(() => pubsub.close());
+
+    let runtime: Runtime | null = null;
+    const jobs = await JobQueue.create({
+      databaseUrl: database.url,
+      mongodbUrl: config.mongodbUrl,
+      definitions: [...jobDefinitions, ...(options.jobs ?? [])],
+      runtime: () => runtime!,
+      log,
+      processEveryMs: options.jobsProcessEveryMs,
+    });
+    runtime = { config, log, orm: database.orm, databaseUrl: database.url, secrets: new SecretBox(config.encryptionKey), pubsub, jobs };
+
+    await bootstrapIdentity(runtime);
+
+    await jobs.start();
+    closers.push(() => jobs.stop());
+
+    const dispatcher = new OutboxDispatcher(runtime, [...eventSubscribers, ...(options.subscribers ?? [])], options.outboxPollMs ?? 2000);
+    await dispatcher.start(database.url);
+    closers.push(() => dispatcher.stop());
+
+    const httpServer = http.createServer();
+    const graphql = await startGraphql(runtime, httpServer, await buildGraphqlSchema(pubsub));
+    httpServer.on('request', createHttpApp(runtime, graphql.middleware));
+    closers.push(() => graphql.stop());
+
+    await new Promise<void>((resolve, reject) => {
+      httpServer.once('error', reject);
+      httpServer.listen(config.port, config.host, () => resolve());
+    });
+    closers.push(() => closeHttp(httpServer));
+    const { port } = httpServer.address() as AddressInfo;
+    const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${port}`;
+    log.info({ url, version: config.serviceVersion, database: config.databaseUrl ? 'DATABASE_URL' : 'embedded', jobs: config.mongodbUrl ? 'mongodb' : 'postgresql' }, 'server listening');
+
+    let stopping: Promise<void> | null = null;
+    return {
+      url,
+      runtime,
+      httpServer,
+      // Stop accepting, drain HTTP and WebSocket, stop jobs and the dispatcher, close the ORM, stop the embedded database.
+      stop: () => (stopping ??= closeAll()),
+    };
+  } catch (error) {
+    await closeAll();
+    throw error;
+  }
+}
+
+async function closeHttp(server: http.Server): Promise<void> {
+  const timer = setTimeout(() => server.closeAllConnections(), DRAIN_TIMEOUT_MS);
+  server.closeIdleConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  clearTimeout(timer);
+}

@@ -1,0 +1,18 @@
+import type { RequestContext } from '../auth/context.js';
+import { authorize, canAccessOrg } from '../auth/policy.js';
+import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
+import { filterIterable } from '../events/subscriptions.js';
+import type { DomainEvent } from '../events/types.js';
+
+/**
+ * Live committed domain events for the dashboard, limited to organizations the caller can see
+ * (system-wide events, without an organization, reach system callers only).
+ */
+export async function subscribeDomainEvents(ctx: RequestContext, types: string[] | null): Promise<AsyncIterable<DomainEvent>> {
+  const principal = await authorize(ctx, 'organizations:read');
+  return filterIterable<DomainEvent>(ctx.runtime.pubsub.subscribe(DOMAIN_EVENT_TOPIC), async (event) => {
+    if (types && types.length > 0 && !types.includes(event.type)) return false;
+    if (!event.orgId) return principal.scope === 'system';
+    return canAccessOrg(ctx, event.orgId);
+  });
+}

@@ -1,0 +1,148 @@
+import { MikroORM } from '@mikro-orm/postgresql';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { ormConfig } from '../mikro-orm.config.js';
+import { RequestContext } from '../src/auth/context.js';
+import { withTransaction } from '../src/db/transaction.js';
+import { emit } from '../src/events/outbox.js';
+import type { DomainEvent, EventSubscriber } from '../src/events/types.js';
+import type { Runtime } from '../src/runtime.js';
+import { createTestApp, eventually, type TestApp } from './support/app.js';
+import { createTestDatabase } from './support/database.js';
+import { buildOrg, buildUser } from './support/factories.js';
+
+function recorder(name: string, on = ['test.*']): EventSubscriber & { seen: DomainEvent[] } {
+  const seen: DomainEvent[] = [];
+  return { name, on, seen, handle: async (_ctx, event) => void seen.push(event) };
+}
+
+async function emitCommitted(runtime: Runtime, type: string, orgId: string | null, data: Record<string, unknown> = {}): Promise<DomainEvent> {
+  const ctx = RequestContext.system(runtime, 'test');
+  return withTransaction(ctx, (tx) => emit(tx, { type, orgId, data }));
+}
+
+test('an event committed by a process that died before dispatching is delivered by the next one to start', async () => {
+  const db = await createTestDatabase();
+  try {
+    // The "crashed" process: migrations applied, event committed, no dispatcher ever ran.
+    const first = await createTestApp({ databaseUrl: db.url });
+    await first.stop();
+    const orm = await MikroORM.init(ormConfig(db.url));
+    const crashedRuntime = { orm, log: first.server.runtime.log } as unknown as Runtime;
+    const event = await emitCommitted(crashedRuntime, 'test.crash', null, { n: 1 });
+    await orm.close(true);
+
+    const sub = recorder('after-crash');
+    const second = await createTestApp({ databaseUrl: db.url, start: { subscribers: [sub] } });
+    try {
+      await eventually(() => sub.seen.length > 0, 10_000, 'the event');
+      expect(sub.seen).toEqual([expect.objectContaining({ id: event.id, type: 'test.crash', data: { n: 1 } })]);
+      const [row] = await second.server.runtime.orm.em.getConnection().execute('select dispatched_at from outbox_event where id = ?', [event.id]);
+      expect(row.dispatched_at).not.toBeNull();
+    } finally {
+      await second.stop();
+    }
+  } finally {
+    await db.drop();
+  }
+});
+
+test('an event whose write rolls back is never delivered', async () => {
+  const sub = recorder('rollback');
+  const app = await createTestApp({ start: { subscribers: [sub] } });
+  try {
+    const ctx = RequestContext.system(app.server.runtime, 'test');
+    await expect(
+      withTransaction(ctx, async (tx) => {
+        await emit(tx, { type: 'test.rolled_back', orgId: null, data: {} });
+        throw new Error('the change failed');
+      }),
+    ).rejects.toThrow('the change failed');
+    await emitCommitted(app.server.runtime, 'test.marker', null);
+    await eventually(() => sub.seen.some((e) => e.type === 'test.marker'), 10_000, 'the marker');
+    expect(sub.seen.map((e) => e.type)).toEqual(['test.marker']);
+  } finally {
+    await app.stop();
+  }
+});
+
+test('a subscriber that fails is retried: delivery is at least once', async () => {
+  let calls = 0;
+  const flaky: EventSubscriber = {
+    name: 'flaky',
+    on: ['test.flaky'],
+    handle: async () => {
+      calls++;
+      if (calls === 1) throw new Error('receiver down');
+    },
+  };
+  const app = await createTestApp({ start: { subscribers: [flaky] } });
+  try {
+    const event = await emitCommitted(app.server.runtime, 'test.flaky', null);
+    await eventually(async () => {
+      const [row] = await app.server.runtime.orm.em.getConnection().execute('select dispatched_at, attempts, last_error from outbox_event where id = ?', [event.id]);
+      return row.dispatched_at ? row : undefined;
+    }, 15_000, 'dispatch after the retry');
+    expect(calls).toBe(2);
+    const [row] = await app.server.runtime.orm.em.getConnection().execute('select attempts, last_error from outbox_event where id = ?', [event.id]);
+    expect(row).toEqual({ attempts: 1, last_error: 'receiver down' });
+  } finally {
+    await app.stop();
+  }
+});
+
+test('two instances on one database hand each event to exactly one of them', async () => {
+  const a = recorder('a');
+  const b = recorder('b');
+  const first = await createTestApp({ start: { subscribers: [a] } });
+  const second = await createTestApp({ databaseUrl: first.databaseUrl, start: { subscribers: [b] } });
+  try {
+    const emitted = await Promise.all(Array.from({ length: 40 }, (_, i) => emitCommitted(i % 2 ? first.server.runtime : second.server.runtime, 'test.shared', null, { i })));
+    await eventually(() => a.seen.length + b.seen.length >= 40, 15_000, 'all 40 events');
+    await new Promise((r) => setTimeout(r, 700));
+    const handled = [...a.seen, ...b.seen].map((e) => e.id).sort();
+    expect(handled).toEqual(emitted.map((e) => e.id).sort());
+  } finally {
+    await second.stop();
+    await first.stop();
+  }
+});
+
+test('a subscription on one instance receives events committed through another', async () => {
+  const first = await createTestApp();
+  const second = await createTestApp({ databaseUrl: first.databaseUrl });
+  const org = await buildOrg(first);
+  const otherOrg = await buildOrg(first);
+  const viewer = await buildUser(first, { orgId: org.id, role: 'Organization Viewer' });
+  const client = createClient({ url: second.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${viewer.token}` } });
+  try {
+    const received: { type: string; orgId: string; data: Record<string, unknown> }[] = [];
+    let subscribed!: () => void;
+    const ready = new Promise<void>((resolve) => (subscribed = resolve));
+    const done = new Promise<void>((resolve, reject) => {
+      client.subscribe(
+        { query: 'subscription { domainEvents(types: ["test.live"]) { type orgId data } }' },
+        {
+          next: (msg) => {
+            received.push((msg.data as { domainEvents: (typeof received)[number] }).domainEvents);
+            resolve();
+          },
+          error: reject,
+          complete: () => {},
+        },
+      );
+      client.on('connected', () => setTimeout(subscribed, 300));
+    });
+    await ready;
+    // Another organization's event must not reach this viewer; its own must.
+    await emitCommitted(first.server.runtime, 'test.live', otherOrg.id, { secret: true });
+    await emitCommitted(first.server.runtime, 'test.live', org.id, { hello: 'world' });
+    await done;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(received).toEqual([{ type: 'test.live', orgId: org.id, data: { hello: 'world' } }]);
+  } finally {
+    await client.dispose();
+    await second.stop();
+    await first.stop();
+  }
+});

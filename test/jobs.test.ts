@@ -1,0 +1,23 @@
+import { collectJobs } from '../src/jobs/index.js';
+import type { JobDefinition } from '../src/jobs/types.js';
+import { createTestApp, eventually } from './support/app.js';
+
+test('a job scheduled for later runs at its time with its data', async () => {
+  const runs: { data: { note: string }; at: number }[] = [];
+  const job: JobDefinition<{ note: string }> = { name: 'test.record', handler: async (_runtime, data) => void runs.push({ data, at: Date.now() }) };
+  const app = await createTestApp({ start: { jobs: [job as JobDefinition<never>] } });
+  try {
+    const scheduledAt = Date.now();
+    await app.server.runtime.jobs.schedule('test.record', { note: 'hello' }, new Date(scheduledAt + 1000));
+    await eventually(() => runs.length > 0, 10_000, 'the job');
+    expect(runs[0]!.data).toEqual({ note: 'hello' });
+    expect(runs[0]!.at).toBeGreaterThanOrEqual(scheduledAt + 1000);
+  } finally {
+    await app.stop();
+  }
+});
+
+test('the registry refuses two definitions with one name', () => {
+  const def = { name: 'dup', handler: async () => {} };
+  expect(() => collectJobs([def], [def])).toThrow('Duplicate job definition: dup');
+});

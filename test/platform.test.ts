@@ -1,0 +1,124 @@
+import pg from 'pg';
+import { createTestApp, type TestApp } from './support/app.js';
+import { gql, rest } from './support/clients.js';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await createTestApp();
+});
+afterAll(async () => {
+  await app.stop();
+});
+
+describe('health', () => {
+  test('GET /health answers status, version and uptime', async () => {
+    const res = await fetch(`${app.url}/health`);
+    expect(res.status).toBe(200);
+    const body: any = await res.json();
+    expect(body).toEqual({ status: 'ok', version: expect.any(String), uptime: expect.any(Number) });
+    expect(body.version).toBe(app.server.runtime.config.serviceVersion);
+    expect(res.headers.get('x-request-id')).toBeTruthy();
+  });
+
+  test('GET /health/ready checks the database and the job store', async () => {
+    const res = await fetch(`${app.url}/health/ready`);
+    expect(res.status).toBe(200);
+    const body: any = await res.json();
+    expect(body.status).toBe('ok');
+    expect(body.checks.database.status).toBe('ok');
+    expect(body.checks.jobs.status).toBe('ok');
+  });
+
+  test('security headers are set', async () => {
+    const res = await fetch(`${app.url}/health`);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('x-powered-by')).toBeNull();
+  });
+});
+
+describe('error envelope', () => {
+  test('malformed JSON is a 400 VALIDATION_ERROR', async () => {
+    const res = await rest(app).post('/auth/login', '{"email": ');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ code: 'VALIDATION_ERROR', message: 'Malformed JSON in request body' });
+  });
+
+  test('an unknown API route is a 404 in the envelope', async () => {
+    const res = await rest(app).get('/no/such/route');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ code: 'NOT_FOUND', message: 'Route GET /api/v1/no/such/route not found' });
+  });
+
+  test('an unknown route outside the API is a 404 in the envelope too', async () => {
+    const res = await fetch(`${app.url}/nowhere`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  test('a body over the size limit is refused in the envelope', async () => {
+    const res = await rest(app).post('/auth/login', { email: 'a@b.test', password: 'x'.repeat(2 * 1024 * 1024) });
+    expect(res.status).toBe(413);
+    expect(res.body.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  test('an invalid bearer token is a 401 UNAUTHENTICATED', async () => {
+    const res = await rest(app, { token: 'not-a-jwt' }).get('/users/me');
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ code: 'UNAUTHENTICATED', message: 'Invalid or expired access token' });
+  });
+});
+
+describe('OpenAPI', () => {
+  test('the document is served as OpenAPI 3.1 with the error schema', async () => {
+    const res = await rest(app).get('/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe('3.1.0');
+    expect(res.body.components.schemas.Error.required).toEqual(['code', 'message']);
+  });
+});
+
+describe('GraphQL', () => {
+  test('answers a query over HTTP', async () => {
+    const res = await gql(app, null, '{ serviceInfo { status version } }');
+    expect(res.body.data).toEqual({ serviceInfo: { status: 'ok', version: app.server.runtime.config.serviceVersion } });
+  });
+
+  test('a syntax error carries VALIDATION_ERROR in extensions.code', async () => {
+    const res = await gql(app, null, '{ serviceInfo { ');
+    expect(res.body.errors?.[0]?.extensions?.code).toBe('VALIDATION_ERROR');
+  });
+
+  test('queries over the cost limit are refused before they run', async () => {
+    const limited = await createTestApp({ env: { GRAPHQL_MAX_COST: '10' } });
+    try {
+      const fields = Array.from({ length: 6 }, (_, i) => `a${i}: serviceInfo { status version }`).join(' ');
+      const res = await gql(limited, null, `{ ${fields} }`);
+      expect(res.body.data).toBeUndefined();
+      expect(res.body.errors?.[0]).toMatchObject({ message: 'Query is too expensive: cost 18 exceeds the limit of 10', extensions: { code: 'VALIDATION_ERROR' } });
+      const small = await gql(limited, null, '{ serviceInfo { status } }');
+      expect(small.body.data).toEqual({ serviceInfo: { status: 'ok' } });
+    } finally {
+      await limited.stop();
+    }
+  });
+});
+
+describe('readiness when the database goes away', () => {
+  test('GET /health/ready answers 503 naming the database', async () => {
+    const other = await createTestApp();
+    try {
+      const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_ADMIN_URL });
+      await admin.connect();
+      const dbName = new URL(other.databaseUrl).pathname.slice(1);
+      await admin.query(`drop database ${dbName} with (force)`);
+      await admin.end();
+      const res = await fetch(`${other.url}/health/ready`);
+      expect(res.status).toBe(503);
+      const body: any = await res.json();
+      expect(body.status).toBe('unavailable');
+      expect(body.checks.database.status).toBe('error');
+    } finally {
+      await other.stop();
+    }
+  });
+});

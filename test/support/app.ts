@@ -1,0 +1,61 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { startServer, type RunningServer, type StartOptions } from '../../src/server.js';
+import { createTestDatabase } from './database.js';
+
+export const ADMIN_EMAIL = 'admin@example.test';
+export const ADMIN_PASSWORD = 'correct horse battery staple';
+
+export interface TestApp {
+  url: string;
+  server: RunningServer;
+  databaseUrl: string;
+  /** stops the server and drops the database (unless it was borrowed from another app) */
+  stop(): Promise<void>;
+}
+
+/**
+ * A real server on a random loopback port over a fresh database of its own. Pass `databaseUrl`
+ * to start a second instance on another app's database.
+ */
+export async function createTestApp(options: { env?: Record<string, string>; databaseUrl?: string; start?: StartOptions } = {}): Promise<TestApp> {
+  const db = options.databaseUrl ? { url: options.databaseUrl, drop: async () => {} } : await createTestDatabase();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rmm-app-'));
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
+    SECRET_ENCRYPTION_KEY: 'test-encryption-key-0123456789abcdef',
+    JWT_SECRET: 'test-jwt-secret-0123456789abcdefghij',
+    ADMIN_EMAIL,
+    ADMIN_PASSWORD,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...options.env,
+  });
+  const server = await startServer(config, { outboxPollMs: 500, jobsProcessEveryMs: 500, ...options.start });
+  return {
+    url: server.url,
+    server,
+    databaseUrl: db.url,
+    async stop() {
+      await server.stop();
+      await db.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls until `probe` returns a value other than undefined/false, or fails after `timeoutMs`. */
+export async function eventually<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value as T;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,71 @@
+import { ArgsType, ClassType, Field, Int, ObjectType } from 'type-graphql';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../src/pagination.js';
+
+/** The `pagination` block of page/limit lists, as in REST (`{data, pagination:{page, limit, total}}`). */
+@ObjectType()
+export class Pagination {
+  @Field(() => Int)
+  page!: number;
+
+  @Field(() => Int)
+  limit!: number;
+
+  @Field(() => Int)
+  total!: number;
+}
+
+@ArgsType()
+export class PageArgs {
+  @Field(() => Int, { defaultValue: 1 })
+  page!: number;
+
+  @Field(() => Int, { defaultValue: DEFAULT_LIMIT, description: `1 to ${MAX_LIMIT}` })
+  limit!: number;
+}
+
+/** `XPage { data: [X!]!, pagination: Pagination! }` for a list type, mirroring the REST list body. */
+export function PageOf<T extends object>(item: ClassType<T>, name: string) {
+  @ObjectType(name)
+  class PageType {
+    @Field(() => [item])
+    data!: T[];
+
+    @Field(() => Pagination)
+    pagination!: Pagination;
+  }
+  return PageType;
+}
+
+@ObjectType()
+export class PageInfo {
+  @Field(() => Boolean)
+  hasNextPage!: boolean;
+
+  @Field(() => String, { nullable: true })
+  endCursor!: string | null;
+}
+
+/** Relay-style `XConnection { edges { node cursor } pageInfo totalCount }` for cursor-paged lists. */
+export function ConnectionOf<T extends object>(item: ClassType<T>, name: string) {
+  @ObjectType(`${name}Edge`)
+  class Edge {
+    @Field(() => item)
+    node!: T;
+
+    @Field(() => String)
+    cursor!: string;
+  }
+
+  @ObjectType(`${name}Connection`)
+  class Connection {
+    @Field(() => [Edge])
+    edges!: Edge[];
+
+    @Field(() => PageInfo)
+    pageInfo!: PageInfo;
+
+    @Field(() => Int)
+    totalCount!: number;
+  }
+  return Connection;
+}

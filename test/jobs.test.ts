@@ -21,3 +21,9 @@ test('the registry refuses two definitions with one name', () => {
   const def = { name: 'dup', handler: async () => {} };
   expect(() => collectJobs([def], [def])).toThrow('Duplicate job definition: dup');
 });
+
+test('an unreachable MONGODB_URL stops start-up with a clear message', async () => {
+  await expect(createTestApp({ env: { MONGODB_URL: 'mongodb://127.0.0.1:1/rmm' } })).rejects.toThrow(
+    /Cannot connect to MongoDB at MONGODB_URL .*Unset MONGODB_URL to keep jobs in PostgreSQL/,
+  );
+}, 20_000);

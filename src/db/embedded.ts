@@ -54,6 +54,7 @@ export async function startEmbeddedDatabase(options: EmbeddedOptions): Promise<E
   const isNew = !fs.existsSync(path.join(clusterDir, 'PG_VERSION'));
   if (isNew) {
     fs.mkdirSync(path.dirname(clusterDir), { recursive: true });
+    allowPostgresUserThrough(path.dirname(clusterDir));
     await pg.initialise();
   }
   removeStalePid(clusterDir);
@@ -63,6 +64,16 @@ export async function startEmbeddedDatabase(options: EmbeddedOptions): Promise<E
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`,
     stop: () => pg.stop(),
   };
+}
+
+/**
+ * As root, PostgreSQL runs as the `postgres` user, which must be able to traverse into the data
+ * folder (mkdtemp and umask 077 make folders root-only). Grants search permission only, not read.
+ */
+function allowPostgresUserThrough(dir: string): void {
+  if (process.getuid?.() !== 0) return;
+  const mode = fs.statSync(dir).mode & 0o777;
+  if ((mode & 0o001) === 0) fs.chmodSync(dir, mode | 0o001);
 }
 
 /** A cluster killed without a clean stop leaves postmaster.pid behind and refuses to start. */

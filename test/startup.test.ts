@@ -1,0 +1,53 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../src/db/embedded.js';
+import { projectRoot } from '../src/paths.js';
+
+/** Runs the built server the way `npm start` does, with no configuration but a port and a data folder. */
+async function runServer(dataDir: string, port: number): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), DATA_DIR: dataDir, HOST: '127.0.0.1' };
+  const child = spawn(process.execPath, [path.join(projectRoot, 'dist/src/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+async function waitForHealth(port: number, timeoutMs: number): Promise<{ status: string; version: string }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/health`);
+      if (res.ok) return (await res.json()) as { status: string; version: string };
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`no /health answer within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+test('with no configuration the server starts on embedded PostgreSQL, answers /health, stops cleanly on SIGTERM and reuses its data', async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rmm-start-'));
+  try {
+    const port = await freePort();
+    const first = await runServer(dataDir, port);
+    const health = await waitForHealth(port, 15_000);
+    expect(health).toMatchObject({ status: 'ok', version: expect.any(String) });
+    expect(first.output()).toMatch(/"email":"admin@localhost","password":"[^"]+".*created the first platform admin/);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+
+    const second = await runServer(dataDir, port);
+    await waitForHealth(port, 15_000);
+    expect(second.output()).not.toMatch(/created the first platform admin/);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}, 60_000);

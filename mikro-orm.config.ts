@@ -28,6 +28,8 @@ export function ormConfig(databaseUrl: string, options: { debug?: boolean; poolM
       tableName: 'mikro_orm_migrations',
       transactional: true,
       silent: true,
+      // migration:create diffs against a scratch database with every migration applied, not a snapshot file.
+      snapshot: false,
       allOrNothing: true,
       emit: 'ts',
       path: path.join(projectRoot, 'src', 'migrations'),

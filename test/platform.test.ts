@@ -103,6 +103,29 @@ describe('GraphQL', () => {
   });
 });
 
+describe('production settings', () => {
+  test('introspection is off in production and CORS answers only allowed origins', async () => {
+    const prod = await createTestApp({ env: { NODE_ENV: 'production', CORS_ORIGINS: 'https://dash.example.test' } });
+    try {
+      const res = await gql(prod, null, '{ __schema { queryType { name } } }');
+      expect(res.body.data).toBeUndefined();
+      expect(res.body.errors?.[0]?.extensions?.code).toBe('VALIDATION_ERROR');
+
+      const allowed = await fetch(`${prod.url}/health`, { headers: { origin: 'https://dash.example.test' } });
+      expect(allowed.headers.get('access-control-allow-origin')).toBe('https://dash.example.test');
+      const other = await fetch(`${prod.url}/health`, { headers: { origin: 'https://evil.example.test' } });
+      expect(other.headers.get('access-control-allow-origin')).toBeNull();
+    } finally {
+      await prod.stop();
+    }
+  });
+
+  test('introspection works outside production', async () => {
+    const res = await gql(app, null, '{ __schema { queryType { name } } }');
+    expect(res.body.data).toEqual({ __schema: { queryType: { name: 'Query' } } });
+  });
+});
+
 describe('readiness when the database goes away', () => {
   test('GET /health/ready answers 503 naming the database', async () => {
     const other = await createTestApp();

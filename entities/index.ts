@@ -1,3 +1,4 @@
+import { AccessReview, AccessReviewItem } from './access-review.js';
 import { ApiKey } from './api-key.js';
 import { AuditLog } from './audit-log.js';
 import { Organization } from './organization.js';
@@ -6,7 +7,9 @@ import { Partner } from './partner.js';
 import { Role } from './role.js';
 import { LoginAttempt, RefreshToken } from './session.js';
 import { Site } from './site.js';
+import { SamlAssertion, SamlRequest, SsoExchangeCode, SsoIdentity, SsoProvider, SsoSession } from './sso.js';
 import { Membership, User } from './user.js';
+import { Webhook, WebhookDelivery } from './webhook.js';
 
 /** Every entity the ORM knows; a domain adds its classes here. */
-export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt];
+export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt, SsoProvider, SsoIdentity, SsoSession, SsoExchangeCode, SamlRequest, SamlAssertion, Webhook, WebhookDelivery, AccessReview, AccessReviewItem];

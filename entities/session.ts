@@ -7,7 +7,7 @@ import { Membership, User } from './user.js';
  * same family; presenting a used token again revokes the whole family.
  */
 @Entity()
-export class RefreshToken extends BaseEntity<'mfa' | 'method' | 'usedAt' | 'revokedAt' | 'ip' | 'userAgent'> {
+export class RefreshToken extends BaseEntity<'mfa' | 'method' | 'tokenVersion' | 'usedAt' | 'revokedAt' | 'ip' | 'userAgent'> {
   @ManyToOne(() => User, { mapToPk: true, fieldName: 'user_id', deleteRule: 'cascade' })
   @Index()
   userId!: string;
@@ -29,6 +29,10 @@ export class RefreshToken extends BaseEntity<'mfa' | 'method' | 'usedAt' | 'revo
   /** How the session began: password, sso or refresh of one of those. */
   @Property({ type: 'string', length: 20 })
   method: 'password' | 'sso' = 'password';
+
+  /** The user's token version when the session began: a password change or disable bumps it and ends the session. */
+  @Property({ type: 'integer' })
+  tokenVersion = 0;
 
   @Property({ type: 'timestamptz' })
   expiresAt!: Date;

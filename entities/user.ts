@@ -9,7 +9,7 @@ export type UserStatus = 'active' | 'invited' | 'disabled';
 /** A person. Emails are stored lower-cased, so lookups are case-insensitive. */
 @Entity()
 export class User extends BaseEntity<
-  'passwordHash' | 'status' | 'mfaEnabled' | 'mfaSecret' | 'mfaRecoveryCodes' | 'tokenVersion' | 'lastLoginAt' | 'inviteTokenHash' | 'inviteExpiresAt'
+  'passwordHash' | 'status' | 'mfaEnabled' | 'mfaSecret' | 'mfaRecoveryCodes' | 'mfaLastUsedStep' | 'tokenVersion' | 'lastLoginAt' | 'inviteTokenHash' | 'inviteExpiresAt'
 > {
   @Property({ type: 'string', length: 255 })
   @Unique()
@@ -34,6 +34,10 @@ export class User extends BaseEntity<
   /** SHA-256 hashes of unused recovery codes. */
   @Property({ type: 'json', hidden: true })
   mfaRecoveryCodes: string[] = [];
+
+  /** The last TOTP time step accepted: a code is good once, even within its validity window. */
+  @Property({ type: 'integer', nullable: true, hidden: true })
+  mfaLastUsedStep: number | null = null;
 
   /** Bumped on disable and password change: tokens carrying an older value stop working at once. */
   @Property({ type: 'integer' })

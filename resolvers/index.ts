@@ -1,4 +1,15 @@
+import { AccessReviewResolver } from './access-review.js';
+import { ApiKeyResolver } from './api-key.js';
+import { AuditResolver } from './audit.js';
+import { AuthResolver } from './auth.js';
+import { OrganizationResolver } from './organization.js';
+import { PartnerResolver } from './partner.js';
+import { RoleResolver } from './role.js';
+import { SiteResolver } from './site.js';
+import { SsoResolver } from './sso.js';
 import { SystemResolver } from './system.js';
+import { UserResolver } from './user.js';
+import { WebhookResolver } from './webhook.js';
 
 /** Every GraphQL resolver class; a domain adds its resolver here. */
-export const resolvers = [SystemResolver] as const;
+export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver] as const;

@@ -1,11 +1,20 @@
 import express from 'express';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
+import { accessReviewsRouter } from './access-reviews.js';
+import { apiKeysRouter } from './api-keys.js';
+import { auditRouter } from './audit.js';
+import { authRouter } from './auth.js';
+import { orgsRouter } from './orgs.js';
+import { rolesRouter } from './roles.js';
 import type { RestRouter } from './router.js';
+import { ssoRouter } from './sso.js';
+import { usersRouter } from './users.js';
+import { webhooksRouter } from './webhooks.js';
 
 type RouterFactory = (openapi: OpenApiRegistry) => RestRouter;
 
 /** Every domain's router, mounted under /api/v1 in this order. */
-const routers: RouterFactory[] = [];
+const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter];
 
 export function apiRouter(openapi: OpenApiRegistry, version: string): express.Router {
   const api = express.Router();

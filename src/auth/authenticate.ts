@@ -34,7 +34,10 @@ export async function authenticate(runtime: Runtime, credentials: Credentials): 
     if (!user || user.status !== 'active' || user.tokenVersion !== claims.ver) throw unauthenticated('Invalid or expired access token');
     const membership = await em.findOne(Membership, { id: claims.mid, userId: user.id });
     if (!membership) throw unauthenticated('Invalid or expired access token');
-    return principalFor(em, user, membership, { kind: 'user', id: user.id, mfa: claims.mfa });
+    if (claims.sid && !(await sessionActive(em, claims.sid, user.id))) throw unauthenticated('Invalid or expired access token');
+    const principal = await principalFor(em, user, membership, { kind: 'user', id: user.id, mfa: claims.mfa });
+    if (claims.sid) sessionIds.set(principal, claims.sid);
+    return principal;
   }
   if (credentials.apiKey) {
     const prefix = apiKeyPrefix(credentials.apiKey);
@@ -55,7 +58,25 @@ export async function authenticate(runtime: Runtime, credentials: Credentials): 
   return null;
 }
 
-async function principalFor(
+// Keyed by the Principal object itself, which every copy of the request's context shares.
+const sessionIds = new WeakMap<Principal, string>();
+
+/** The login session (refresh-token family) a bearer token belongs to; null for API keys and tokens minted outside a session. */
+export function sessionIdOf(principal: Principal): string | null {
+  return sessionIds.get(principal) ?? null;
+}
+
+/** A session ends when any token of its family is revoked (logout, reuse detection, password change). */
+async function sessionActive(em: ReturnType<Runtime['orm']['em']['fork']>, familyId: string, userId: string): Promise<boolean> {
+  const [row] = (await em.execute(
+    `select count(*)::int as tokens, bool_or(revoked_at is not null) as revoked from refresh_token where family_id = ? and user_id = ?`,
+    [familyId, userId],
+  )) as { tokens: number; revoked: boolean | null }[];
+  return !!row && row.tokens > 0 && !row.revoked;
+}
+
+/** The Principal of `user` acting through `membership` (also used to name a user as actor while their session is created). */
+export async function principalFor(
   em: ReturnType<Runtime['orm']['em']['fork']>,
   user: User,
   membership: Membership,

@@ -90,9 +90,10 @@ export async function visibleOrgIds(ctx: RequestContext, requestedOrgId?: string
     case 'organization':
       return principal.orgId ? [principal.orgId] : [];
     case 'partner': {
-      if (principal.orgAccess === 'selected') return principal.orgIds;
       const rows = (await ctx.em.execute(`select id from organization where partner_id = ?`, [principal.partnerId])) as { id: string }[];
-      return rows.map((r) => r.id);
+      const owned = rows.map((r) => r.id);
+      // A selection can only narrow the partner's own organizations, whatever the membership row holds.
+      return principal.orgAccess === 'selected' ? owned.filter((id) => principal.orgIds.includes(id)) : owned;
     }
   }
 }

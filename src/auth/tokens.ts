@@ -1,4 +1,4 @@
-import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+import { SignJWT, jwtVerify, errors as joseErrors, type JWTPayload } from 'jose';
 import type { Scope } from '../../entities/role.js';
 import type { Config } from '../config.js';
 
@@ -12,35 +12,63 @@ export interface AccessClaims {
   roleId: string;
   mfa: boolean;
   ver: number;
+  /** the login session (refresh-token family); revoking it ends the access token too. Absent on tokens minted outside a session. */
+  sid?: string;
+}
+
+/** Claims of the token that carries a password-verified login to its second factor. */
+export interface MfaClaims {
+  sub: string;
+  ver: number;
 }
 
 const ISSUER = 'rmm-service';
 const AUDIENCE = 'rmm-service-api';
+// A distinct audience makes an MFA token useless as an access token and the other way round.
+const MFA_AUDIENCE = 'rmm-service-mfa';
+const MFA_TOKEN_TTL_SECONDS = 300;
 
 function key(config: Config): Uint8Array {
   return new TextEncoder().encode(config.jwtSecret);
 }
 
-export async function signAccessToken(config: Config, claims: AccessClaims): Promise<string> {
-  const { sub, ...rest } = claims;
-  return new SignJWT({ ...rest })
+async function sign(config: Config, audience: string, ttlSeconds: number, { sub, ...rest }: { sub: string } & JWTPayload): Promise<string> {
+  return new SignJWT(rest)
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(sub)
     .setIssuer(ISSUER)
-    .setAudience(AUDIENCE)
+    .setAudience(audience)
     .setIssuedAt()
-    .setExpirationTime(`${config.accessTokenTtlSeconds}s`)
+    .setExpirationTime(`${ttlSeconds}s`)
     .sign(key(config));
 }
 
-/** Returns the claims, or null for any invalid, expired or foreign token. */
-export async function verifyAccessToken(config: Config, token: string): Promise<AccessClaims | null> {
+async function verify(config: Config, audience: string, token: string): Promise<JWTPayload | null> {
   try {
-    const { payload } = await jwtVerify(token, key(config), { issuer: ISSUER, audience: AUDIENCE, algorithms: ['HS256'] });
-    if (typeof payload.sub !== 'string' || typeof payload.mid !== 'string') return null;
-    return payload as unknown as AccessClaims;
+    const { payload } = await jwtVerify(token, key(config), { issuer: ISSUER, audience, algorithms: ['HS256'] });
+    return typeof payload.sub === 'string' && typeof payload.ver === 'number' ? payload : null;
   } catch (error) {
     if (error instanceof joseErrors.JOSEError) return null;
     throw error;
   }
+}
+
+export async function signAccessToken(config: Config, claims: AccessClaims): Promise<string> {
+  return sign(config, AUDIENCE, config.accessTokenTtlSeconds, { ...claims });
+}
+
+/** Returns the claims, or null for any invalid, expired or foreign token. */
+export async function verifyAccessToken(config: Config, token: string): Promise<AccessClaims | null> {
+  const payload = await verify(config, AUDIENCE, token);
+  if (!payload || typeof payload.mid !== 'string' || (payload.sid !== undefined && typeof payload.sid !== 'string')) return null;
+  return payload as unknown as AccessClaims;
+}
+
+export async function signMfaToken(config: Config, claims: MfaClaims): Promise<string> {
+  return sign(config, MFA_AUDIENCE, MFA_TOKEN_TTL_SECONDS, { ...claims });
+}
+
+export async function verifyMfaToken(config: Config, token: string): Promise<MfaClaims | null> {
+  const payload = await verify(config, MFA_AUDIENCE, token);
+  return payload ? { sub: payload.sub!, ver: payload.ver as number } : null;
 }

@@ -1,4 +1,5 @@
 import type { EventSubscriber } from './types.js';
+import { webhookFanOut } from './webhooks.js';
 
 /** Every consumer of committed domain events; a domain adds its subscribers here. */
-export const eventSubscribers: EventSubscriber[] = [];
+export const eventSubscribers: EventSubscriber[] = [webhookFanOut];

@@ -6,6 +6,23 @@ export interface DomainEventMap {
   'user.login': { userId: string; email: string; method: 'password' | 'sso' | 'mfa' };
   'user.logout': { userId: string; email: string };
   'webhook.test': Record<string, unknown>;
+  'partner.created': { partnerId: string; name: string; changes: string[] };
+  'partner.updated': { partnerId: string; name: string; changes: string[] };
+  'partner.deleted': { partnerId: string; name: string };
+  'organization.created': { orgId: string; partnerId: string; name: string; changes: string[] };
+  'organization.updated': { orgId: string; partnerId: string; name: string; changes: string[] };
+  'organization.deleted': { orgId: string; partnerId: string; name: string };
+  'site.created': { siteId: string; orgId: string; name: string; changes: string[] };
+  'site.updated': { siteId: string; orgId: string; name: string; changes: string[] };
+  'site.deleted': { siteId: string; orgId: string; name: string };
+  'user.invited': { userId: string; email: string; roleId: string; partnerId: string | null; newAccount: boolean };
+  'user.invite_accepted': { userId: string; email: string };
+  'user.updated': { userId: string; changes: string[] };
+  'user.deleted': { userId: string; email: string; accountDeleted: boolean };
+  'user.role_changed': { userId: string; membershipId: string; previousRoleId: string; roleId: string };
+  'role.created': { roleId: string; name: string; scope: string; clonedFrom?: string };
+  'role.updated': { roleId: string; name: string; scope: string; changes: string[] };
+  'role.deleted': { roleId: string; name: string; scope: string };
   [type: string]: Record<string, unknown>;
 }
 

@@ -22,6 +22,7 @@ export class JobQueue {
     private readonly log: Logger,
     private readonly pingStore: () => Promise<void>,
     private readonly closeStore: () => Promise<void>,
+    private readonly recurring: JobDefinition<never>[],
   ) {}
 
   static async create(options: {
@@ -81,11 +82,13 @@ export class JobQueue {
         { lockLifetime: def.lockLifetimeMs ?? DEFAULT_LOCK_LIFETIME_MS, concurrency: def.concurrency ?? 5 },
       );
     }
-    return new JobQueue(agenda, log, pingStore, closeStore);
+    return new JobQueue(agenda, log, pingStore, closeStore, options.definitions.filter((def) => def.every));
   }
 
   async start(): Promise<void> {
     await this.agenda.start();
+    // One stored record per name, so every instance registering it still runs it once per interval.
+    for (const def of this.recurring) await this.agenda.every(def.every!, def.name);
   }
 
   /** Runs `name` at `when` (now when omitted) on whichever instance picks it up first. */

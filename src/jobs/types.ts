@@ -8,4 +8,6 @@ export interface JobDefinition<Data = Record<string, unknown>> {
   lockLifetimeMs?: number;
   /** parallel runs of this job per instance (default 5) */
   concurrency?: number;
+  /** recurring: runs on this interval (Agenda syntax, e.g. '1 minute') on one instance at a time, first soon after start-up */
+  every?: string;
 }

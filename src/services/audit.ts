@@ -1,8 +1,14 @@
 import crypto from 'node:crypto';
+import { raw, type FilterQuery, type ObjectQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AuditLog, type AuditResult } from '../../entities/audit-log.js';
+import { z } from 'zod';
+import { AuditLog, type ActorType, type AuditResult } from '../../entities/audit-log.js';
 import type { RequestContext } from '../auth/context.js';
+import { authorize, isUuid, requirePrincipal, visibleOrgIds } from '../auth/policy.js';
 import { canonicalJson } from '../canonical-json.js';
+import { badRequest, notFound } from '../errors.js';
+import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { parseInput, uuid } from '../validation.js';
 
 export interface AuditEntry {
   action: string;
@@ -67,7 +73,8 @@ export async function recordDenied(
   await recordAudit(separate, {
     action: 'access.denied',
     resourceType: target.resource ?? permission.split(':')[0] ?? 'unknown',
-    orgId: target.orgId ?? null,
+    // An organization user's denied attempt belongs to that organization's trail even when the target named none.
+    orgId: target.orgId ?? ctx.principal?.orgId ?? null,
     partnerId: target.partnerId ?? undefined,
     result: 'denied',
     details: { permission, reason },
@@ -108,7 +115,7 @@ export async function verifyAuditChain(em: EntityManager): Promise<ChainVerifica
   let checked = 0;
   let after = '0';
   for (;;) {
-    const rows = await em.find(AuditLog, { seq: { $gt: after } }, { orderBy: { seq: 'asc' }, limit: 1000 });
+    const rows = await em.find(AuditLog, { seq: { $gt: after } }, { orderBy: { seq: 'asc' }, limit: 1000, disableIdentityMap: true });
     if (rows.length === 0) return { valid: true, checked, brokenAt: null };
     for (const row of rows) {
       if (row.prevHash !== prev || auditHash(row) !== row.hash) return { valid: false, checked, brokenAt: String(row.seq) };
@@ -117,4 +124,475 @@ export async function verifyAuditChain(em: EntityManager): Promise<ChainVerifica
     }
     after = String(rows[rows.length - 1]!.seq);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Query side: listing, search, export and reports. Every read of the log is itself recorded
+// (`audit.read`, `audit.export`) after the rows were read, so a list never contains its own entry.
+// ---------------------------------------------------------------------------------------------
+
+const dateTime = z.coerce.date({ message: 'must be an ISO 8601 date-time' });
+
+export const AuditFilters = z
+  .object({
+    orgId: uuid().optional(),
+    actorId: uuid().optional(),
+    actorType: z.enum(['user', 'api_key', 'agent', 'system', 'anonymous']).optional(),
+    /** exact, or a pattern where `*` matches anything (`user.*`) */
+    action: z.string().trim().min(1).max(100).optional(),
+    resourceType: z.string().trim().min(1).max(100).optional(),
+    resourceId: z.string().trim().min(1).max(100).optional(),
+    result: z.enum(['success', 'denied', 'failure']).optional(),
+    from: dateTime.optional(),
+    to: dateTime.optional(),
+    /** text search over action, resource type and id, actor email and details */
+    q: z.string().trim().min(1).max(200).optional(),
+  })
+  .strict();
+export type AuditFilters = z.input<typeof AuditFilters>;
+type ParsedFilters = z.output<typeof AuditFilters>;
+
+export const AuditListQuery = AuditFilters.extend(PageQuery.shape).strict();
+export type AuditListQuery = z.input<typeof AuditListQuery>;
+export const AuditSearchQuery = AuditListQuery.extend({ q: z.string().trim().min(1).max(200) }).strict();
+export type AuditSearchQuery = z.input<typeof AuditSearchQuery>;
+
+const ExportFormat = z.enum(['csv', 'json']);
+export const AuditExportInput = z.object({ format: ExportFormat.default('csv'), filters: AuditFilters.default({}) }).strict();
+export type AuditExportInput = z.input<typeof AuditExportInput>;
+/** `GET /audit/export`: the format and the filters side by side in the query string */
+export const AuditExportQuery = AuditFilters.extend({ format: ExportFormat.default('csv') }).strict();
+
+/** Reports cover `from`..`to`, the last 30 days by default. */
+export const AuditPeriodQuery = z.object({ orgId: uuid().optional(), from: dateTime.optional(), to: dateTime.optional() }).strict();
+export type AuditPeriodQuery = z.input<typeof AuditPeriodQuery>;
+export const AuditReportQuery = AuditPeriodQuery.extend({ limit: PageQuery.shape.limit }).strict();
+export type AuditReportQuery = z.input<typeof AuditReportQuery>;
+
+export interface AuditLogView {
+  id: string;
+  seq: string;
+  createdAt: string;
+  actorType: ActorType;
+  actorId: string | null;
+  actorEmail: string | null;
+  action: string;
+  resourceType: string;
+  resourceId: string | null;
+  orgId: string | null;
+  partnerId: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  result: AuditResult;
+  changes: string[];
+  details: Record<string, unknown>;
+  prevHash: string;
+  hash: string;
+}
+
+export function auditLogView(row: AuditLog): AuditLogView {
+  return {
+    id: row.id,
+    seq: String(row.seq),
+    createdAt: row.createdAt.toISOString(),
+    actorType: row.actorType,
+    actorId: row.actorId,
+    actorEmail: row.actorEmail,
+    action: row.action,
+    resourceType: row.resourceType,
+    resourceId: row.resourceId,
+    orgId: row.orgId,
+    partnerId: row.partnerId,
+    ip: row.ip,
+    userAgent: row.userAgent,
+    result: row.result,
+    changes: row.changes,
+    details: row.details,
+    prevHash: row.prevHash,
+    hash: row.hash,
+  };
+}
+
+export async function listAuditLogs(ctx: RequestContext, query: AuditListQuery): Promise<Page<AuditLogView>> {
+  return readPage(ctx, parseInput(AuditListQuery, query), 'list');
+}
+
+export async function searchAuditLogs(ctx: RequestContext, query: AuditSearchQuery): Promise<Page<AuditLogView>> {
+  return readPage(ctx, parseInput(AuditSearchQuery, query), 'search');
+}
+
+async function readPage(ctx: RequestContext, input: z.output<typeof AuditListQuery>, view: string): Promise<Page<AuditLogView>> {
+  const { page: _page, limit: _limit, ...filters } = input;
+  const tenant = await authorizeRead(ctx, 'audit:read', filters.orgId);
+  const rows = await ctx.em.find(AuditLog, auditWhere(tenant, filters), { orderBy: { seq: 'desc' }, ...pageOptions(input) });
+  const total = await ctx.em.count(AuditLog, auditWhere(tenant, filters));
+  await recordRead(ctx, 'audit.read', { view, filters: plain(filters) }, filters.orgId);
+  return toPage(rows.map(auditLogView), total, input);
+}
+
+export async function getAuditLog(ctx: RequestContext, id: string): Promise<AuditLogView> {
+  const tenant = await authorizeRead(ctx, 'audit:read');
+  const row = isUuid(id) ? await ctx.em.findOne(AuditLog, { $and: [tenant, { id }] }) : null;
+  if (!row) throw notFound('Audit log entry');
+  await recordRead(ctx, 'audit.read', { view: 'get', id }, row.orgId);
+  return auditLogView(row);
+}
+
+export interface AuditExport {
+  contentType: string;
+  filename: string;
+  /** the file, produced page by page as the client reads it */
+  body: AsyncIterable<string>;
+}
+
+const EXPORT_PAGE_SIZE = 500;
+const CSV_COLUMNS: (keyof AuditLogView)[] = [
+  'id',
+  'seq',
+  'createdAt',
+  'actorType',
+  'actorId',
+  'actorEmail',
+  'action',
+  'resourceType',
+  'resourceId',
+  'orgId',
+  'partnerId',
+  'ip',
+  'userAgent',
+  'result',
+  'changes',
+  'details',
+  'prevHash',
+  'hash',
+];
+
+/**
+ * Authorizes and records the export at once; the rows are then read in keyset pages while the body
+ * is consumed. The export is a snapshot up to the last entry that existed when it was asked for.
+ */
+export async function exportAuditLog(ctx: RequestContext, raw: AuditExportInput): Promise<AuditExport> {
+  const input = parseInput(AuditExportInput, raw);
+  const tenant = await authorizeRead(ctx, 'audit:export', input.filters.orgId);
+  const [last] = (await ctx.em.execute(`select coalesce(max(seq), 0)::text as seq from audit_log`)) as { seq: string }[];
+  await recordRead(ctx, 'audit.export', { format: input.format, filters: plain(input.filters) }, input.filters.orgId);
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  return {
+    contentType: input.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
+    filename: `audit-log-${stamp}.${input.format}`,
+    body: exportRows(ctx, tenant, input.filters, input.format, last!.seq),
+  };
+}
+
+async function* exportRows(ctx: RequestContext, tenant: FilterQuery<AuditLog>, filters: ParsedFilters, format: 'csv' | 'json', upTo: string): AsyncIterable<string> {
+  yield format === 'csv' ? csvLine(CSV_COLUMNS) : '[';
+  let separator = '\n';
+  let bound: { $lte: string } | { $lt: string } = { $lte: upTo };
+  for (;;) {
+    const rows: AuditLog[] = await ctx.em.find(
+      AuditLog,
+      { $and: [auditWhere(tenant, filters), { seq: bound }] },
+      { orderBy: { seq: 'desc' }, limit: EXPORT_PAGE_SIZE, disableIdentityMap: true },
+    );
+    if (rows.length === 0) break;
+    const lines = rows.map((row) => auditLogView(row));
+    if (format === 'csv') {
+      yield lines.map((view) => csvLine(CSV_COLUMNS.map((column) => view[column]))).join('');
+    } else {
+      yield separator + lines.map((view) => JSON.stringify(view)).join(',\n');
+      separator = ',\n';
+    }
+    if (rows.length < EXPORT_PAGE_SIZE) break;
+    bound = { $lt: String(rows[rows.length - 1]!.seq) };
+  }
+  if (format === 'json') yield separator === '\n' ? ']' : '\n]';
+}
+
+/** RFC 4180 line: cells with quotes, commas or line breaks are quoted, quotes doubled. */
+function csvLine(cells: unknown[]): string {
+  return `${cells.map(csvCell).join(',')}\r\n`;
+}
+
+function csvCell(value: unknown): string {
+  let text = value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
+  // Spreadsheets run cells that start with these as formulas (CSV injection); a leading quote keeps them text.
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+export interface UserActivity {
+  actorType: ActorType;
+  actorId: string | null;
+  actorEmail: string | null;
+  total: number;
+  success: number;
+  denied: number;
+  failure: number;
+  firstAt: string;
+  lastAt: string;
+  actions: { action: string; count: number }[];
+}
+
+/** Per actor, the most active first: how many entries of each result and action in the period. */
+export async function userActivityReport(ctx: RequestContext, query: AuditReportQuery): Promise<{ from: string; to: string; users: UserActivity[] }> {
+  const input = parseInput(AuditReportQuery, query);
+  const tenant = await authorizeRead(ctx, 'audit:read', input.orgId);
+  const filters = { orgId: input.orgId, ...period(input) };
+  const actors = (await ctx.em
+    .createQueryBuilder(AuditLog, 'a')
+    .select([
+      raw('a.actor_type as "actorType"'),
+      raw('a.actor_id as "actorId"'),
+      raw('max(a.actor_email) as "actorEmail"'),
+      raw('count(*)::int as total'),
+      ...RESULTS.map((result) => raw(`(count(*) filter (where a.result = ?))::int as "${result}"`, [result])),
+      raw('min(a.created_at) as "firstAt"'),
+      raw('max(a.created_at) as "lastAt"'),
+    ])
+    .where(auditWhere(tenant, filters))
+    .groupBy(['actorType', 'actorId'])
+    .orderBy([{ [raw('count(*)')]: 'desc' }, { [raw('max(a.created_at)')]: 'desc' }])
+    .limit(input.limit)
+    .execute('all', false)) as (Omit<UserActivity, 'actions' | 'firstAt' | 'lastAt'> & { firstAt: Date; lastAt: Date })[];
+  const actions = (await ctx.em
+    .createQueryBuilder(AuditLog, 'a')
+    .select([raw('a.actor_type as "actorType"'), raw('a.actor_id as "actorId"'), 'a.action', raw('count(*)::int as count')])
+    .where(auditWhere(tenant, filters))
+    .groupBy(['actorType', 'actorId', 'action'])
+    .orderBy([{ [raw('count(*)')]: 'desc' }, { action: 'asc' }])
+    .execute('all', false)) as { actorType: string; actorId: string | null; action: string; count: number }[];
+  const key = (r: { actorType: string; actorId: string | null }) => `${r.actorType}:${r.actorId ?? ''}`;
+  await recordRead(ctx, 'audit.read', { view: 'report:user-activity', filters: plain(filters) }, input.orgId);
+  return {
+    from: filters.from.toISOString(),
+    to: filters.to.toISOString(),
+    users: actors.map((a) => ({
+      ...a,
+      firstAt: new Date(a.firstAt).toISOString(),
+      lastAt: new Date(a.lastAt).toISOString(),
+      actions: actions.filter((r) => key(r) === key(a)).map(({ action, count }) => ({ action, count })),
+    })),
+  };
+}
+
+/**
+ * What the security report counts. Other domains name their actions `<resource>.<verb>`; these
+ * patterns (SQL LIKE) pick out sign-ins, MFA, API key and role changes whatever the domain.
+ */
+const SECURITY_CATEGORIES: { name: string; actions?: string[]; result?: AuditResult }[] = [
+  { name: 'logins', actions: ['%login%'], result: 'success' },
+  { name: 'loginFailures', actions: ['%login%'], result: 'failure' },
+  { name: 'denied', result: 'denied' },
+  { name: 'mfaChanges', actions: ['%mfa%'], result: 'success' },
+  { name: 'apiKeyChanges', actions: ['api_key.%'], result: 'success' },
+  { name: 'roleChanges', actions: ['role.%', '%.role%'], result: 'success' },
+  { name: 'accessRevocations', actions: ['user.access.revoke'], result: 'success' },
+];
+
+function categoryWhere(category: (typeof SECURITY_CATEGORIES)[number]): FilterQuery<AuditLog> {
+  const parts: FilterQuery<AuditLog>[] = [];
+  if (category.actions) parts.push({ $or: category.actions.map((pattern) => ({ action: { $like: pattern } })) });
+  if (category.result) parts.push({ result: category.result });
+  return { $and: parts };
+}
+
+function inCategory(row: AuditLog, category: (typeof SECURITY_CATEGORIES)[number]): boolean {
+  const likes = (pattern: string) => new RegExp(`^${pattern.split('%').map(escapeRegExp).join('.*')}$`).test(row.action);
+  return (!category.result || row.result === category.result) && (!category.actions || category.actions.some(likes));
+}
+
+export async function securityEventsReport(
+  ctx: RequestContext,
+  query: AuditReportQuery,
+): Promise<{ from: string; to: string; totals: Record<string, number>; events: (AuditLogView & { categories: string[] })[] }> {
+  const input = parseInput(AuditReportQuery, query);
+  const tenant = await authorizeRead(ctx, 'audit:read', input.orgId);
+  const filters = { orgId: input.orgId, ...period(input) };
+  const totals: Record<string, number> = {};
+  for (const category of SECURITY_CATEGORIES) {
+    totals[category.name] = await ctx.em.count(AuditLog, { $and: [auditWhere(tenant, filters), categoryWhere(category)] });
+  }
+  const rows = await ctx.em.find(
+    AuditLog,
+    { $and: [auditWhere(tenant, filters), { $or: SECURITY_CATEGORIES.map(categoryWhere) }] },
+    { orderBy: { seq: 'desc' }, limit: input.limit },
+  );
+  await recordRead(ctx, 'audit.read', { view: 'report:security-events', filters: plain(filters) }, input.orgId);
+  return {
+    from: filters.from.toISOString(),
+    to: filters.to.toISOString(),
+    totals,
+    events: rows.map((row) => ({ ...auditLogView(row), categories: SECURITY_CATEGORIES.filter((c) => inCategory(row, c)).map((c) => c.name) })),
+  };
+}
+
+export interface ComplianceReport {
+  from: string;
+  to: string;
+  totals: { events: number; success: number; denied: number; failure: number };
+  actors: number;
+  exports: number;
+  /** every entry the caller can see in the period still hashes to its stored hash (edits show here) */
+  integrity: ChainVerification;
+  /** the whole chain's links and hashes (edits and deletions anywhere); system scope only, null otherwise */
+  chain: ChainVerification | null;
+}
+
+/**
+ * The whole chain spans every tenant, so only system callers get it; organization and partner
+ * callers get the integrity of their own entries, which reveals nothing about other tenants.
+ */
+export async function complianceReport(ctx: RequestContext, query: AuditPeriodQuery): Promise<ComplianceReport> {
+  const input = parseInput(AuditPeriodQuery, query);
+  const tenant = await authorizeRead(ctx, 'audit:read', input.orgId);
+  const principal = requirePrincipal(ctx);
+  const filters = { orgId: input.orgId, ...period(input) };
+  const [counts] = (await ctx.em
+    .createQueryBuilder(AuditLog, 'a')
+    .select([
+      raw('count(*)::int as events'),
+      ...RESULTS.map((result) => raw(`(count(*) filter (where a.result = ?))::int as "${result}"`, [result])),
+      raw('count(distinct a.actor_id)::int as actors'),
+      raw(`(count(*) filter (where a.action = 'audit.export'))::int as exports`),
+    ])
+    .where(auditWhere(tenant, filters))
+    .execute('all', false)) as { events: number; success: number; denied: number; failure: number; actors: number; exports: number }[];
+  const integrity = await verifyEntries(ctx, tenant, filters);
+  const chain = principal.scope === 'system' ? await verifyAuditChain(ctx.em) : null;
+  await recordRead(ctx, 'audit.read', { view: 'report:compliance', filters: plain(filters) }, input.orgId);
+  const { actors, exports, ...totals } = counts!;
+  return { from: filters.from.toISOString(), to: filters.to.toISOString(), totals, actors, exports, integrity, chain };
+}
+
+/** Recomputes the hash of each visible entry in the period, oldest first. */
+async function verifyEntries(ctx: RequestContext, tenant: FilterQuery<AuditLog>, filters: ParsedFilters): Promise<ChainVerification> {
+  let checked = 0;
+  let after = '0';
+  for (;;) {
+    const rows = await ctx.em.find(
+      AuditLog,
+      { $and: [auditWhere(tenant, filters), { seq: { $gt: after } }] },
+      { orderBy: { seq: 'asc' }, limit: 1000, disableIdentityMap: true },
+    );
+    if (rows.length === 0) return { valid: true, checked, brokenAt: null };
+    for (const row of rows) {
+      if (auditHash(row) !== row.hash) return { valid: false, checked, brokenAt: String(row.seq) };
+      checked++;
+    }
+    after = String(rows[rows.length - 1]!.seq);
+  }
+}
+
+export interface AuditStats {
+  from: string;
+  to: string;
+  total: number;
+  byAction: { action: string; count: number }[];
+  byResult: { result: string; count: number }[];
+  /** UTC days */
+  byDay: { day: string; count: number }[];
+}
+
+export async function auditStats(ctx: RequestContext, query: AuditPeriodQuery): Promise<AuditStats> {
+  const input = parseInput(AuditPeriodQuery, query);
+  const tenant = await authorizeRead(ctx, 'audit:read', input.orgId);
+  const filters = { orgId: input.orgId, ...period(input) };
+  const grouped = async (expression: string, as: string) =>
+    (await ctx.em
+      .createQueryBuilder(AuditLog, 'a')
+      .select([raw(`${expression} as "${as}"`), raw('count(*)::int as count')])
+      .where(auditWhere(tenant, filters))
+      .groupBy(raw(expression))
+      .orderBy([{ [raw('count(*)')]: 'desc' }, { [raw(expression)]: 'asc' }])
+      .execute('all', false)) as Record<string, string | number>[];
+  const byAction = (await grouped('a.action', 'action')) as { action: string; count: number }[];
+  const byResult = (await grouped('a.result', 'result')) as { result: string; count: number }[];
+  const byDay = ((await grouped(`to_char(a.created_at at time zone 'UTC', 'YYYY-MM-DD')`, 'day')) as { day: string; count: number }[]).sort((x, y) =>
+    x.day.localeCompare(y.day),
+  );
+  await recordRead(ctx, 'audit.read', { view: 'stats', filters: plain(filters) }, input.orgId);
+  return {
+    from: filters.from.toISOString(),
+    to: filters.to.toISOString(),
+    total: byResult.reduce((sum, r) => sum + r.count, 0),
+    byAction,
+    byResult,
+    byDay,
+  };
+}
+
+const RESULTS: AuditResult[] = ['success', 'denied', 'failure'];
+const DEFAULT_PERIOD_MS = 30 * 24 * 3600 * 1000;
+
+function period(input: { from?: Date; to?: Date }): { from: Date; to: Date } {
+  const to = input.to ?? new Date();
+  const from = input.from ?? new Date(to.getTime() - DEFAULT_PERIOD_MS);
+  if (from > to) throw badRequest('from: must not be after to');
+  return { from, to };
+}
+
+/**
+ * Authorizes a read of the log and returns the rows the caller may see: organization callers
+ * their organization's, partner callers their organizations' and their partner's own
+ * (organization-less) entries, system callers all. Naming an organization narrows to it.
+ */
+async function authorizeRead(ctx: RequestContext, permission: 'audit:read' | 'audit:export', orgId?: string): Promise<FilterQuery<AuditLog>> {
+  const principal = await authorize(ctx, permission, { orgId, resource: 'Organization' });
+  const orgIds = await visibleOrgIds(ctx, orgId);
+  if (orgIds === null) return {};
+  if (principal.scope === 'partner' && !orgId) return { $or: [{ orgId: { $in: orgIds } }, { orgId: null, partnerId: principal.partnerId }] };
+  return { orgId: { $in: orgIds } };
+}
+
+/** Builds the filter afresh on every call: MikroORM's raw fragments are single-use. */
+function auditWhere(tenant: FilterQuery<AuditLog>, f: Partial<ParsedFilters>): ObjectQuery<AuditLog> {
+  const parts: FilterQuery<AuditLog>[] = [tenant];
+  if (f.actorId) parts.push({ actorId: f.actorId });
+  if (f.actorType) parts.push({ actorType: f.actorType });
+  if (f.action) parts.push(f.action.includes('*') ? { action: { $like: escapeLike(f.action).replace(/\*/g, '%') } } : { action: f.action });
+  if (f.resourceType) parts.push({ resourceType: f.resourceType });
+  if (f.resourceId) parts.push({ resourceId: f.resourceId });
+  if (f.result) parts.push({ result: f.result });
+  if (f.from) parts.push({ createdAt: { $gte: f.from } });
+  if (f.to) parts.push({ createdAt: { $lte: f.to } });
+  if (f.q) {
+    const pattern = `%${escapeLike(f.q)}%`;
+    parts.push({
+      $or: [
+        { action: { $ilike: pattern } },
+        { resourceType: { $ilike: pattern } },
+        { resourceId: { $ilike: pattern } },
+        { actorEmail: { $ilike: pattern } },
+        { [raw((alias: string) => `${alias}.details::text ilike ?`, [pattern])]: [] },
+      ],
+    });
+  }
+  return { $and: parts };
+}
+
+async function recordRead(ctx: RequestContext, action: 'audit.read' | 'audit.export', details: Record<string, unknown>, orgId: string | null | undefined): Promise<void> {
+  const principal = requirePrincipal(ctx);
+  await recordAudit(ctx, {
+    action,
+    resourceType: 'audit_log',
+    orgId: principal.scope === 'organization' ? principal.orgId : (orgId ?? null),
+    details,
+  });
+}
+
+/** Filters as stored in an audit entry: dates as ISO strings, unset ones left out. */
+function plain(filters: Partial<ParsedFilters>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(filters)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [k, v instanceof Date ? v.toISOString() : String(v)]),
+  );
+}
+
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

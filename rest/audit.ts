@@ -1,0 +1,59 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Response } from 'express';
+import type { OpenApiRegistry } from '../src/http/openapi.js';
+import {
+  AuditExportInput,
+  AuditExportQuery,
+  AuditListQuery,
+  AuditPeriodQuery,
+  AuditReportQuery,
+  AuditSearchQuery,
+  auditStats,
+  complianceReport,
+  exportAuditLog,
+  getAuditLog,
+  listAuditLogs,
+  searchAuditLogs,
+  securityEventsReport,
+  userActivityReport,
+  type AuditExport,
+} from '../src/services/audit.js';
+import { RestRouter } from './router.js';
+
+/** Streams the export straight to the client: rows leave as they are read, never buffered whole. */
+async function sendExport(res: Response, file: AuditExport): Promise<void> {
+  res.status(200);
+  res.setHeader('Content-Type', file.contentType);
+  res.setHeader('Content-Disposition', `attachment; filename="${file.filename}"`);
+  res.setHeader('Cache-Control', 'no-store');
+  await pipeline(Readable.from(file.body), res);
+}
+
+export function auditRouter(openapi: OpenApiRegistry): RestRouter {
+  const list = { summary: 'Audit log entries, newest first (action accepts `*` wildcards)', query: AuditListQuery };
+  return new RestRouter(openapi, 'Audit')
+    .get('/audit', list, (ctx, { query }) => listAuditLogs(ctx, query))
+    .get('/audit/logs', list, (ctx, { query }) => listAuditLogs(ctx, query))
+    .get('/audit/logs/:id', { summary: 'One audit log entry' }, (ctx, { params }) => getAuditLog(ctx, params.id!))
+    .get('/audit/search', { summary: 'Text search over action, resource, actor email and details', query: AuditSearchQuery }, (ctx, { query }) =>
+      searchAuditLogs(ctx, query),
+    )
+    .get('/audit/export', { summary: 'Download the filtered log as CSV or JSON (streamed)', query: AuditExportQuery }, async (ctx, { query, res }) => {
+      const { format, ...filters } = query;
+      await sendExport(res, await exportAuditLog(ctx, { format, filters }));
+    })
+    .post('/audit/export', { summary: 'Download the filtered log as CSV or JSON (streamed)', body: AuditExportInput }, async (ctx, { body, res }) => {
+      await sendExport(res, await exportAuditLog(ctx, body));
+    })
+    .get('/audit/reports/user-activity', { summary: 'Entries per actor in a period (default: last 30 days)', query: AuditReportQuery }, (ctx, { query }) =>
+      userActivityReport(ctx, query),
+    )
+    .get('/audit/reports/security-events', { summary: 'Sign-ins, failures, denied attempts, MFA, API key and role changes', query: AuditReportQuery }, (ctx, { query }) =>
+      securityEventsReport(ctx, query),
+    )
+    .get('/audit/reports/compliance', { summary: 'Totals and integrity; system callers also get the whole hash chain verified', query: AuditPeriodQuery }, (ctx, { query }) =>
+      complianceReport(ctx, query),
+    )
+    .get('/audit/stats', { summary: 'Counts by action, result and day', query: AuditPeriodQuery }, (ctx, { query }) => auditStats(ctx, query));
+}

@@ -1,0 +1,53 @@
+import type { OpenApiRegistry } from '../src/http/openapi.js';
+import { AssignableRolesQuery, assignableRoles } from '../src/services/roles.js';
+import {
+  AcceptInviteSchema,
+  InviteUserSchema,
+  ResendInviteSchema,
+  SetUserRoleSchema,
+  UpdateMeSchema,
+  UpdateUserSchema,
+  UserListQuery,
+  acceptInvite,
+  deleteUser,
+  getMe,
+  getUser,
+  inviteUser,
+  listUsers,
+  resendInvite,
+  setUserRole,
+  updateMe,
+  updateUser,
+} from '../src/services/users.js';
+import { RestRouter } from './router.js';
+
+/** Users of the organizations and partners the caller reaches, invitations, and the caller's own profile. */
+export function usersRouter(openapi: OpenApiRegistry): RestRouter {
+  const r = new RestRouter(openapi, 'Users');
+
+  r.post('/auth/accept-invite', { summary: 'Set a password with an invitation token; answers a session', body: AcceptInviteSchema, public: true }, (ctx, { body }) =>
+    acceptInvite(ctx, body),
+  );
+
+  // Before `/users/:id`, which would otherwise take `me` and `roles` as ids.
+  r.get('/users/me', { summary: 'The caller: profile, effective permissions and memberships' }, (ctx) => getMe(ctx));
+  r.patch('/users/me', { summary: "Update the caller's own profile", body: UpdateMeSchema }, (ctx, { body }) => updateMe(ctx, body));
+  r.get('/users/roles', { summary: 'Roles the caller may assign', query: AssignableRolesQuery }, async (ctx, { query }) => ({ data: await assignableRoles(ctx, query) }));
+
+  r.get('/users', { summary: 'List users the caller reaches', query: UserListQuery }, (ctx, { query }) => listUsers(ctx, query));
+  r.post('/users/invite', { summary: 'Invite someone by email: answers the user and a one-time invite link', body: InviteUserSchema, status: 201 }, (ctx, { body }) =>
+    inviteUser(ctx, body),
+  );
+  r.post('/users/resend-invite', { summary: 'A new invite link for a user who has not accepted (the old one stops working)', body: ResendInviteSchema }, (ctx, { body }) =>
+    resendInvite(ctx, body),
+  );
+  r.get('/users/:id', { summary: 'Get a user' }, (ctx, { params }) => getUser(ctx, params.id!));
+  r.patch('/users/:id', { summary: "Update a user's name, status or reach", body: UpdateUserSchema }, (ctx, { params, body }) => updateUser(ctx, params.id!, body));
+  r.delete('/users/:id', { summary: 'Remove the memberships the caller manages (and the account with its last one)', status: 204 }, (ctx, { params }) =>
+    deleteUser(ctx, params.id!),
+  );
+  r.post('/users/:id/role', { summary: "Change a user's role (needs an MFA session)", body: SetUserRoleSchema }, (ctx, { params, body }) =>
+    setUserRole(ctx, params.id!, body),
+  );
+  return r;
+}

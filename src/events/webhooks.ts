@@ -1,0 +1,10 @@
+import { fanOutEvent } from '../services/webhook-deliveries.js';
+import { WEBHOOK_EVENT_TYPES } from '../services/webhooks.js';
+import type { EventSubscriber } from './types.js';
+
+/** Committed domain events of the catalog become one delivery per subscribed active webhook (`webhook.test` never comes through the outbox). */
+export const webhookFanOut: EventSubscriber = {
+  name: 'webhooks.fan-out',
+  on: WEBHOOK_EVENT_TYPES.filter((type) => type !== 'webhook.test'),
+  handle: (tx, event) => fanOutEvent(tx, event),
+};

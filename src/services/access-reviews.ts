@@ -1,0 +1,310 @@
+import { LockMode, raw, type FilterQuery } from '@mikro-orm/core';
+import { z } from 'zod';
+import { AccessReview, AccessReviewItem, type AccessReviewDecision, type AccessReviewStatus } from '../../entities/access-review.js';
+import { Partner } from '../../entities/partner.js';
+import { Role } from '../../entities/role.js';
+import { Membership, User } from '../../entities/user.js';
+import type { RequestContext } from '../auth/context.js';
+import { authorize, isUuid, requirePrincipal, targetOrgId, visibleOrgIds, type AuthorizeOptions } from '../auth/policy.js';
+import { withTransaction } from '../db/transaction.js';
+import { conflict, notFound } from '../errors.js';
+import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { parseInput, uuid } from '../validation.js';
+import { recordAudit } from './audit.js';
+
+export const CreateAccessReviewInput = z
+  .object({
+    name: z.string().trim().min(1).max(255),
+    /** the organization reviewed (organization callers: their own, implied) */
+    orgId: uuid().optional(),
+    /** review a partner's own staff instead of an organization */
+    partnerId: uuid().optional(),
+    dueAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' }).optional(),
+  })
+  .strict()
+  .refine((v) => !(v.orgId && v.partnerId), { message: 'give orgId or partnerId, not both', path: ['partnerId'] });
+export type CreateAccessReviewInput = z.input<typeof CreateAccessReviewInput>;
+
+export const DecideAccessReviewItemInput = z
+  .object({
+    decision: z.enum(['approved', 'revoked']),
+    notes: z.string().trim().max(2000).nullable().optional(),
+  })
+  .strict();
+export type DecideAccessReviewItemInput = z.input<typeof DecideAccessReviewItemInput>;
+
+export const AccessReviewListQuery = PageQuery.extend({
+  status: z.enum(['open', 'completed']).optional(),
+  orgId: uuid().optional(),
+}).strict();
+export type AccessReviewListQuery = z.input<typeof AccessReviewListQuery>;
+
+export interface AccessReviewItemView {
+  id: string;
+  userId: string;
+  userEmail: string;
+  userName: string;
+  membershipId: string;
+  roleId: string;
+  roleName: string;
+  decision: AccessReviewDecision;
+  notes: string | null;
+  decidedBy: string | null;
+  decidedAt: string | null;
+}
+
+export interface AccessReviewSummary {
+  total: number;
+  pending: number;
+  approved: number;
+  revoked: number;
+}
+
+export interface AccessReviewView {
+  id: string;
+  name: string;
+  orgId: string | null;
+  partnerId: string | null;
+  status: AccessReviewStatus;
+  dueAt: string | null;
+  createdBy: string | null;
+  createdAt: string;
+  completedAt: string | null;
+  completedBy: string | null;
+  summary: AccessReviewSummary;
+}
+
+export interface AccessReviewDetail extends AccessReviewView {
+  items: AccessReviewItemView[];
+}
+
+function itemView(item: AccessReviewItem): AccessReviewItemView {
+  return {
+    id: item.id,
+    userId: item.userId,
+    userEmail: item.userEmail,
+    userName: item.userName,
+    membershipId: item.membershipId,
+    roleId: item.roleId,
+    roleName: item.roleName,
+    decision: item.decision,
+    notes: item.notes,
+    decidedBy: item.decidedBy,
+    decidedAt: item.decidedAt?.toISOString() ?? null,
+  };
+}
+
+function reviewView(review: AccessReview, summary: AccessReviewSummary): AccessReviewView {
+  return {
+    id: review.id,
+    name: review.name,
+    orgId: review.orgId,
+    partnerId: review.partnerId,
+    status: review.status,
+    dueAt: review.dueAt?.toISOString() ?? null,
+    createdBy: review.createdBy,
+    createdAt: review.createdAt.toISOString(),
+    completedAt: review.completedAt?.toISOString() ?? null,
+    completedBy: review.completedBy,
+    summary,
+  };
+}
+
+function detailView(review: AccessReview, items: AccessReviewItem[]): AccessReviewDetail {
+  const summary: AccessReviewSummary = { total: items.length, pending: 0, approved: 0, revoked: 0 };
+  for (const item of items) summary[item.decision]++;
+  return { ...reviewView(review, summary), items: items.map(itemView) };
+}
+
+/** Organization callers see their organization's reviews; partner callers their organizations' and their own staff's; system all. */
+export async function listAccessReviews(ctx: RequestContext, query: AccessReviewListQuery): Promise<Page<AccessReviewView>> {
+  const input = parseInput(AccessReviewListQuery, query);
+  const principal = await authorize(ctx, 'access_reviews:read', { orgId: input.orgId, resource: 'Organization' });
+  const orgIds = await visibleOrgIds(ctx, input.orgId);
+  const where: FilterQuery<AccessReview>[] = [];
+  if (orgIds !== null) {
+    where.push(
+      principal.scope === 'partner' && !input.orgId
+        ? { $or: [{ orgId: { $in: orgIds } }, { orgId: null, partnerId: principal.partnerId }] }
+        : { orgId: { $in: orgIds } },
+    );
+  }
+  if (input.status) where.push({ status: input.status });
+  const [reviews, total] = await ctx.em.findAndCount(AccessReview, { $and: where }, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(input) });
+  const summaries = await summarize(ctx, reviews.map((r) => r.id));
+  return toPage(
+    reviews.map((r) => reviewView(r, summaries.get(r.id) ?? { total: 0, pending: 0, approved: 0, revoked: 0 })),
+    total,
+    input,
+  );
+}
+
+async function summarize(ctx: RequestContext, reviewIds: string[]): Promise<Map<string, AccessReviewSummary>> {
+  const summaries = new Map<string, AccessReviewSummary>();
+  if (reviewIds.length === 0) return summaries;
+  const rows = (await ctx.em
+    .createQueryBuilder(AccessReviewItem, 'i')
+    .select([raw('i.review_id as "reviewId"'), 'i.decision', raw('count(*)::int as count')])
+    .where({ reviewId: { $in: reviewIds } })
+    .groupBy(['reviewId', 'decision'])
+    .execute('all', false)) as { reviewId: string; decision: AccessReviewDecision; count: number }[];
+  for (const row of rows) {
+    const summary = summaries.get(row.reviewId) ?? { total: 0, pending: 0, approved: 0, revoked: 0 };
+    summary[row.decision] += row.count;
+    summary.total += row.count;
+    summaries.set(row.reviewId, summary);
+  }
+  return summaries;
+}
+
+export async function getAccessReview(ctx: RequestContext, id: string): Promise<AccessReviewDetail> {
+  const review = await loadReview(ctx, id);
+  await authorize(ctx, 'access_reviews:read', reviewTenant(review));
+  return detailView(review, await ctx.em.find(AccessReviewItem, { reviewId: review.id }, { orderBy: { userEmail: 'asc', id: 'asc' } }));
+}
+
+/**
+ * Snapshots every membership of the organization (or the partner's own staff) as a pending item.
+ * Later changes to users or roles do not alter the review; completion acts on the memberships.
+ */
+export async function createAccessReview(ctx: RequestContext, raw: CreateAccessReviewInput): Promise<AccessReviewDetail> {
+  const input = parseInput(CreateAccessReviewInput, raw);
+  let orgId: string | null = null;
+  let partnerId: string;
+  if (input.partnerId) {
+    await authorize(ctx, 'access_reviews:write', { partnerId: input.partnerId, resource: 'Partner' });
+    if (!(await ctx.em.count(Partner, { id: input.partnerId }))) throw notFound('Partner');
+    partnerId = input.partnerId;
+  } else {
+    orgId = await targetOrgId(ctx, input.orgId);
+    await authorize(ctx, 'access_reviews:write', { orgId });
+    partnerId = (await ctx.partnerOfOrg(orgId))!;
+  }
+  const principal = requirePrincipal(ctx);
+  return withTransaction(ctx, async (tx) => {
+    const review = tx.em.create(AccessReview, { name: input.name, orgId, partnerId, dueAt: input.dueAt ? new Date(input.dueAt) : null, createdBy: principal.userId });
+    const memberships = await tx.em.find(Membership, orgId ? { orgId } : { partnerId, orgId: null });
+    const users = new Map((await tx.em.find(User, { id: { $in: memberships.map((m) => m.userId) } })).map((u) => [u.id, u]));
+    const roles = new Map((await tx.em.find(Role, { id: { $in: memberships.map((m) => m.roleId) } })).map((r) => [r.id, r]));
+    const items = memberships.map((m) =>
+      tx.em.create(AccessReviewItem, {
+        reviewId: review.id,
+        userId: m.userId,
+        userEmail: users.get(m.userId)!.email,
+        userName: users.get(m.userId)!.name,
+        membershipId: m.id,
+        roleId: m.roleId,
+        roleName: roles.get(m.roleId)!.name,
+      }),
+    );
+    await tx.em.flush();
+    await recordAudit(tx, {
+      action: 'access_review.create',
+      resourceType: 'access_review',
+      resourceId: review.id,
+      orgId,
+      partnerId,
+      details: { name: review.name, items: items.length },
+    });
+    return detailView(review, items.sort((a, b) => a.userEmail.localeCompare(b.userEmail)));
+  });
+}
+
+export async function decideAccessReviewItem(
+  ctx: RequestContext,
+  reviewId: string,
+  itemId: string,
+  raw: DecideAccessReviewItemInput,
+): Promise<AccessReviewItemView> {
+  const principal = await authorize(ctx, 'access_reviews:write', reviewTenant(await loadReview(ctx, reviewId)));
+  const input = parseInput(DecideAccessReviewItemInput, raw);
+  return withTransaction(ctx, async (tx) => {
+    const review = await lockReview(tx, reviewId);
+    const item = isUuid(itemId) ? await tx.em.findOne(AccessReviewItem, { id: itemId, reviewId }) : null;
+    if (!item) throw notFound('Access review item');
+    item.decision = input.decision;
+    if (input.notes !== undefined) item.notes = input.notes;
+    item.decidedBy = principal.userId;
+    item.decidedAt = new Date();
+    await tx.em.flush();
+    await recordAudit(tx, {
+      action: 'access_review.decide',
+      resourceType: 'access_review',
+      resourceId: review.id,
+      orgId: review.orgId,
+      partnerId: review.partnerId,
+      details: { itemId: item.id, userId: item.userId, membershipId: item.membershipId, decision: item.decision },
+    });
+    return itemView(item);
+  });
+}
+
+/**
+ * Applies every `revoked` decision in one transaction: the membership is removed (its sessions end
+ * at once); a user left without any membership is disabled and their tokens invalidated.
+ * Completion removes access, so it needs a second factor like other sensitive writes.
+ */
+export async function completeAccessReview(ctx: RequestContext, id: string): Promise<AccessReviewDetail> {
+  const principal = await authorize(ctx, 'access_reviews:write', { ...reviewTenant(await loadReview(ctx, id)), mfa: true });
+  return withTransaction(ctx, async (tx) => {
+    const review = await lockReview(tx, id);
+    const items = await tx.em.find(AccessReviewItem, { reviewId: id }, { orderBy: { userEmail: 'asc', id: 'asc' } });
+    const count = (decision: AccessReviewDecision) => items.filter((i) => i.decision === decision).length;
+    const pending = count('pending');
+    if (pending > 0) throw conflict('All items must be decided before completing', { pending });
+    let applied = 0;
+    for (const item of items) {
+      if (item.decision === 'revoked' && (await revokeMembership(tx, review, item))) applied++;
+    }
+    review.status = 'completed';
+    review.completedAt = new Date();
+    review.completedBy = principal.userId;
+    await tx.em.flush();
+    await recordAudit(tx, {
+      action: 'access_review.complete',
+      resourceType: 'access_review',
+      resourceId: review.id,
+      orgId: review.orgId,
+      partnerId: review.partnerId,
+      details: { approved: count('approved'), revoked: count('revoked'), applied },
+    });
+    return detailView(review, items);
+  });
+}
+
+/** False when the membership is already gone (removed since the review began): nothing to apply. */
+async function revokeMembership(tx: RequestContext, review: AccessReview, item: AccessReviewItem): Promise<boolean> {
+  const removed = await tx.em.nativeDelete(Membership, { id: item.membershipId, userId: item.userId });
+  if (removed === 0) return false;
+  const user = await tx.em.findOne(User, { id: item.userId });
+  const disabled = !!user && (await tx.em.count(Membership, { userId: item.userId })) === 0;
+  // Disabled as the users service disables: older tokens die with the version bump, a pending invite with its token.
+  if (user && disabled) Object.assign(user, { status: 'disabled', tokenVersion: user.tokenVersion + 1, inviteTokenHash: null, inviteExpiresAt: null });
+  await recordAudit(tx, {
+    action: 'user.access.revoke',
+    resourceType: 'user',
+    resourceId: item.userId,
+    orgId: review.orgId,
+    partnerId: review.partnerId,
+    details: { reviewId: review.id, itemId: item.id, membershipId: item.membershipId, roleId: item.roleId, disabled },
+  });
+  return true;
+}
+
+async function loadReview(ctx: RequestContext, id: string): Promise<AccessReview> {
+  requirePrincipal(ctx);
+  const review = isUuid(id) ? await ctx.em.findOne(AccessReview, { id }) : null;
+  if (!review) throw notFound('Access review');
+  return review;
+}
+
+/** Locks the review for the transaction and refuses changes once it is completed. */
+async function lockReview(tx: RequestContext, id: string): Promise<AccessReview> {
+  const review = await tx.em.findOneOrFail(AccessReview, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, failHandler: () => notFound('Access review') });
+  if (review.status === 'completed') throw conflict('Access review is already completed');
+  return review;
+}
+
+function reviewTenant(review: AccessReview): AuthorizeOptions {
+  return review.orgId ? { orgId: review.orgId, resource: 'Access review' } : { partnerId: review.partnerId, resource: 'Access review' };
+}

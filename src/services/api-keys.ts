@@ -1,0 +1,248 @@
+import { z } from 'zod';
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { ApiKey } from '../../entities/api-key.js';
+import { generateApiKey } from '../auth/api-key-format.js';
+import type { Principal, RequestContext } from '../auth/context.js';
+import { expandPermissions, hasPermission, isValidPermission } from '../auth/permissions.js';
+import { authenticated, authorize, isUuid, requirePrincipal, visibleOrgIds, type AuthorizeOptions } from '../auth/policy.js';
+import { withTransaction } from '../db/transaction.js';
+import { badRequest, conflict, forbidden, notFound } from '../errors.js';
+import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { parseInput, uuid } from '../validation.js';
+import { recordAudit } from './audit.js';
+
+export type ApiKeyStatus = 'active' | 'revoked' | 'expired';
+
+/** How a key appears in every response: never the hash, and the full key only on create and rotate. */
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: string[];
+  userId: string;
+  orgId: string | null;
+  partnerId: string | null;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+  createdAt: string;
+  status: ApiKeyStatus;
+}
+
+/** The one response that carries the key itself. */
+export interface ApiKeyWithSecret extends ApiKeyView {
+  key: string;
+}
+
+// Kept as text (the service converts) so that parsing twice, in the adapter and the service, is harmless.
+const futureDate = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 date-time' })
+  .refine((s) => Date.parse(s) > Date.now(), 'must be in the future');
+const scopeList = z.array(z.string().min(1).max(100)).min(1, 'at least one scope is required').max(100);
+
+export const CreateApiKeyInput = z
+  .object({
+    name: z.string().trim().min(1).max(255),
+    scopes: scopeList,
+    expiresAt: futureDate.optional(),
+  })
+  .strict();
+export type CreateApiKeyInput = z.input<typeof CreateApiKeyInput>;
+
+export const UpdateApiKeyInput = z
+  .object({
+    name: z.string().trim().min(1).max(255).optional(),
+    scopes: scopeList.optional(),
+    /** null removes the expiry */
+    expiresAt: futureDate.nullable().optional(),
+  })
+  .strict();
+export type UpdateApiKeyInput = z.input<typeof UpdateApiKeyInput>;
+
+export const ApiKeyListQuery = PageQuery.extend({
+  status: z.enum(['active', 'revoked', 'expired']).optional(),
+  userId: uuid().optional(),
+}).strict();
+export type ApiKeyListQuery = z.input<typeof ApiKeyListQuery>;
+
+export function apiKeyView(key: ApiKey): ApiKeyView {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    scopes: key.scopes,
+    userId: key.userId,
+    orgId: key.orgId,
+    partnerId: key.partnerId,
+    expiresAt: key.expiresAt?.toISOString() ?? null,
+    lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
+    revokedAt: key.revokedAt?.toISOString() ?? null,
+    createdAt: key.createdAt.toISOString(),
+    status: keyStatus(key),
+  };
+}
+
+function keyStatus(key: ApiKey, now = new Date()): ApiKeyStatus {
+  if (key.revokedAt) return 'revoked';
+  if (key.expiresAt && key.expiresAt <= now) return 'expired';
+  return 'active';
+}
+
+/**
+ * Everyone sees their own keys. Holders of `api_keys:read` also see the keys of the tenants they
+ * can see: organization admins their organization's, partner admins their organizations' and their
+ * partner's own staff's, system admins all.
+ */
+export async function listApiKeys(ctx: RequestContext, query: ApiKeyListQuery): Promise<Page<ApiKeyView>> {
+  const input = parseInput(ApiKeyListQuery, query);
+  const principal = requirePrincipal(ctx);
+  const own: FilterQuery<ApiKey> = { userId: principal.userId };
+  let visible: FilterQuery<ApiKey> = own;
+  if (hasPermission(principal.permissions, 'api_keys:read')) {
+    await authorize(ctx, 'api_keys:read');
+    const tenants = await tenantFilter(ctx, principal);
+    visible = tenants === null ? {} : { $or: [own, tenants] };
+  } else {
+    authenticated(ctx);
+  }
+  const now = new Date();
+  const status: Record<ApiKeyStatus, FilterQuery<ApiKey>> = {
+    revoked: { revokedAt: { $ne: null } },
+    expired: { revokedAt: null, expiresAt: { $lte: now } },
+    active: { revokedAt: null, $or: [{ expiresAt: null }, { expiresAt: { $gt: now } }] },
+  };
+  const where: FilterQuery<ApiKey>[] = [visible];
+  if (input.userId) where.push({ userId: input.userId });
+  if (input.status) where.push(status[input.status]);
+  const [rows, total] = await ctx.em.findAndCount(ApiKey, { $and: where }, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(input) });
+  return toPage(rows.map(apiKeyView), total, input);
+}
+
+/** Keys of the tenants a caller with `api_keys:read` may see; null = all (system scope). */
+async function tenantFilter(ctx: RequestContext, principal: Principal): Promise<FilterQuery<ApiKey> | null> {
+  const orgIds = await visibleOrgIds(ctx);
+  if (orgIds === null) return null;
+  if (principal.scope === 'partner') return { $or: [{ orgId: { $in: orgIds } }, { orgId: null, partnerId: principal.partnerId }] };
+  return { orgId: { $in: orgIds } };
+}
+
+export async function getApiKey(ctx: RequestContext, id: string): Promise<ApiKeyView> {
+  const key = await loadKey(ctx, id);
+  if (key.userId === requirePrincipal(ctx).userId) authenticated(ctx);
+  else await authorize(ctx, 'api_keys:read', keyTenant(key));
+  return apiKeyView(key);
+}
+
+export async function createApiKey(ctx: RequestContext, raw: CreateApiKeyInput): Promise<ApiKeyWithSecret> {
+  const principal = await authorize(ctx, 'api_keys:write', { mfa: true });
+  const input = parseInput(CreateApiKeyInput, raw);
+  checkScopes(principal, input.scopes);
+  if (!principal.userId || !principal.membershipId) throw forbidden('API keys belong to a user');
+  const material = generateApiKey();
+  return withTransaction(ctx, async (tx) => {
+    const key = tx.em.create(ApiKey, {
+      name: input.name,
+      prefix: material.prefix,
+      keyHash: material.hash,
+      scopes: input.scopes,
+      userId: principal.userId!,
+      membershipId: principal.membershipId!,
+      orgId: principal.orgId,
+      partnerId: principal.partnerId,
+      expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
+    });
+    await tx.em.flush();
+    await recordAudit(tx, {
+      ...auditTarget(key),
+      action: 'api_key.create',
+      details: { name: key.name, prefix: key.prefix, scopes: key.scopes, expiresAt: key.expiresAt?.toISOString() ?? null },
+    });
+    return { ...apiKeyView(key), key: material.key };
+  });
+}
+
+export async function updateApiKey(ctx: RequestContext, id: string, raw: UpdateApiKeyInput): Promise<ApiKeyView> {
+  const principal = await authorize(ctx, 'api_keys:write', { ...keyTenant(await loadKey(ctx, id)), mfa: true });
+  const input = parseInput(UpdateApiKeyInput, raw);
+  if (input.scopes) checkScopes(principal, input.scopes);
+  const changes = (Object.keys(input) as (keyof typeof input)[]).filter((k) => input[k] !== undefined);
+  return withTransaction(ctx, async (tx) => {
+    const key = await lockKey(tx, id);
+    if (key.revokedAt) throw conflict('API key is revoked');
+    if (input.name !== undefined) key.name = input.name;
+    if (input.scopes !== undefined) key.scopes = input.scopes;
+    if (input.expiresAt !== undefined) key.expiresAt = input.expiresAt === null ? null : new Date(input.expiresAt);
+    await tx.em.flush();
+    await recordAudit(tx, { ...auditTarget(key), action: 'api_key.update', changes, details: input.scopes ? { scopes: input.scopes } : {} });
+    return apiKeyView(key);
+  });
+}
+
+/** Revoking an already revoked key changes nothing (idempotent). */
+export async function revokeApiKey(ctx: RequestContext, id: string): Promise<ApiKeyView> {
+  await authorize(ctx, 'api_keys:delete', { ...keyTenant(await loadKey(ctx, id)), mfa: true });
+  return withTransaction(ctx, async (tx) => {
+    const key = await lockKey(tx, id);
+    if (key.revokedAt) return apiKeyView(key);
+    key.revokedAt = new Date();
+    await tx.em.flush();
+    await recordAudit(tx, { ...auditTarget(key), action: 'api_key.revoke', details: { prefix: key.prefix } });
+    return apiKeyView(key);
+  });
+}
+
+/**
+ * New material on the same row (id, name, scopes and expiry kept): the old key's hash is gone, so
+ * it stops working with the commit.
+ */
+export async function rotateApiKey(ctx: RequestContext, id: string): Promise<ApiKeyWithSecret> {
+  await authorize(ctx, 'api_keys:write', { ...keyTenant(await loadKey(ctx, id)), mfa: true });
+  const material = generateApiKey();
+  return withTransaction(ctx, async (tx) => {
+    const key = await lockKey(tx, id);
+    if (key.revokedAt) throw conflict('API key is revoked');
+    const oldPrefix = key.prefix;
+    key.prefix = material.prefix;
+    key.keyHash = material.hash;
+    key.lastUsedAt = null;
+    await tx.em.flush();
+    await recordAudit(tx, { ...auditTarget(key), action: 'api_key.rotate', details: { oldPrefix, prefix: material.prefix } });
+    return { ...apiKeyView(key), key: material.key };
+  });
+}
+
+/** Re-reads the key under a row lock, so concurrent revoke/rotate/update apply one after another. */
+async function lockKey(tx: RequestContext, id: string): Promise<ApiKey> {
+  return tx.em.findOneOrFail(ApiKey, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, failHandler: () => notFound('API key') });
+}
+
+function auditTarget(key: ApiKey) {
+  return { resourceType: 'api_key', resourceId: key.id, orgId: key.orgId, partnerId: key.partnerId };
+}
+
+async function loadKey(ctx: RequestContext, id: string): Promise<ApiKey> {
+  requirePrincipal(ctx);
+  const key = isUuid(id) ? await ctx.em.findOne(ApiKey, { id }) : null;
+  if (!key || !canSeeKeyTenant(requirePrincipal(ctx), key)) throw notFound('API key');
+  return key;
+}
+
+/** System-level keys (no organization, no partner) are visible to system callers only. */
+function canSeeKeyTenant(principal: Principal, key: ApiKey): boolean {
+  return key.userId === principal.userId || key.orgId !== null || key.partnerId !== null || principal.scope === 'system';
+}
+
+/** The tenant a key belongs to, for `authorize`: its organization, else its partner. */
+function keyTenant(key: ApiKey): AuthorizeOptions {
+  if (key.orgId) return { orgId: key.orgId, resource: 'API key' };
+  return { partnerId: key.partnerId, resource: 'API key' };
+}
+
+/** Scopes must name catalog permissions (400) and stay within what the creator holds (403). */
+function checkScopes(principal: Principal, scopes: string[]): void {
+  const invalid = scopes.filter((s) => !isValidPermission(s));
+  if (invalid.length > 0) throw badRequest(`Unknown scopes: ${invalid.join(', ')}`, { scopes: invalid });
+  const held = new Set(expandPermissions(principal.permissions));
+  const beyond = scopes.filter((s) => expandPermissions([s]).some((p) => !held.has(p)));
+  if (beyond.length > 0) throw forbidden(`Scopes exceed your permissions: ${beyond.join(', ')}`);
+}

@@ -1,0 +1,485 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { LockMode } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { z } from 'zod';
+import { LoginAttempt, RefreshToken } from '../../entities/session.js';
+import { Membership, User } from '../../entities/user.js';
+import { principalFor, sessionIdOf } from '../auth/authenticate.js';
+import { RequestContext, type Principal } from '../auth/context.js';
+import { hashPassword, verifyPassword } from '../auth/passwords.js';
+import { authenticated, skipAuthorization } from '../auth/policy.js';
+import { signAccessToken, signMfaToken, verifyMfaToken } from '../auth/tokens.js';
+import { base32Encode, generateTotpSecret, matchTotp, otpauthUrl } from '../auth/totp.js';
+import { withTransaction } from '../db/transaction.js';
+import { badRequest, conflict, forbidden, rateLimited, unauthenticated } from '../errors.js';
+import { emit } from '../events/outbox.js';
+import { randomToken, safeEqual, sha256Hex } from '../secrets.js';
+import { parseInput } from '../validation.js';
+import { recordAudit } from './audit.js';
+import { userView, type UserView } from './user-view.js';
+
+export interface SessionTokens {
+  accessToken: string;
+  refreshToken: string;
+  /** access-token lifetime in seconds */
+  expiresIn: number;
+}
+
+export interface AuthSession extends SessionTokens {
+  user: UserView;
+}
+
+/** A password login either starts a session or, for users with MFA, hands out a token for the second step. */
+export type LoginResult = AuthSession | { mfaRequired: true; mfaToken: string };
+
+export interface MfaSetup {
+  secret: string;
+  otpauthUrl: string;
+}
+
+/**
+ * Checks that may refuse password login for a user whose password is right (e.g. SSO enforced for the
+ * user's organization). Each returns false to refuse; the caller then sees the generic login failure.
+ */
+export const passwordLoginPolicies: ((em: EntityManager, user: User) => Promise<boolean>)[] = [];
+
+const mfaCode = z.string({ message: 'MFA code is required' }).trim().min(1, 'MFA code is required').max(64);
+// Passwords are only compared at login: the cap bounds hashing work, not what a password may be.
+const givenPassword = z.string().min(1).max(1024);
+
+export const LoginInput = z.object({ email: z.string().trim().min(1).max(255), password: givenPassword }).strict();
+export type LoginInput = z.input<typeof LoginInput>;
+
+export const VerifyMfaInput = z.object({ mfaToken: z.string().min(1).max(4096), code: mfaCode }).strict();
+export type VerifyMfaInput = z.input<typeof VerifyMfaInput>;
+
+export const RefreshInput = z.object({ refreshToken: z.string().min(1).max(512) }).strict();
+export type RefreshInput = z.input<typeof RefreshInput>;
+
+export const LogoutInput = z.object({ refreshToken: z.string().min(1).max(512).optional() }).strict();
+export type LogoutInput = z.input<typeof LogoutInput>;
+
+export const ChangePasswordInput = z
+  .object({
+    currentPassword: givenPassword,
+    newPassword: z.string().min(12, 'must be at least 12 characters').max(256, 'must be at most 256 characters'),
+  })
+  .strict();
+export type ChangePasswordInput = z.input<typeof ChangePasswordInput>;
+
+export const MfaCodeInput = z.object({ code: mfaCode }).strict();
+export type MfaCodeInput = z.input<typeof MfaCodeInput>;
+
+const INVALID_LOGIN = 'Invalid email or password';
+const INVALID_MFA_CODE = 'Invalid MFA code';
+const MFA_ISSUER = 'rmm-service';
+const RECOVERY_CODE_COUNT = 10;
+
+// ---------------------------------------------------------------------------------------------------------
+// Sessions
+
+/**
+ * Starts a login session for `user` through `membership` inside the caller's transaction: refresh-token
+ * family row, access token, lastLoginAt, audit `auth.login`, event `user.login` (orgId = membership.orgId).
+ * Used by password login, MFA verify, invite acceptance and SSO.
+ */
+export async function issueSession(
+  tx: RequestContext,
+  user: User,
+  membership: Membership,
+  options: { method: 'password' | 'sso'; mfa: boolean },
+): Promise<SessionTokens> {
+  const tokens = await mintTokens(tx, user, membership, { familyId: randomUUID(), ...options });
+  const now = new Date();
+  user.lastLoginAt = now;
+  // The caller's user may belong to another EntityManager; write the column directly.
+  await tx.em.nativeUpdate(User, { id: user.id }, { lastLoginAt: now });
+  await recordAudit(await actingAs(tx, user, membership, options.mfa), {
+    action: 'auth.login',
+    resourceType: 'user',
+    resourceId: user.id,
+    orgId: membership.orgId,
+    details: { method: options.method, mfa: options.mfa },
+  });
+  await emit(tx, {
+    type: 'user.login',
+    orgId: membership.orgId,
+    data: { userId: user.id, email: user.email, method: options.method === 'password' && options.mfa ? 'mfa' : options.method },
+  });
+  return tokens;
+}
+
+/** One refresh-token row of the family and the access token that names the family as its `sid`. */
+async function mintTokens(
+  tx: RequestContext,
+  user: User,
+  membership: Membership,
+  session: { familyId: string; method: 'password' | 'sso'; mfa: boolean },
+): Promise<SessionTokens> {
+  const { config } = tx.runtime;
+  const refreshToken = randomToken(32);
+  tx.em.create(RefreshToken, {
+    userId: user.id,
+    membershipId: membership.id,
+    familyId: session.familyId,
+    tokenHash: sha256Hex(refreshToken),
+    mfa: session.mfa,
+    method: session.method,
+    tokenVersion: user.tokenVersion,
+    expiresAt: new Date(Date.now() + config.refreshTokenTtlSeconds * 1000),
+    ip: tx.meta.ip,
+    userAgent: tx.meta.userAgent,
+  });
+  await tx.em.flush();
+  const accessToken = await signAccessToken(config, {
+    sub: user.id,
+    mid: membership.id,
+    scope: membership.scope,
+    partnerId: membership.partnerId,
+    orgId: membership.orgId,
+    roleId: membership.roleId,
+    mfa: session.mfa,
+    ver: user.tokenVersion,
+    sid: session.familyId,
+  });
+  return { accessToken, refreshToken, expiresIn: config.accessTokenTtlSeconds };
+}
+
+/** The request as the user whose session is being created, so the audit row names them as the actor. */
+async function actingAs(tx: RequestContext, user: User, membership: Membership, mfa: boolean): Promise<RequestContext> {
+  const principal = await principalFor(tx.em, user, membership, { kind: 'user', id: user.id, mfa });
+  return RequestContext.create(tx.runtime, principal, tx.meta).withEm(tx.em);
+}
+
+async function revokeFamilies(em: EntityManager, where: { familyId?: string | { $in: string[] }; userId?: string }): Promise<number> {
+  return em.nativeUpdate(RefreshToken, { ...where, revokedAt: null }, { revokedAt: new Date() });
+}
+
+/** The membership a password login signs in through: the user's first. */
+async function loginMembership(em: EntityManager, userId: string): Promise<Membership | null> {
+  return em.findOne(Membership, { userId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Failed attempts: lockout per email, throttling per IP
+
+function clientIp(ctx: RequestContext): string {
+  return ctx.meta.ip ?? 'unknown';
+}
+
+/** 429 once the caller's IP has `maxFailuresPerIp` failures within the window; Retry-After is when the oldest of them leaves it. */
+async function refuseThrottledIp(ctx: RequestContext): Promise<void> {
+  const { maxFailuresPerIp, ipWindowMinutes } = ctx.runtime.config.login;
+  const windowMs = ipWindowMinutes * 60_000;
+  const [oldest] = (await ctx.em.execute(
+    `select created_at from login_attempt where ip = ? and not success and created_at > ? order by created_at desc offset ? limit 1`,
+    [clientIp(ctx), new Date(Date.now() - windowMs), maxFailuresPerIp - 1],
+  )) as { created_at: Date }[];
+  if (!oldest) return;
+  const retryAfter = Math.max(1, Math.ceil((new Date(oldest.created_at).getTime() + windowMs - Date.now()) / 1000));
+  throw rateLimited('Too many failed login attempts', retryAfter);
+}
+
+/** Locked: `maxFailuresPerEmail` failures within the lockout window and since the last successful login. */
+async function emailLocked(ctx: RequestContext, email: string): Promise<boolean> {
+  const { maxFailuresPerEmail, lockoutMinutes } = ctx.runtime.config.login;
+  const [row] = (await ctx.em.execute(
+    `select count(*)::int as failures from login_attempt
+      where email = ? and not success and created_at > ?
+        and created_at > coalesce((select max(created_at) from login_attempt where email = ? and success), '-infinity')`,
+    [email, new Date(Date.now() - lockoutMinutes * 60_000), email],
+  )) as { failures: number }[];
+  return (row?.failures ?? 0) >= maxFailuresPerEmail;
+}
+
+/**
+ * Counts a failed attempt against the email and the IP and audits it (never the password). Written on its own
+ * EntityManager and transaction so it stays when the request fails.
+ */
+async function recordFailure(ctx: RequestContext, failure: { action: string; email: string; user: User | null; reason: string }): Promise<void> {
+  const separate = ctx.withEm(ctx.runtime.orm.em.fork() as EntityManager);
+  await withTransaction(separate, async (tx) => {
+    tx.em.create(LoginAttempt, { email: failure.email, ip: clientIp(tx), success: false });
+    const membership = failure.user ? await loginMembership(tx.em, failure.user.id) : null;
+    await recordAudit(tx, {
+      action: failure.action,
+      resourceType: 'user',
+      resourceId: failure.user?.id ?? null,
+      orgId: membership?.orgId ?? null,
+      partnerId: membership?.partnerId ?? (membership?.orgId ? await tx.partnerOfOrg(membership.orgId) : null),
+      result: 'failure',
+      details: { email: failure.email, reason: failure.reason },
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Login
+
+/** `POST /auth/login`: every refusal answers the same 401, after the same password-hashing work. */
+export async function login(ctx: RequestContext, input: LoginInput): Promise<LoginResult> {
+  skipAuthorization(ctx, 'password login');
+  const { password, ...parsed } = parseInput(LoginInput, input);
+  const email = parsed.email.toLowerCase();
+  await refuseThrottledIp(ctx);
+
+  const user = await ctx.em.findOne(User, { email });
+  const passwordOk = await verifyPassword(password, user?.passwordHash ?? null);
+  const refuse = async (reason: string): Promise<never> => {
+    await recordFailure(ctx, { action: 'auth.login', email, user, reason });
+    throw unauthenticated(INVALID_LOGIN);
+  };
+  if (await emailLocked(ctx, email)) return refuse('locked_out');
+  if (!user) return refuse('unknown_email');
+  if (!passwordOk) return refuse('wrong_password');
+  if (user.status !== 'active') return refuse(`user_${user.status}`);
+  const membership = await loginMembership(ctx.em, user.id);
+  if (!membership) return refuse('no_membership');
+  for (const allowed of passwordLoginPolicies) {
+    if (!(await allowed(ctx.em, user))) return refuse('password_login_not_allowed');
+  }
+
+  if (user.mfaEnabled) {
+    return { mfaRequired: true, mfaToken: await signMfaToken(ctx.runtime.config, { sub: user.id, ver: user.tokenVersion }) };
+  }
+  return withTransaction(ctx, (tx) => completeLogin(tx, user, membership, false));
+}
+
+/** A successful login (which also ends the email's run of failures) and its session. */
+async function completeLogin(tx: RequestContext, user: User, membership: Membership, mfa: boolean): Promise<AuthSession> {
+  tx.em.create(LoginAttempt, { email: user.email, ip: clientIp(tx), success: true });
+  const tokens = await issueSession(tx, user, membership, { method: 'password', mfa });
+  return { ...tokens, user: userView(user, membership) };
+}
+
+/** `POST /auth/mfa/verify`: the second step, with a TOTP code or an unused recovery code. */
+export async function verifyMfa(ctx: RequestContext, input: VerifyMfaInput): Promise<AuthSession> {
+  skipAuthorization(ctx, 'second step of a password login');
+  const { mfaToken, code } = parseInput(VerifyMfaInput, input);
+  const claims = await verifyMfaToken(ctx.runtime.config, mfaToken);
+  if (!claims) throw unauthenticated('Invalid or expired MFA token');
+  await refuseThrottledIp(ctx);
+
+  const outcome = await withTransaction(ctx, async (tx) => {
+    const user = await lockUser(tx, claims.sub);
+    const membership = user ? await loginMembership(tx.em, user.id) : null;
+    if (!user || !membership || user.status !== 'active' || user.tokenVersion !== claims.ver || !user.mfaEnabled) return { refused: 'token' as const };
+    if (await emailLocked(tx, user.email)) return { refused: 'locked_out' as const, user };
+    if (!(await consumeSecondFactor(tx, user, code))) return { refused: 'invalid_mfa_code' as const, user };
+    return { refused: null, session: await completeLogin(tx, user, membership, true) };
+  });
+  if (outcome.refused === null) return outcome.session;
+  if (outcome.refused === 'token') throw unauthenticated('Invalid or expired MFA token');
+  await recordFailure(ctx, { action: 'auth.login', email: outcome.user.email, user: outcome.user, reason: outcome.refused });
+  throw unauthenticated(INVALID_MFA_CODE);
+}
+
+async function lockUser(tx: RequestContext, id: string): Promise<User | null> {
+  return tx.em.findOne(User, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+}
+
+/**
+ * Accepts a TOTP code of a time step not used before, or an unused recovery code, and consumes it on the
+ * user (locked by the caller, so two requests cannot both spend the same code).
+ */
+async function consumeSecondFactor(tx: RequestContext, user: User, code: string): Promise<boolean> {
+  if (!user.mfaSecret) return false;
+  if (/^\d{6}$/.test(code)) {
+    const step = matchTotp(tx.runtime.secrets.decrypt(user.mfaSecret), code, user.mfaLastUsedStep);
+    if (step === null) return false;
+    user.mfaLastUsedStep = step;
+    return true;
+  }
+  const hash = hashRecoveryCode(code);
+  const remaining = user.mfaRecoveryCodes.filter((stored) => !safeEqual(stored, hash));
+  if (remaining.length === user.mfaRecoveryCodes.length) return false;
+  user.mfaRecoveryCodes = remaining;
+  await recordAudit(tx, {
+    action: 'auth.mfa.recovery_code.use',
+    resourceType: 'user',
+    resourceId: user.id,
+    changes: ['mfaRecoveryCodes'],
+    details: { remaining: remaining.length },
+  });
+  return true;
+}
+
+// Recovery codes are compared without dashes, spaces or case, as people retype them.
+function hashRecoveryCode(code: string): string {
+  return sha256Hex(code.replace(/[\s-]/g, '').toLowerCase());
+}
+
+function generateRecoveryCode(): string {
+  const text = base32Encode(randomBytes(5)).toLowerCase();
+  return `${text.slice(0, 4)}-${text.slice(4)}`;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Refresh and logout
+
+/**
+ * `POST /auth/refresh`: rotates the token within its family. A used, expired or revoked token, or one whose
+ * user is no longer active or has changed password, revokes the whole family.
+ */
+export async function refresh(ctx: RequestContext, input: RefreshInput): Promise<SessionTokens> {
+  skipAuthorization(ctx, 'the refresh token is the credential');
+  const { refreshToken } = parseInput(RefreshInput, input);
+  const tokens = await withTransaction(ctx, async (tx) => {
+    const row = await tx.em.findOne(RefreshToken, { tokenHash: sha256Hex(refreshToken) }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    if (!row) return null;
+    const familyRevoked = (await tx.em.count(RefreshToken, { familyId: row.familyId, revokedAt: { $ne: null } })) > 0;
+    const user = await tx.em.findOne(User, { id: row.userId });
+    const membership = await tx.em.findOne(Membership, { id: row.membershipId });
+    const usable = !row.usedAt && !familyRevoked && row.expiresAt > new Date() && user?.status === 'active' && user.tokenVersion === row.tokenVersion;
+    if (!usable || !user || !membership) {
+      await revokeFamilies(tx.em, { familyId: row.familyId });
+      // A used token presented again means it was copied: the session is ended for whoever holds it.
+      if (row.usedAt && !familyRevoked) {
+        await recordAudit(tx, {
+          action: 'auth.session.revoke',
+          resourceType: 'user',
+          resourceId: row.userId,
+          orgId: membership?.orgId ?? null,
+          result: 'failure',
+          details: { reason: 'refresh_token_reuse', sessionId: row.familyId },
+        });
+      }
+      return null;
+    }
+    row.usedAt = new Date();
+    return mintTokens(tx, user, membership, { familyId: row.familyId, method: row.method, mfa: row.mfa });
+  });
+  if (!tokens) throw unauthenticated('Invalid or expired refresh token');
+  return tokens;
+}
+
+type SessionPrincipal = Principal & { userId: string; membershipId: string; email: string };
+
+/** Account operations act on the caller's own user session; an API key cannot sign out, change passwords or second factors. */
+function sessionUser(ctx: RequestContext): SessionPrincipal {
+  const principal = authenticated(ctx);
+  if (principal.kind !== 'user' || !principal.userId || !principal.membershipId || !principal.email) {
+    throw forbidden('This operation needs a user session, not an API key');
+  }
+  return principal as SessionPrincipal;
+}
+
+/** `POST /auth/logout`: ends the session of the access token and/or of the given refresh token (the caller's own only). */
+export async function logout(ctx: RequestContext, input: LogoutInput = {}): Promise<void> {
+  const principal = sessionUser(ctx);
+  const { refreshToken } = parseInput(LogoutInput, input);
+  await withTransaction(ctx, async (tx) => {
+    const familyIds = new Set<string>();
+    const sid = sessionIdOf(principal);
+    if (sid) familyIds.add(sid);
+    if (refreshToken) {
+      const row = await tx.em.findOne(RefreshToken, { tokenHash: sha256Hex(refreshToken), userId: principal.userId });
+      if (row) familyIds.add(row.familyId);
+    }
+    if (familyIds.size > 0) await revokeFamilies(tx.em, { familyId: { $in: [...familyIds] }, userId: principal.userId });
+    await recordAudit(tx, {
+      action: 'auth.logout',
+      resourceType: 'user',
+      resourceId: principal.userId,
+      orgId: principal.orgId,
+      details: { sessionIds: [...familyIds] },
+    });
+    await emit(tx, { type: 'user.logout', orgId: principal.orgId, data: { userId: principal.userId, email: principal.email } });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Password and MFA management (the caller's own account)
+
+/** 429 for account operations that guess a secret (current password, MFA code) once the email is locked out. */
+async function refuseLockedAccount(ctx: RequestContext, email: string): Promise<void> {
+  if (await emailLocked(ctx, email)) throw rateLimited('Too many failed attempts, try again later');
+}
+
+/**
+ * `POST /auth/change-password`: bumps the token version (every access token stops working), revokes every
+ * session of the user and returns a new one for the caller.
+ */
+export async function changePassword(ctx: RequestContext, input: ChangePasswordInput): Promise<SessionTokens> {
+  const principal = sessionUser(ctx);
+  const { currentPassword, newPassword } = parseInput(ChangePasswordInput, input);
+  const user = await ctx.em.findOneOrFail(User, { id: principal.userId });
+  await refuseLockedAccount(ctx, user.email);
+  if (!(await verifyPassword(currentPassword, user.passwordHash))) {
+    await recordFailure(ctx, { action: 'auth.password.change', email: user.email, user, reason: 'wrong_password' });
+    throw badRequest('Current password is incorrect');
+  }
+  const passwordHash = await hashPassword(newPassword);
+  return withTransaction(ctx, async (tx) => {
+    const locked = (await lockUser(tx, principal.userId))!;
+    locked.passwordHash = passwordHash;
+    locked.tokenVersion += 1;
+    await revokeFamilies(tx.em, { userId: locked.id });
+    const membership = await tx.em.findOneOrFail(Membership, { id: principal.membershipId });
+    const tokens = await mintTokens(tx, locked, membership, { familyId: randomUUID(), method: 'password', mfa: principal.mfa });
+    await recordAudit(tx, { action: 'auth.password.change', resourceType: 'user', resourceId: locked.id, orgId: principal.orgId, changes: ['password'] });
+    return tokens;
+  });
+}
+
+/** `POST /auth/mfa/setup`: a new TOTP secret, stored encrypted; MFA stays off until a code from it is confirmed. */
+export async function setupMfa(ctx: RequestContext): Promise<MfaSetup> {
+  const principal = sessionUser(ctx);
+  return withTransaction(ctx, async (tx) => {
+    const user = (await lockUser(tx, principal.userId))!;
+    if (user.mfaEnabled) throw conflict('MFA is already enabled; disable it before setting up a new authenticator');
+    const secret = generateTotpSecret();
+    user.mfaSecret = tx.runtime.secrets.encrypt(secret);
+    user.mfaLastUsedStep = null;
+    await recordAudit(tx, { action: 'auth.mfa.setup', resourceType: 'user', resourceId: user.id, orgId: principal.orgId, changes: ['mfaSecret'] });
+    return { secret, otpauthUrl: otpauthUrl(MFA_ISSUER, user.email, secret) };
+  });
+}
+
+/** `POST /auth/mfa/enable`: confirms a code from the new secret, turns MFA on and returns one-time recovery codes (only their hashes are kept). */
+export async function enableMfa(ctx: RequestContext, input: MfaCodeInput): Promise<{ recoveryCodes: string[] }> {
+  const principal = sessionUser(ctx);
+  const { code } = parseInput(MfaCodeInput, input);
+  return withTransaction(ctx, async (tx) => {
+    const user = (await lockUser(tx, principal.userId))!;
+    if (user.mfaEnabled) throw conflict('MFA is already enabled');
+    if (!user.mfaSecret) throw badRequest('Set up MFA first: POST /auth/mfa/setup');
+    const step = matchTotp(tx.runtime.secrets.decrypt(user.mfaSecret), code, user.mfaLastUsedStep);
+    if (step === null) throw badRequest(INVALID_MFA_CODE);
+    const recoveryCodes = Array.from({ length: RECOVERY_CODE_COUNT }, generateRecoveryCode);
+    Object.assign(user, { mfaEnabled: true, mfaLastUsedStep: step, mfaRecoveryCodes: recoveryCodes.map(hashRecoveryCode) });
+    await recordAudit(tx, {
+      action: 'auth.mfa.enable',
+      resourceType: 'user',
+      resourceId: user.id,
+      orgId: principal.orgId,
+      changes: ['mfaEnabled', 'mfaRecoveryCodes'],
+    });
+    return { recoveryCodes };
+  });
+}
+
+/** `POST /auth/mfa/disable`: needs a TOTP or recovery code; clears the secret and the recovery codes. */
+export async function disableMfa(ctx: RequestContext, input: MfaCodeInput): Promise<void> {
+  const principal = sessionUser(ctx);
+  const { code } = parseInput(MfaCodeInput, input);
+  await refuseLockedAccount(ctx, principal.email);
+  const failed = await withTransaction(ctx, async (tx) => {
+    const user = (await lockUser(tx, principal.userId))!;
+    if (!user.mfaEnabled) throw badRequest('MFA is not enabled');
+    if (!(await consumeSecondFactor(tx, user, code))) return user;
+    Object.assign(user, { mfaEnabled: false, mfaSecret: null, mfaRecoveryCodes: [], mfaLastUsedStep: null });
+    await recordAudit(tx, {
+      action: 'auth.mfa.disable',
+      resourceType: 'user',
+      resourceId: user.id,
+      orgId: principal.orgId,
+      changes: ['mfaEnabled', 'mfaSecret', 'mfaRecoveryCodes'],
+    });
+    return null;
+  });
+  if (failed) {
+    await recordFailure(ctx, { action: 'auth.mfa.disable', email: failed.email, user: failed, reason: 'invalid_mfa_code' });
+    throw badRequest(INVALID_MFA_CODE);
+  }
+}

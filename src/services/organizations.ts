@@ -1,0 +1,206 @@
+import { LockMode } from '@mikro-orm/core';
+import { z } from 'zod';
+import { Organization } from '../../entities/organization.js';
+import { Partner, type AgentUpdateWindow } from '../../entities/partner.js';
+import type { Scope } from '../../entities/role.js';
+import type { RequestContext } from '../auth/context.js';
+import { hasPermission } from '../auth/permissions.js';
+import { authorize, canAccessOrg, requirePrincipal, visibleOrgIds } from '../auth/policy.js';
+import { withTransaction } from '../db/transaction.js';
+import { badRequest, forbidden, notFound } from '../errors.js';
+import { emit } from '../events/outbox.js';
+import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { parseInput, uuid } from '../validation.js';
+import { recordAudit } from './audit.js';
+import {
+  TENANT_STATUSES,
+  TenantSettingsSchema,
+  applyChanges,
+  contactEmail,
+  containsPattern,
+  getPartner,
+  providedFields,
+  searchText,
+  settingsView,
+  tenantName,
+  type PartnerView,
+  type TenantSettingsView,
+} from './partners.js';
+
+export const CreateOrganizationSchema = z
+  .object({
+    name: tenantName(),
+    /** partner callers: defaults to, and must be, their own partner; platform administrators: required */
+    partnerId: uuid().optional(),
+    contactEmail: contactEmail(),
+    requireMfa: z.boolean().optional(),
+    settings: TenantSettingsSchema.optional(),
+  })
+  .strict();
+
+export const UpdateOrganizationSchema = z
+  .object({
+    name: tenantName().optional(),
+    contactEmail: contactEmail(),
+    requireMfa: z.boolean().optional(),
+    settings: TenantSettingsSchema.optional(),
+    status: z.enum(TENANT_STATUSES).optional(),
+  })
+  .strict();
+
+export const OrganizationListQuery = PageQuery.extend({
+  partnerId: uuid().optional(),
+  search: searchText(),
+  status: z.enum(TENANT_STATUSES).optional(),
+}).strict();
+
+/** The window agents of the organization follow, and whose setting it is. */
+export interface EffectiveAgentUpdateWindow extends AgentUpdateWindow {
+  source: 'organization' | 'partner';
+}
+
+export interface OrganizationView {
+  id: string;
+  partnerId: string;
+  name: string;
+  status: Organization['status'];
+  contactEmail: string | null;
+  requireMfa: boolean;
+  settings: TenantSettingsView;
+  /** the organization's own window, else its partner's, else null (agents update on every heartbeat) */
+  effectiveAgentUpdateWindow: EffectiveAgentUpdateWindow | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** `GET /orgs/`: who the caller is in the tenancy tree, for a dashboard's header and organization picker. */
+export interface TenancyView {
+  scope: Scope;
+  /** the caller's own partner (partner scope with `partners:read`), else null */
+  partner: PartnerView | null;
+  organizations: Page<OrganizationView>;
+}
+
+function effectiveWindow(org: Organization, partner: Partner | null): EffectiveAgentUpdateWindow | null {
+  if (org.settings.agentUpdateWindow) return { ...org.settings.agentUpdateWindow, source: 'organization' };
+  if (partner?.settings.agentUpdateWindow) return { ...partner.settings.agentUpdateWindow, source: 'partner' };
+  return null;
+}
+
+/** Views of a page of organizations; the partners of those that inherit a window load in one batch. */
+async function organizationViews(ctx: RequestContext, orgs: Organization[]): Promise<OrganizationView[]> {
+  const inheriting = [...new Set(orgs.filter((o) => !o.settings.agentUpdateWindow).map((o) => o.partnerId))];
+  const loaded = await ctx.loaders.byId(Partner).loadMany(inheriting);
+  const partners = new Map(loaded.flatMap((p) => (p instanceof Partner ? [[p.id, p] as const] : [])));
+  return orgs.map((org) => ({
+    id: org.id,
+    partnerId: org.partnerId,
+    name: org.name,
+    status: org.status,
+    contactEmail: org.contactEmail,
+    requireMfa: org.requireMfa,
+    settings: settingsView(org.settings),
+    effectiveAgentUpdateWindow: effectiveWindow(org, partners.get(org.partnerId) ?? null),
+    createdAt: org.createdAt.toISOString(),
+    updatedAt: org.updatedAt.toISOString(),
+  }));
+}
+
+async function organizationView(ctx: RequestContext, org: Organization): Promise<OrganizationView> {
+  const [view] = await organizationViews(ctx, [org]);
+  return view!;
+}
+
+export async function listOrganizations(ctx: RequestContext, rawQuery: unknown): Promise<Page<OrganizationView>> {
+  const query = parseInput(OrganizationListQuery, rawQuery);
+  await authorize(ctx, 'organizations:read');
+  const ids = await visibleOrgIds(ctx);
+  const where: Record<string, unknown> = {};
+  if (ids) where.id = { $in: ids };
+  if (query.partnerId) where.partnerId = query.partnerId;
+  if (query.status) where.status = query.status;
+  if (query.search) where.name = { $ilike: containsPattern(query.search) };
+  const [rows, total] = await ctx.em.findAndCount(Organization, where, { orderBy: { name: 'asc', id: 'asc' }, ...pageOptions(query) });
+  return toPage(await organizationViews(ctx, rows), total, query);
+}
+
+export async function getTenancy(ctx: RequestContext, rawQuery: unknown): Promise<TenancyView> {
+  const organizations = await listOrganizations(ctx, rawQuery);
+  const principal = requirePrincipal(ctx);
+  const partner =
+    principal.scope === 'partner' && principal.partnerId && hasPermission(principal.permissions, 'partners:read') ? await getPartner(ctx, principal.partnerId) : null;
+  return { scope: principal.scope, partner, organizations };
+}
+
+export async function getOrganization(ctx: RequestContext, id: string): Promise<OrganizationView> {
+  await authorize(ctx, 'organizations:read', { orgId: id, resource: 'Organization' });
+  return organizationView(ctx, await ctx.em.findOneOrFail(Organization, { id }));
+}
+
+/** For GraphQL's `Site.organization`: null when the caller could not read it through `organization(id)`. */
+export async function visibleOrganization(ctx: RequestContext, orgId: string): Promise<OrganizationView | null> {
+  const principal = requirePrincipal(ctx);
+  if (!hasPermission(principal.permissions, 'organizations:read') || !(await canAccessOrg(ctx, orgId))) return null;
+  const org = await ctx.loaders.byId(Organization).load(orgId);
+  return org ? organizationView(ctx, org) : null;
+}
+
+/**
+ * Partner callers create organizations in their own partner; platform administrators name the
+ * partner. Organization callers cannot, nor can partner users limited to selected organizations
+ * (the new organization would be outside their selection).
+ */
+export async function createOrganization(ctx: RequestContext, rawInput: unknown): Promise<OrganizationView> {
+  const input = parseInput(CreateOrganizationSchema, rawInput);
+  const principal = requirePrincipal(ctx);
+  const partnerId = principal.scope === 'partner' ? (input.partnerId ?? principal.partnerId) : principal.scope === 'system' ? input.partnerId : undefined;
+  await authorize(ctx, 'organizations:write', { partnerId, resource: 'Partner', mfa: input.requireMfa !== undefined });
+  if (principal.scope === 'organization') throw forbidden('Organization users cannot create organizations');
+  if (principal.orgAccess === 'selected') throw forbidden('Partner users limited to selected organizations cannot create organizations');
+  if (!partnerId) throw badRequest('partnerId: required when a platform administrator creates an organization');
+  const partner = await ctx.em.findOne(Partner, { id: partnerId });
+  if (!partner) throw notFound('Partner');
+  return withTransaction(ctx, async (tx) => {
+    const org = tx.em.create(Organization, {
+      partnerId,
+      name: input.name,
+      contactEmail: input.contactEmail ?? null,
+      requireMfa: input.requireMfa ?? false,
+      settings: input.settings ?? {},
+    });
+    await tx.em.flush();
+    const changes = providedFields({ ...input, partnerId });
+    await recordAudit(tx, { action: 'organization.create', resourceType: 'organization', resourceId: org.id, orgId: org.id, partnerId, changes, details: { name: org.name } });
+    await emit(tx, { type: 'organization.created', orgId: org.id, data: { orgId: org.id, partnerId, name: org.name, changes } });
+    return organizationView(tx, org);
+  });
+}
+
+/** Organization users cannot change their own organization's status; changing `requireMfa` needs an MFA session. */
+export async function updateOrganization(ctx: RequestContext, id: string, rawInput: unknown): Promise<OrganizationView> {
+  const input = parseInput(UpdateOrganizationSchema, rawInput);
+  const principal = await authorize(ctx, 'organizations:write', { orgId: id, resource: 'Organization', mfa: input.requireMfa !== undefined });
+  if (input.status !== undefined && principal.scope === 'organization') throw forbidden("Organization users cannot change their organization's status");
+  return withTransaction(ctx, async (tx) => {
+    const org = await tx.em.findOneOrFail(Organization, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const changes = applyChanges(org, input);
+    // A PATCH that changes nothing is not a mutation: no audit row, no event.
+    if (changes.length === 0) return organizationView(tx, org);
+    await tx.em.flush();
+    await recordAudit(tx, { action: 'organization.update', resourceType: 'organization', resourceId: id, orgId: id, partnerId: org.partnerId, changes, details: { name: org.name } });
+    await emit(tx, { type: 'organization.updated', orgId: id, data: { orgId: id, partnerId: org.partnerId, name: org.name, changes } });
+    return organizationView(tx, org);
+  });
+}
+
+/** Removes the organization with its sites (and everything else that cascades from it). */
+export async function deleteOrganization(ctx: RequestContext, id: string): Promise<void> {
+  const principal = await authorize(ctx, 'organizations:delete', { orgId: id, resource: 'Organization' });
+  if (principal.orgId === id) throw badRequest('You cannot delete your own organization');
+  const org = await ctx.em.findOneOrFail(Organization, { id });
+  await withTransaction(ctx, async (tx) => {
+    await tx.em.nativeDelete(Organization, { id });
+    await recordAudit(tx, { action: 'organization.delete', resourceType: 'organization', resourceId: id, orgId: id, partnerId: org.partnerId, details: { name: org.name } });
+    await emit(tx, { type: 'organization.deleted', orgId: id, data: { orgId: id, partnerId: org.partnerId, name: org.name } });
+  });
+}

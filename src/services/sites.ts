@@ -1,0 +1,131 @@
+import { LockMode } from '@mikro-orm/core';
+import { z } from 'zod';
+import { Site } from '../../entities/site.js';
+import type { Principal, RequestContext } from '../auth/context.js';
+import { authorize, isUuid, targetOrgId, visibleOrgIds } from '../auth/policy.js';
+import { withTransaction } from '../db/transaction.js';
+import { forbidden, notFound } from '../errors.js';
+import { emit } from '../events/outbox.js';
+import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { parseInput, uuid } from '../validation.js';
+import { recordAudit } from './audit.js';
+import { applyChanges, containsPattern, providedFields, searchText, tenantName } from './partners.js';
+
+function isTimeZone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const timezone = () => z.string().max(100).refine(isTimeZone, { message: 'must be an IANA time zone such as Europe/Paris or UTC' });
+const address = () => z.string().trim().max(1000).nullable().optional();
+
+export const CreateSiteSchema = z
+  .object({
+    name: tenantName(),
+    /** organization callers: their own organization (may be omitted); partner and platform callers: required */
+    orgId: uuid().optional(),
+    timezone: timezone().optional(),
+    address: address(),
+  })
+  .strict();
+
+export const UpdateSiteSchema = z.object({ name: tenantName().optional(), timezone: timezone().optional(), address: address() }).strict();
+
+export const SiteListQuery = PageQuery.extend({ orgId: uuid().optional(), search: searchText() }).strict();
+
+export interface SiteView {
+  id: string;
+  orgId: string;
+  name: string;
+  timezone: string;
+  address: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+function siteView(site: Site): SiteView {
+  return {
+    id: site.id,
+    orgId: site.orgId,
+    name: site.name,
+    timezone: site.timezone,
+    address: site.address,
+    createdAt: site.createdAt.toISOString(),
+    updatedAt: site.updatedAt.toISOString(),
+  };
+}
+
+/** Organization memberships may be limited to some sites (`siteIds`); everyone else sees every site of the organizations they see. */
+function siteRestriction(principal: Principal): string[] | null {
+  return principal.scope === 'organization' && principal.siteIds.length > 0 ? principal.siteIds : null;
+}
+
+/** Loads a site the caller may act on with `permission`; another tenant's site, or one outside the caller's sites, is 404. */
+async function accessibleSite(ctx: RequestContext, id: string, permission: string): Promise<Site> {
+  const site = isUuid(id) ? await ctx.em.findOne(Site, { id }) : null;
+  if (!site) throw notFound('Site');
+  const principal = await authorize(ctx, permission, { orgId: site.orgId, resource: 'Site' });
+  if (siteRestriction(principal)?.includes(site.id) === false) throw notFound('Site');
+  return site;
+}
+
+export async function listSites(ctx: RequestContext, rawQuery: unknown): Promise<Page<SiteView>> {
+  const query = parseInput(SiteListQuery, rawQuery);
+  const principal = await authorize(ctx, 'sites:read');
+  const orgIds = await visibleOrgIds(ctx, query.orgId);
+  const where: Record<string, unknown> = {};
+  if (orgIds) where.orgId = { $in: orgIds };
+  const restriction = siteRestriction(principal);
+  if (restriction) where.id = { $in: restriction };
+  if (query.search) where.name = { $ilike: containsPattern(query.search) };
+  const [rows, total] = await ctx.em.findAndCount(Site, where, { orderBy: { name: 'asc', id: 'asc' }, ...pageOptions(query) });
+  return toPage(rows.map(siteView), total, query);
+}
+
+export async function getSite(ctx: RequestContext, id: string): Promise<SiteView> {
+  return siteView(await accessibleSite(ctx, id, 'sites:read'));
+}
+
+/** Users limited to some sites cannot create one: it would be outside their sites. */
+export async function createSite(ctx: RequestContext, rawInput: unknown): Promise<SiteView> {
+  const input = parseInput(CreateSiteSchema, rawInput);
+  const orgId = await targetOrgId(ctx, input.orgId);
+  const principal = await authorize(ctx, 'sites:write', { orgId, resource: 'Organization' });
+  if (siteRestriction(principal)) throw forbidden('Users limited to some sites cannot create sites');
+  return withTransaction(ctx, async (tx) => {
+    const site = tx.em.create(Site, { orgId, name: input.name, timezone: input.timezone ?? 'UTC', address: input.address ?? null });
+    await tx.em.flush();
+    const changes = providedFields({ ...input, orgId });
+    await recordAudit(tx, { action: 'site.create', resourceType: 'site', resourceId: site.id, orgId, partnerId: await tx.partnerOfOrg(orgId), changes, details: { name: site.name } });
+    await emit(tx, { type: 'site.created', orgId, data: { siteId: site.id, orgId, name: site.name, changes } });
+    return siteView(site);
+  });
+}
+
+export async function updateSite(ctx: RequestContext, id: string, rawInput: unknown): Promise<SiteView> {
+  const input = parseInput(UpdateSiteSchema, rawInput);
+  const { orgId } = await accessibleSite(ctx, id, 'sites:write');
+  return withTransaction(ctx, async (tx) => {
+    const site = await tx.em.findOneOrFail(Site, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const changes = applyChanges(site, input);
+    // A PATCH that changes nothing is not a mutation: no audit row, no event.
+    if (changes.length === 0) return siteView(site);
+    await tx.em.flush();
+    await recordAudit(tx, { action: 'site.update', resourceType: 'site', resourceId: id, orgId, partnerId: await tx.partnerOfOrg(orgId), changes, details: { name: site.name } });
+    await emit(tx, { type: 'site.updated', orgId, data: { siteId: id, orgId, name: site.name, changes } });
+    return siteView(site);
+  });
+}
+
+export async function deleteSite(ctx: RequestContext, id: string): Promise<void> {
+  const site = await accessibleSite(ctx, id, 'sites:delete');
+  await withTransaction(ctx, async (tx) => {
+    await tx.em.nativeDelete(Site, { id });
+    await recordAudit(tx, { action: 'site.delete', resourceType: 'site', resourceId: id, orgId: site.orgId, partnerId: await tx.partnerOfOrg(site.orgId), details: { name: site.name } });
+    await emit(tx, { type: 'site.deleted', orgId: site.orgId, data: { siteId: id, orgId: site.orgId, name: site.name } });
+  });
+}

@@ -1,0 +1,530 @@
+import { X509Certificate } from 'node:crypto';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { z } from 'zod';
+import { Organization } from '../../entities/organization.js';
+import { Role } from '../../entities/role.js';
+import {
+  SamlAssertion,
+  SamlRequest,
+  SsoIdentity,
+  SsoProvider,
+  SsoSession,
+  type SsoAttributeMapping,
+  type SsoProviderStatus,
+  type SsoProviderType,
+} from '../../entities/sso.js';
+import type { RequestContext } from '../auth/context.js';
+import { discoverOidcEndpoints, type OidcEndpoints, type OidcFetch } from '../auth/oidc-toolkit.js';
+import { authenticated, authorize, isUuid, requirePrincipal, targetOrgId } from '../auth/policy.js';
+import { normalizeCertificate, parseIdpMetadata } from '../auth/saml-toolkit.js';
+import type { Config } from '../config.js';
+import { withTransaction } from '../db/transaction.js';
+import { AppError, badRequest, conflict, notFound } from '../errors.js';
+import { createGuardedFetch } from '../net/outbound-guard.js';
+import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { parseInput, uuid } from '../validation.js';
+import { recordAudit } from './audit.js';
+
+const RESOURCE = 'SSO provider';
+const DEFAULT_SCOPES = 'openid profile email';
+const DEFAULT_MAPPING: SsoAttributeMapping = { email: 'email', name: 'name' };
+const OIDC_MAPPING: SsoAttributeMapping = { email: 'email', name: 'name', firstName: 'given_name', lastName: 'family_name' };
+
+// ---------------------------------------------------------------------------------------------------------
+// Presets. Identifiers name the kind of IdP, not a product.
+
+export interface SsoPreset {
+  id: string;
+  name: string;
+  type: SsoProviderType;
+  /** OIDC issuer URL template */
+  issuerTemplate: string | null;
+  /** SAML SSO URL template */
+  ssoUrlTemplate: string | null;
+  scopes: string | null;
+  /** OIDC: the claims mapped to user fields; SAML: the attribute URIs mapped automatically */
+  attributeMapping: SsoAttributeMapping;
+}
+
+const SAML_MAPPING: SsoAttributeMapping = {
+  email: 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress',
+  name: 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/name',
+  firstName: 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/givenname',
+  lastName: 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/surname',
+  groups: 'http://schemas.microsoft.com/ws/2008/06/identity/claims/groups',
+};
+const oidcPreset = (id: string, name: string, issuerTemplate: string, scopes: string, mapping = OIDC_MAPPING): SsoPreset => ({
+  id, name, type: 'oidc', issuerTemplate, ssoUrlTemplate: null, scopes, attributeMapping: mapping,
+});
+const samlPreset = (id: string, name: string, ssoUrlTemplate: string): SsoPreset => ({
+  id, name, type: 'saml', issuerTemplate: null, ssoUrlTemplate, scopes: null, attributeMapping: SAML_MAPPING,
+});
+
+export const SSO_PRESETS: readonly SsoPreset[] = [
+  oidcPreset('cloud_directory_oidc', 'Cloud directory provider (OIDC)', 'https://{idp_host}/{tenant}/v2.0', DEFAULT_SCOPES),
+  oidcPreset('workforce_identity_oidc', 'Workforce identity provider (OIDC)', 'https://{domain}.{idp_host}', 'openid profile email groups', {
+    ...OIDC_MAPPING,
+    groups: 'groups',
+  }),
+  // This provider has one fixed issuer for every customer: the template is that issuer's host.
+  oidcPreset('workspace_suite_oidc', 'Workspace suite provider (OIDC)', 'https://{idp_host}', DEFAULT_SCOPES),
+  oidcPreset('identity_saas_oidc', 'Identity SaaS provider (OIDC)', 'https://{domain}.{idp_host}', DEFAULT_SCOPES),
+  samlPreset('cloud_directory_saml', 'Cloud directory provider (SAML)', 'https://{idp_host}/{tenant}/saml2'),
+  samlPreset('workforce_identity_saml', 'Workforce identity provider (SAML)', 'https://{domain}.{idp_host}/app/{appId}/sso/saml'),
+  samlPreset('one_login_saml', 'One-login provider (SAML)', 'https://{domain}.{idp_host}/trust/saml2/http-post/sso/{appId}'),
+  samlPreset('directory_federation_saml', 'Directory federation server (SAML)', 'https://{adfs-server}/adfs/ls'),
+  samlPreset('workspace_suite_saml', 'Workspace suite provider (SAML)', 'https://{idp_host}/o/saml2/idp?idpid={idpId}'),
+];
+
+/** Static product knowledge, the same for every signed-in caller. */
+export function listSsoPresets(ctx: RequestContext): SsoPreset[] {
+  authenticated(ctx);
+  return SSO_PRESETS.map((p) => ({ ...p, attributeMapping: { ...p.attributeMapping } }));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Inputs
+
+const httpsUrl = z.url({ protocol: /^https$/, message: 'must be an https URL' }).max(500);
+const webUrl = z.url({ protocol: /^https?$/, message: 'must be an http or https URL' }).max(500);
+const mappingClaim = z.string().trim().min(1).max(255);
+
+export const AttributeMappingInput = z
+  .object({
+    email: mappingClaim,
+    name: mappingClaim,
+    firstName: mappingClaim.nullish(),
+    lastName: mappingClaim.nullish(),
+    groups: mappingClaim.nullish(),
+  })
+  .strict()
+  .transform(({ email, name, firstName, lastName, groups }): SsoAttributeMapping => ({
+    email,
+    name,
+    ...(firstName ? { firstName } : {}),
+    ...(lastName ? { lastName } : {}),
+    ...(groups ? { groups } : {}),
+  }));
+
+const DOMAIN = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}$/;
+const allowedDomains = z
+  .string()
+  .max(1000)
+  .transform((value, issue) => {
+    const domains = value.split(',').map((d) => d.trim().toLowerCase().replace(/^@/, '')).filter(Boolean);
+    const bad = domains.find((d) => !DOMAIN.test(d));
+    if (bad) issue.addIssue({ code: 'custom', message: `"${bad}" is not a domain name` });
+    return domains.length ? [...new Set(domains)].join(',') : null;
+  });
+
+const certificate = z
+  .string()
+  .max(20_000)
+  .transform((value, issue) => {
+    try {
+      return normalizeCertificate(value);
+    } catch (error) {
+      issue.addIssue({ code: 'custom', message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
+
+const scopes = z
+  .string()
+  .trim()
+  .min(1)
+  .max(500)
+  .transform((s) => s.split(/\s+/).join(' '))
+  .refine((s) => s.split(' ').includes('openid'), 'must include openid');
+
+// Fields every provider takes, then the protocol's own. `null` clears an optional field on update.
+const commonFields = {
+  name: z.string().trim().min(1).max(255),
+  autoProvision: z.boolean(),
+  defaultRoleId: uuid().nullable(),
+  allowedDomains: allowedDomains.nullable(),
+  enforceSSO: z.boolean(),
+};
+const oidcFields = {
+  issuer: httpsUrl.nullable(),
+  clientId: z.string().trim().min(1).max(255).nullable(),
+  clientSecret: z.string().min(1).max(4096).nullable(),
+  authorizationUrl: webUrl.nullable(),
+  tokenUrl: httpsUrl.nullable(),
+  userInfoUrl: httpsUrl.nullable(),
+  jwksUrl: httpsUrl.nullable(),
+  scopes,
+  attributeMapping: AttributeMappingInput,
+};
+const samlFields = {
+  entityId: z.string().trim().min(1).max(500).nullable(),
+  ssoUrl: webUrl.nullable(),
+  certificate: certificate.nullable(),
+  /** IdP metadata: entityId, ssoUrl and certificate are read from it (fields given alongside win) */
+  metadataXml: z.string().max(1_000_000),
+  allowIdpInitiated: z.boolean(),
+  forceAuthn: z.boolean(),
+  nameIdFormat: z.string().trim().min(1).max(255).nullable(),
+};
+const OIDC_ONLY = Object.keys(oidcFields);
+const SAML_ONLY = Object.keys(samlFields);
+
+const optional = <T extends Record<string, z.ZodType>>(shape: T) =>
+  Object.fromEntries(Object.entries(shape).map(([k, s]) => [k, s.optional()])) as { [K in keyof T]: z.ZodOptional<T[K]> };
+
+export const CreateSsoProviderInput = z
+  .object({
+    orgId: uuid().optional(),
+    type: z.enum(['oidc', 'saml']),
+    preset: z.string().max(50).optional(),
+    ...optional(commonFields),
+    name: commonFields.name,
+    ...optional(oidcFields),
+    ...optional(samlFields),
+  })
+  .strict();
+export type CreateSsoProviderInput = z.input<typeof CreateSsoProviderInput>;
+
+export const UpdateSsoProviderInput = z.object({ ...optional(commonFields), ...optional(oidcFields), ...optional(samlFields) }).strict();
+export type UpdateSsoProviderInput = z.input<typeof UpdateSsoProviderInput>;
+
+export const SsoProviderStatusInput = z.object({ status: z.enum(['inactive', 'testing', 'active']) }).strict();
+
+export const ListSsoProvidersQuery = PageQuery.extend({ orgId: uuid().optional() }).strict();
+
+// ---------------------------------------------------------------------------------------------------------
+// View
+
+export interface SsoProviderView {
+  id: string;
+  orgId: string;
+  name: string;
+  type: SsoProviderType;
+  status: SsoProviderStatus;
+  preset: string | null;
+  issuer: string | null;
+  clientId: string | null;
+  hasClientSecret: boolean;
+  authorizationUrl: string | null;
+  tokenUrl: string | null;
+  userInfoUrl: string | null;
+  jwksUrl: string | null;
+  scopes: string | null;
+  attributeMapping: SsoAttributeMapping | null;
+  autoProvision: boolean;
+  defaultRoleId: string | null;
+  allowedDomains: string | null;
+  enforceSSO: boolean;
+  entityId: string | null;
+  ssoUrl: string | null;
+  certificate: string | null;
+  allowIdpInitiated: boolean;
+  forceAuthn: boolean;
+  nameIdFormat: string | null;
+  createdBy: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Never the client secret: only whether one is set. */
+export function ssoProviderView(p: SsoProvider): SsoProviderView {
+  return {
+    id: p.id,
+    orgId: p.orgId,
+    name: p.name,
+    type: p.type,
+    status: p.status,
+    preset: p.preset,
+    issuer: p.issuer,
+    clientId: p.clientId,
+    hasClientSecret: p.clientSecret !== null,
+    authorizationUrl: p.authorizationUrl,
+    tokenUrl: p.tokenUrl,
+    userInfoUrl: p.userInfoUrl,
+    jwksUrl: p.jwksUrl,
+    scopes: p.scopes,
+    attributeMapping: p.attributeMapping,
+    autoProvision: p.autoProvision,
+    defaultRoleId: p.defaultRoleId,
+    allowedDomains: p.allowedDomains,
+    enforceSSO: p.enforceSSO,
+    entityId: p.entityId,
+    ssoUrl: p.ssoUrl,
+    certificate: p.certificate,
+    allowIdpInitiated: p.allowIdpInitiated,
+    forceAuthn: p.forceAuthn,
+    nameIdFormat: p.nameIdFormat,
+    createdBy: p.createdBy,
+    createdAt: p.createdAt.toISOString(),
+    updatedAt: p.updatedAt.toISOString(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Shared with the login flow
+
+/** Every server-side request to an IdP goes through the SSRF guard. */
+export function idpFetch(config: Config): OidcFetch {
+  return createGuardedFetch({ allowPrivateNetworkTargets: config.allowPrivateNetworkTargets, timeoutMs: 10_000 });
+}
+
+export async function findActiveProvider(em: EntityManager, orgId: string): Promise<SsoProvider | null> {
+  return isUuid(orgId) ? em.findOne(SsoProvider, { orgId, status: 'active' }) : null;
+}
+
+/**
+ * A default role must be organization-scoped and usable by this organization: a seeded system role
+ * (`Organization Admin/Technician/Viewer`), a custom role of the organization, or one its partner
+ * defined for all of its organizations.
+ */
+export async function isUsableDefaultRole(em: EntityManager, orgId: string, roleId: string | null): Promise<boolean> {
+  if (!roleId) return false;
+  const role = await em.findOne(Role, { id: roleId });
+  if (!role || role.scope !== 'organization') return false;
+  if (role.isSystem || role.orgId === orgId) return true;
+  if (role.orgId !== null || role.partnerId === null) return false;
+  const org = await em.findOne(Organization, { id: orgId });
+  return org?.partnerId === role.partnerId;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Operations
+
+async function loadProvider(ctx: RequestContext, id: string, permission: string, mfa = false): Promise<SsoProvider> {
+  requirePrincipal(ctx);
+  const provider = isUuid(id) ? await ctx.em.findOne(SsoProvider, { id }) : null;
+  if (!provider) throw notFound(RESOURCE);
+  await authorize(ctx, permission, { orgId: provider.orgId, mfa, resource: RESOURCE });
+  return provider;
+}
+
+export async function listSsoProviders(ctx: RequestContext, query: z.input<typeof ListSsoProvidersQuery>): Promise<Page<SsoProviderView>> {
+  const input = parseInput(ListSsoProvidersQuery, query);
+  const orgId = await targetOrgId(ctx, input.orgId);
+  await authorize(ctx, 'organizations:read', { orgId, resource: 'Organization' });
+  const [rows, total] = await ctx.em.findAndCount(SsoProvider, { orgId }, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageOptions(input) });
+  return toPage(rows.map(ssoProviderView), total, input);
+}
+
+export async function getSsoProvider(ctx: RequestContext, id: string): Promise<SsoProviderView> {
+  return ssoProviderView(await loadProvider(ctx, id, 'organizations:read'));
+}
+
+type Column = Exclude<keyof SsoProvider, 'id' | 'orgId' | 'type' | 'createdAt' | 'updatedAt' | symbol>;
+type Changes = Partial<Pick<SsoProvider, Column>>;
+
+/** Turns parsed input into column values for a provider of `type`: refuses the other protocol's fields, reads metadata, encrypts the secret. */
+function columnsFrom(ctx: RequestContext, type: SsoProviderType, input: z.output<typeof UpdateSsoProviderInput>): Changes {
+  const foreign = Object.keys(input).filter((k) => input[k as keyof typeof input] !== undefined && (type === 'oidc' ? SAML_ONLY : OIDC_ONLY).includes(k));
+  if (foreign.length) throw badRequest(`${foreign[0]}: does not apply to ${type} providers`);
+  const { metadataXml, clientSecret, ...rest } = input;
+  const changes: Changes = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+  if (clientSecret !== undefined) changes.clientSecret = clientSecret === null ? null : ctx.runtime.secrets.encrypt(clientSecret);
+  if (metadataXml !== undefined) {
+    let metadata: ReturnType<typeof parseIdpMetadata>;
+    try {
+      metadata = parseIdpMetadata(metadataXml);
+    } catch (error) {
+      throw badRequest(`metadataXml: ${(error as Error).message}`);
+    }
+    changes.entityId = input.entityId ?? metadata.entityId;
+    changes.ssoUrl = input.ssoUrl ?? metadata.ssoUrl;
+    changes.certificate = input.certificate ?? metadata.certificate;
+  }
+  return changes;
+}
+
+/** Discovery for a new or changed issuer; a failure is logged and the provider saved without endpoints. */
+async function discover(ctx: RequestContext, issuer: string): Promise<OidcEndpoints | null> {
+  try {
+    return await discoverOidcEndpoints(issuer, idpFetch(ctx.runtime.config));
+  } catch (error) {
+    ctx.log.warn({ issuer, err: (error as Error).message }, 'OIDC discovery failed; endpoints can be set by PATCH');
+    return null;
+  }
+}
+
+function endpointColumns(endpoints: OidcEndpoints | null, explicit: Changes): Changes {
+  if (!endpoints) return {};
+  const found: Changes = {
+    authorizationUrl: endpoints.authorizationUrl,
+    tokenUrl: endpoints.tokenUrl,
+    userInfoUrl: endpoints.userInfoUrl,
+    jwksUrl: endpoints.jwksUrl,
+  };
+  // URLs given in the same request win over discovered ones.
+  return Object.fromEntries(Object.entries(found).filter(([k]) => explicit[k as keyof Changes] === undefined));
+}
+
+async function checkDefaultRole(em: EntityManager, orgId: string, changes: Changes): Promise<void> {
+  if (changes.defaultRoleId && !(await isUsableDefaultRole(em, orgId, changes.defaultRoleId))) {
+    throw badRequest('defaultRoleId: must be an organization-scoped role of the organization');
+  }
+}
+
+export async function createSsoProvider(ctx: RequestContext, body: CreateSsoProviderInput): Promise<SsoProviderView> {
+  const input = parseInput(CreateSsoProviderInput, body);
+  const orgId = await targetOrgId(ctx, input.orgId);
+  const principal = await authorize(ctx, 'organizations:write', { orgId, mfa: true, resource: RESOURCE });
+  const { orgId: _orgId, type, preset: presetId, ...fields } = input;
+  const preset = presetId === undefined ? null : SSO_PRESETS.find((p) => p.id === presetId);
+  if (preset === undefined) throw badRequest(`preset: unknown preset "${presetId}"`);
+  if (preset && preset.type !== type) throw badRequest(`preset: ${preset.id} is a ${preset.type} preset`);
+
+  const changes = columnsFrom(ctx, type, fields);
+  if (type === 'oidc') {
+    changes.scopes ??= preset?.scopes ?? DEFAULT_SCOPES;
+    changes.attributeMapping ??= { ...(preset?.attributeMapping ?? DEFAULT_MAPPING) };
+    if (changes.issuer) Object.assign(changes, endpointColumns(await discover(ctx, changes.issuer), changes));
+  }
+
+  return withTransaction(ctx, async (tx) => {
+    await checkDefaultRole(tx.em, orgId, changes);
+    const provider = tx.em.create(SsoProvider, { ...changes, name: fields.name, orgId, type, status: 'inactive', preset: preset?.id ?? null, createdBy: principal.userId });
+    await tx.em.flush();
+    await recordAudit(tx, {
+      action: 'sso.provider.create',
+      resourceType: 'sso_provider',
+      resourceId: provider.id,
+      orgId,
+      details: { name: provider.name, type, status: provider.status },
+    });
+    return ssoProviderView(provider);
+  });
+}
+
+export async function updateSsoProvider(ctx: RequestContext, id: string, body: UpdateSsoProviderInput): Promise<SsoProviderView> {
+  const current = await loadProvider(ctx, id, 'organizations:write', true);
+  const changes = columnsFrom(ctx, current.type, parseInput(UpdateSsoProviderInput, body));
+  if (current.type === 'oidc' && changes.issuer && changes.issuer !== current.issuer) {
+    Object.assign(changes, endpointColumns(await discover(ctx, changes.issuer), changes));
+  }
+
+  return withTransaction(ctx, async (tx) => {
+    const provider = await tx.em.findOne(SsoProvider, { id: current.id });
+    if (!provider) throw notFound(RESOURCE);
+    await checkDefaultRole(tx.em, provider.orgId, changes);
+    const changed = (Object.keys(changes) as Column[]).filter(
+      (k) => k === 'clientSecret' ? changes.clientSecret !== null || provider.clientSecret !== null : JSON.stringify(changes[k]) !== JSON.stringify(provider[k]),
+    );
+    tx.em.assign(provider, changes);
+    await tx.em.flush();
+    await recordAudit(tx, {
+      action: 'sso.provider.update',
+      resourceType: 'sso_provider',
+      resourceId: provider.id,
+      orgId: provider.orgId,
+      changes: changed,
+      details: { type: provider.type },
+    });
+    return ssoProviderView(provider);
+  });
+}
+
+export async function deleteSsoProvider(ctx: RequestContext, id: string): Promise<void> {
+  const current = await loadProvider(ctx, id, 'organizations:write', true);
+  await withTransaction(ctx, async (tx) => {
+    // The foreign keys cascade too; deleting explicitly gives the audit entry its counts.
+    const identitiesRemoved = await tx.em.nativeDelete(SsoIdentity, { providerId: current.id });
+    const sessionsRemoved = await tx.em.nativeDelete(SsoSession, { providerId: current.id });
+    await tx.em.nativeDelete(SamlRequest, { providerId: current.id });
+    await tx.em.nativeDelete(SamlAssertion, { providerId: current.id });
+    if ((await tx.em.nativeDelete(SsoProvider, { id: current.id })) === 0) throw notFound(RESOURCE);
+    await recordAudit(tx, {
+      action: 'sso.provider.delete',
+      resourceType: 'sso_provider',
+      resourceId: current.id,
+      orgId: current.orgId,
+      details: { name: current.name, type: current.type, identitiesRemoved, sessionsRemoved },
+    });
+  });
+}
+
+export async function setSsoProviderStatus(ctx: RequestContext, id: string, body: { status: string }): Promise<SsoProviderView> {
+  const current = await loadProvider(ctx, id, 'organizations:write', true);
+  const { status } = parseInput(SsoProviderStatusInput, body);
+  const alreadyActive = () => conflict('Another SSO provider is already active for this organization');
+  return withTransaction(ctx, async (tx) => {
+    const provider = await tx.em.findOne(SsoProvider, { id: current.id });
+    if (!provider) throw notFound(RESOURCE);
+    if (status === 'active' && (await tx.em.count(SsoProvider, { orgId: provider.orgId, status: 'active', id: { $ne: provider.id } })) > 0) {
+      throw alreadyActive();
+    }
+    const from = provider.status;
+    provider.status = status;
+    try {
+      await tx.em.flush();
+    } catch (error) {
+      // Two activations racing: the partial unique index decides.
+      if (error instanceof UniqueConstraintViolationException) throw alreadyActive();
+      throw error;
+    }
+    await recordAudit(tx, {
+      action: 'sso.provider.status.update',
+      resourceType: 'sso_provider',
+      resourceId: provider.id,
+      orgId: provider.orgId,
+      changes: from === status ? [] : ['status'],
+      details: { from, to: status },
+    });
+    return ssoProviderView(provider);
+  });
+}
+
+export interface SsoProviderTestResult {
+  success: true;
+  type: SsoProviderType;
+  /** OIDC: what discovery found */
+  endpoints: OidcEndpoints | null;
+  /** SAML: the configuration that was checked */
+  saml: { entityId: string; ssoUrl: string; certificateExpiresAt: string } | null;
+}
+
+/**
+ * OIDC: runs discovery against the issuer and reports the endpoints (nothing is stored). SAML: checks
+ * that entity id, SSO URL and a valid certificate are set. Failures answer 400 and are audited too.
+ */
+export async function testSsoProvider(ctx: RequestContext, id: string): Promise<SsoProviderTestResult> {
+  const provider = await loadProvider(ctx, id, 'organizations:write', true);
+  let outcome: SsoProviderTestResult | AppError;
+  try {
+    outcome = provider.type === 'oidc' ? await testOidc(ctx, provider) : testSaml(provider);
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    outcome = error;
+  }
+  // Outside any transaction, so that a failed test is on record even though the request fails.
+  await recordAudit(ctx, {
+    action: 'sso.provider.test',
+    resourceType: 'sso_provider',
+    resourceId: provider.id,
+    orgId: provider.orgId,
+    result: outcome instanceof AppError ? 'failure' : 'success',
+    details: { type: provider.type, ...(outcome instanceof AppError ? { error: outcome.message } : {}) },
+  });
+  if (outcome instanceof AppError) throw outcome;
+  return outcome;
+}
+
+async function testOidc(ctx: RequestContext, provider: SsoProvider): Promise<SsoProviderTestResult> {
+  if (!provider.issuer) throw badRequest('Provider is not fully configured', { missing: ['issuer'] });
+  try {
+    return { success: true, type: 'oidc', endpoints: await discoverOidcEndpoints(provider.issuer, idpFetch(ctx.runtime.config)), saml: null };
+  } catch (error) {
+    throw badRequest('OIDC discovery failed', { reason: (error as Error).message });
+  }
+}
+
+function testSaml(provider: SsoProvider): SsoProviderTestResult {
+  const missing = (['entityId', 'ssoUrl', 'certificate'] as const).filter((k) => !provider[k]);
+  if (missing.length) throw badRequest('Provider is not fully configured', { missing });
+  const expires = new Date(new X509Certificate(provider.certificate!).validTo);
+  if (expires.getTime() <= Date.now()) throw badRequest('SAML certificate has expired', { certificateExpiresAt: expires.toISOString() });
+  return {
+    success: true,
+    type: 'saml',
+    endpoints: null,
+    saml: { entityId: provider.entityId!, ssoUrl: provider.ssoUrl!, certificateExpiresAt: expires.toISOString() },
+  };
+}

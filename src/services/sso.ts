@@ -1,0 +1,63 @@
+// Public entry points of SSO login: the check a front end asks first, the start of a login for either protocol,
+// and the refusal of password logins for organizations that enforce SSO.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { z } from 'zod';
+import type { SsoProviderType } from '../../entities/sso.js';
+import type { User } from '../../entities/user.js';
+import type { RequestContext } from '../auth/context.js';
+import { skipAuthorization } from '../auth/policy.js';
+import { AppError } from '../errors.js';
+import { parseInput } from '../validation.js';
+import { passwordLoginPolicies } from './auth.js';
+import { RedirectPath, type LoginStart } from './sso-accounts.js';
+import { startOidcLogin } from './sso-oidc.js';
+import { findActiveProvider } from './sso-providers.js';
+import { startSamlLogin } from './sso-saml.js';
+
+export type SsoCheck =
+  | { ssoEnabled: false }
+  | { ssoEnabled: true; provider: { id: string; name: string; type: SsoProviderType }; enforceSSO: boolean; loginUrl: string };
+
+/** `GET /sso/check/:orgId`: an unknown organization answers like one without SSO, so ids cannot be probed. */
+export async function checkSso(ctx: RequestContext, orgId: string): Promise<SsoCheck> {
+  skipAuthorization(ctx, 'the login page asks before anyone is signed in');
+  const provider = await findActiveProvider(ctx.em, orgId);
+  if (!provider) return { ssoEnabled: false };
+  return {
+    ssoEnabled: true,
+    provider: { id: provider.id, name: provider.name, type: provider.type },
+    enforceSSO: provider.enforceSSO,
+    loginUrl: `/api/v1/sso/login/${provider.orgId}`,
+  };
+}
+
+export const LoginQuery = z.object({ redirect: RedirectPath.optional() }).strict();
+
+/** `GET /sso/login/:orgId`: where to send the browser (and the cookie to set) for the organization's active provider. */
+export async function startSsoLogin(ctx: RequestContext, orgId: string, query: z.input<typeof LoginQuery>): Promise<LoginStart> {
+  skipAuthorization(ctx, 'starting an SSO login needs no credentials');
+  const { redirect = '/' } = parseInput(LoginQuery, query);
+  const provider = await findActiveProvider(ctx.em, orgId);
+  if (!provider) throw new AppError(404, 'NOT_FOUND', 'No active SSO provider for this organization');
+  await sweepExpired(ctx.em);
+  return provider.type === 'oidc' ? startOidcLogin(ctx, provider, redirect) : startSamlLogin(ctx, provider, redirect);
+}
+
+/** Login state is short-lived; starting a login clears what has expired (sessions, requests, codes, assertion ids). */
+async function sweepExpired(em: EntityManager): Promise<void> {
+  for (const table of ['sso_session', 'saml_request', 'sso_exchange_code', 'saml_assertion']) {
+    await em.execute(`delete from ${table} where expires_at < now()`);
+  }
+}
+
+/** Password login is refused while any organization the user belongs to has an active provider that enforces SSO. */
+async function passwordLoginAllowed(em: EntityManager, user: User): Promise<boolean> {
+  const enforced = await em.execute(
+    `select 1 from membership m join sso_provider p on p.org_id = m.org_id
+      where m.user_id = ? and m.scope = 'organization' and p.status = 'active' and p.enforce_sso limit 1`,
+    [user.id],
+  );
+  return enforced.length === 0;
+}
+
+passwordLoginPolicies.push(passwordLoginAllowed);

@@ -1,0 +1,551 @@
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { z } from 'zod';
+import { Organization } from '../../entities/organization.js';
+import { Role, type Scope } from '../../entities/role.js';
+import { Site } from '../../entities/site.js';
+import { Membership, User } from '../../entities/user.js';
+import type { Principal, RequestContext } from '../auth/context.js';
+import { hashPassword } from '../auth/passwords.js';
+import { authenticated, authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, skipAuthorization, targetOrgId, visibleOrgIds } from '../auth/policy.js';
+import { withTransaction } from '../db/transaction.js';
+import { badRequest, conflict, forbidden, notFound, unauthenticated } from '../errors.js';
+import { emit } from '../events/outbox.js';
+import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { randomToken, sha256Hex } from '../secrets.js';
+import { parseInput, uuid } from '../validation.js';
+import { recordAudit } from './audit.js';
+import { issueSession, type AuthSession } from './auth.js';
+import { sendMail } from './mailer.js';
+import { assertCanGrant, assignableRole, effectivePermissionsAt, readableRole, type MembershipTarget } from './roles.js';
+import { userView, type UserView } from './user-view.js';
+
+const email = () => z.email({ message: 'must be an email address' }).max(255).toLowerCase();
+const personName = () => z.string().trim().min(1).max(255);
+const ids = () => z.array(uuid()).max(1000).transform((list) => [...new Set(list)]);
+
+const USER_STATUSES = ['active', 'invited', 'disabled'] as const;
+
+export const InviteUserSchema = z
+  .object({
+    email: email(),
+    name: personName(),
+    roleId: uuid(),
+    /** the organization to join; partner callers leave it out to invite a partner-level member */
+    orgId: uuid().optional(),
+  })
+  .strict();
+
+export const ResendInviteSchema = z.object({ userId: uuid() }).strict();
+
+export const UpdateUserSchema = z
+  .object({
+    name: personName().optional(),
+    status: z.enum(['active', 'disabled']).optional(),
+    /** partner members: every organization of the partner, or only `orgIds` */
+    orgAccess: z.enum(['all', 'selected']).optional(),
+    orgIds: ids().optional(),
+    /** organization members: limited to these sites (empty = every site) */
+    siteIds: ids().optional(),
+  })
+  .strict();
+
+export const UpdateMeSchema = z.object({ name: personName() }).strict();
+
+export const SetUserRoleSchema = z.object({ roleId: uuid() }).strict();
+
+export const AcceptInviteSchema = z
+  .object({
+    token: z.string().min(1).max(200),
+    password: z.string().min(12, 'must be at least 12 characters').max(256, 'must be at most 256 characters'),
+  })
+  .strict();
+
+export const UserListQuery = PageQuery.extend({
+  orgId: uuid().optional(),
+  status: z.enum(USER_STATUSES).optional(),
+  /** part of the name or email */
+  search: z.string().trim().min(1).max(255).optional(),
+  roleId: uuid().optional(),
+}).strict();
+
+export const RoleUsersQuery = PageQuery.strict();
+
+export interface MembershipView {
+  id: string;
+  scope: Scope;
+  partnerId: string | null;
+  orgId: string | null;
+  roleId: string;
+  roleName: string;
+  orgAccess: Membership['orgAccess'];
+  orgIds: string[];
+  siteIds: string[];
+}
+
+/** `GET /users/me`: the caller, what it may do through the current membership, and every membership it holds. */
+export interface MeView extends UserView {
+  /** the catalog permissions the current session holds, wildcards expanded */
+  permissions: string[];
+  memberships: MembershipView[];
+}
+
+export interface InviteResult {
+  user: UserView;
+  /** the one-time link to set a password; null when the person already has an account (they sign in as before) */
+  inviteUrl: string | null;
+}
+
+const INVITE_TTL_MS = 7 * 24 * 3600 * 1000;
+const INVALID_INVITATION = 'Invalid or expired invitation';
+const MEMBERSHIP_ORDER = { createdAt: 'asc', id: 'asc' } as const;
+
+interface Invitation {
+  tokenHash: string;
+  expiresAt: Date;
+  url: string;
+}
+
+/** A random one-time token: only its SHA-256 is stored; the link is shown to the inviter once and emailed. */
+function newInvitation(ctx: RequestContext): Invitation {
+  const token = randomToken(32);
+  return {
+    tokenHash: sha256Hex(token),
+    expiresAt: new Date(Date.now() + INVITE_TTL_MS),
+    url: `${ctx.runtime.config.publicUrl}/accept-invite?token=${token}`,
+  };
+}
+
+/** Mail goes out after the commit and never fails the request: the inviter holds the link either way. */
+function mailAfterCommit(ctx: RequestContext, to: string, subject: string, text: string): void {
+  sendMail(ctx, { to, subject, text }).catch((error: unknown) => {
+    ctx.log.warn({ to, err: error instanceof Error ? error.message : String(error) }, 'could not send email');
+  });
+}
+
+function invitationMail(ctx: RequestContext, user: User, invitation: Invitation): void {
+  mailAfterCommit(
+    ctx,
+    user.email,
+    'You have been invited to rmm-service',
+    `Hello ${user.name},\n\nYou have been invited to rmm-service. Choose a password to activate your account:\n\n${invitation.url}\n\nThe link works once and expires in 7 days.\n`,
+  );
+}
+
+/** Whether the caller reaches a membership: through its organization, its partner, or (system rows) only as a system caller. */
+async function reaches(ctx: RequestContext, principal: Principal, membership: Membership): Promise<boolean> {
+  if (membership.orgId) return canAccessOrg(ctx, membership.orgId);
+  if (membership.partnerId) return canAccessPartner(principal, membership.partnerId);
+  return principal.scope === 'system';
+}
+
+/** The memberships a caller's lists reach (null: all, for system callers), optionally within one organization. */
+async function reachableMemberships(ctx: RequestContext, principal: Principal, orgId?: string): Promise<FilterQuery<Membership> | null> {
+  if (orgId) return { orgId: { $in: (await visibleOrgIds(ctx, orgId)) ?? [] } };
+  if (principal.scope === 'system') return null;
+  const clauses: FilterQuery<Membership>[] = [{ orgId: { $in: (await visibleOrgIds(ctx)) ?? [] } }];
+  if (principal.scope === 'partner') clauses.push({ orgId: null, partnerId: principal.partnerId });
+  return { $or: clauses };
+}
+
+/** The membership a user is shown and managed through: one at the caller's own level if any (a partner member's partner row), else the oldest. */
+function primaryMembership(principal: Principal, memberships: Membership[]): Membership | null {
+  return memberships.find((m) => m.scope === principal.scope) ?? memberships[0] ?? null;
+}
+
+/** authorize() options for acting on a membership's tenant. */
+function tenantOf(membership: Membership | null): { orgId: string | null; partnerId: string | null } {
+  if (!membership) return { orgId: null, partnerId: null };
+  return membership.orgId ? { orgId: membership.orgId, partnerId: null } : { orgId: null, partnerId: membership.partnerId };
+}
+
+interface ManagedUser {
+  user: User;
+  principal: Principal;
+  /** every membership of the user */
+  all: Membership[];
+  /** those the caller reaches */
+  managed: Membership[];
+  primary: Membership | null;
+}
+
+/**
+ * A user the caller reaches through at least one membership (any user, for system callers), with
+ * `permission` authorized on that membership's tenant; others are 404. Pass `lock` inside a
+ * transaction that changes the user.
+ */
+async function loadManagedUser(ctx: RequestContext, id: string, permission: string, lock = false): Promise<ManagedUser> {
+  const caller = requirePrincipal(ctx);
+  const user = isUuid(id) ? await ctx.em.findOne(User, { id }, lock ? { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true } : {}) : null;
+  if (!user) throw notFound('User');
+  const all = await ctx.em.find(Membership, { userId: user.id }, { orderBy: MEMBERSHIP_ORDER });
+  const managed: Membership[] = [];
+  for (const membership of all) if (await reaches(ctx, caller, membership)) managed.push(membership);
+  if (managed.length === 0 && caller.scope !== 'system') throw notFound('User');
+  const primary = primaryMembership(caller, managed);
+  const principal = await authorize(ctx, permission, { ...tenantOf(primary), resource: 'User' });
+  return { user, principal, all, managed, primary };
+}
+
+async function rolesOf(ctx: RequestContext, memberships: Membership[]): Promise<Map<string, Role>> {
+  const roles = await ctx.em.find(Role, { id: { $in: [...new Set(memberships.map((m) => m.roleId))] } });
+  return new Map(roles.map((r) => [r.id, r]));
+}
+
+/** Nobody manages a member whose role grants more than they hold themselves. */
+async function assertOutranks(ctx: RequestContext, principal: Principal, memberships: Membership[]): Promise<void> {
+  const roles = await rolesOf(ctx, memberships);
+  for (const m of memberships) assertCanGrant(principal, m.scope, roles.get(m.roleId)?.permissions ?? [], 'You cannot manage a user whose role grants permissions you do not hold');
+}
+
+/**
+ * The account itself (name, status, a new invitation link) is shared by every tenant the person
+ * belongs to: changing it takes managing all of their memberships, and outranking each.
+ */
+async function assertAccountControl(ctx: RequestContext, target: ManagedUser): Promise<void> {
+  if (target.managed.length < target.all.length) {
+    throw forbidden('This user also belongs to another organization or partner: only their membership here can be changed');
+  }
+  await assertOutranks(ctx, target.principal, target.managed);
+}
+
+function membershipView(membership: Membership, roles: Map<string, Role>): MembershipView {
+  return {
+    id: membership.id,
+    scope: membership.scope,
+    partnerId: membership.partnerId,
+    orgId: membership.orgId,
+    roleId: membership.roleId,
+    roleName: roles.get(membership.roleId)?.name ?? '',
+    orgAccess: membership.orgAccess,
+    orgIds: membership.orgIds,
+    siteIds: membership.siteIds,
+  };
+}
+
+function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reads
+
+export async function getMe(ctx: RequestContext): Promise<MeView> {
+  const principal = authenticated(ctx);
+  const user = principal.userId ? await ctx.em.findOne(User, { id: principal.userId }) : null;
+  if (!user) throw unauthenticated();
+  const memberships = await ctx.em.find(Membership, { userId: user.id }, { orderBy: MEMBERSHIP_ORDER });
+  const roles = await rolesOf(ctx, memberships);
+  return {
+    ...userView(user, memberships.find((m) => m.id === principal.membershipId) ?? null),
+    permissions: effectivePermissionsAt(principal.scope, principal.permissions),
+    memberships: memberships.map((m) => membershipView(m, roles)),
+  };
+}
+
+async function userPage(ctx: RequestContext, principal: Principal, query: z.output<typeof UserListQuery>): Promise<Page<UserView>> {
+  const reach = await reachableMemberships(ctx, principal, query.orgId);
+  const membershipWhere: FilterQuery<Membership> = { $and: [reach ?? {}, query.roleId ? { roleId: query.roleId } : {}] };
+  const where: FilterQuery<User>[] = [];
+  if (reach || query.roleId) {
+    const holders = ctx.em.createQueryBuilder(Membership, 'm').select('m.user_id').where(membershipWhere);
+    where.push({ id: { $in: holders.getKnexQuery() } } as unknown as FilterQuery<User>);
+  }
+  if (query.status) where.push({ status: query.status });
+  if (query.search) where.push({ $or: [{ email: { $ilike: containsPattern(query.search) } }, { name: { $ilike: containsPattern(query.search) } }] });
+  const { limit, offset } = pageOptions(query);
+  const [users, total] = await ctx.em
+    .createQueryBuilder(User, 'u')
+    .where(where.length > 0 ? { $and: where } : {})
+    .orderBy({ name: 'asc', id: 'asc' })
+    .limit(limit)
+    .offset(offset)
+    .getResultAndCount();
+  const memberships = users.length
+    ? await ctx.em.find(Membership, { $and: [{ userId: { $in: users.map((u) => u.id) } }, membershipWhere] }, { orderBy: MEMBERSHIP_ORDER })
+    : [];
+  return toPage(
+    users.map((user) => userView(user, primaryMembership(principal, memberships.filter((m) => m.userId === user.id)))),
+    total,
+    query,
+  );
+}
+
+/** Users with a membership the caller reaches; each shown through that membership (the one in `orgId`/`roleId` when filtered). */
+export async function listUsers(ctx: RequestContext, rawQuery: unknown): Promise<Page<UserView>> {
+  const query = parseInput(UserListQuery, rawQuery);
+  const principal = await authorize(ctx, 'users:read', { orgId: query.orgId, resource: 'Organization' });
+  return userPage(ctx, principal, query);
+}
+
+/** `GET /roles/:id/users`: the members holding a role, as far as the caller reaches. */
+export async function listRoleUsers(ctx: RequestContext, roleId: string, rawQuery: unknown): Promise<Page<UserView>> {
+  const query = parseInput(RoleUsersQuery, rawQuery);
+  const role = await readableRole(ctx, roleId);
+  const principal = await authorize(ctx, 'users:read');
+  return userPage(ctx, principal, { ...query, roleId: role.id });
+}
+
+export async function getUser(ctx: RequestContext, id: string): Promise<UserView> {
+  const { user, primary } = await loadManagedUser(ctx, id, 'users:read');
+  return userView(user, primary);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Writes
+
+export async function updateMe(ctx: RequestContext, rawInput: unknown): Promise<UserView> {
+  const input = parseInput(UpdateMeSchema, rawInput);
+  const principal = authenticated(ctx);
+  if (!principal.userId) throw unauthenticated();
+  const userId = principal.userId;
+  return withTransaction(ctx, async (tx) => {
+    const user = await tx.em.findOneOrFail(User, { id: userId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const membership = principal.membershipId ? await tx.em.findOne(Membership, { id: principal.membershipId }) : null;
+    if (user.name === input.name) return userView(user, membership);
+    user.name = input.name;
+    await tx.em.flush();
+    await recordAudit(tx, { action: 'user.update', resourceType: 'user', resourceId: user.id, orgId: membership?.orgId, changes: ['name'], details: { self: true } });
+    await emit(tx, { type: 'user.updated', orgId: membership?.orgId ?? null, data: { userId: user.id, changes: ['name'] } });
+    return userView(user, membership);
+  });
+}
+
+/**
+ * A new membership reaches no further than its inviter's: a partner user limited to selected
+ * organizations passes the limit on, as does an organization user limited to some sites.
+ */
+function inheritedLimits(principal: Principal, target: MembershipTarget): Partial<Pick<Membership, 'orgAccess' | 'orgIds' | 'siteIds'>> {
+  if (target.scope === 'partner' && principal.scope === 'partner' && principal.orgAccess === 'selected') return { orgAccess: 'selected', orgIds: principal.orgIds };
+  if (target.scope === 'organization' && principal.orgId === target.orgId && principal.siteIds.length > 0) return { siteIds: principal.siteIds };
+  return {};
+}
+
+/**
+ * `POST /users/invite`. A new email gets an account in status `invited` and a one-time link; an
+ * email that already has an account (another tenant's user) gets a membership here and no link,
+ * since the link sets the password and the account is not the inviter's to take over. A pending
+ * account invited elsewhere is refused for the same reason.
+ */
+export async function inviteUser(ctx: RequestContext, rawInput: unknown): Promise<InviteResult> {
+  const input = parseInput(InviteUserSchema, rawInput);
+  const caller = requirePrincipal(ctx);
+  const target: MembershipTarget =
+    !input.orgId && caller.scope === 'partner'
+      ? { scope: 'partner', orgId: null, partnerId: caller.partnerId }
+      : { scope: 'organization', orgId: await targetOrgId(ctx, input.orgId), partnerId: null };
+  const principal = await authorize(ctx, 'users:write', { orgId: target.orgId, partnerId: target.partnerId, resource: 'Organization' });
+  const role = await assignableRole(ctx, input.roleId, target);
+  const invitation = newInvitation(ctx);
+  const result = await withTransaction(ctx, async (tx) => {
+    let user = await tx.em.findOne(User, { email: input.email }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const newAccount = !user;
+    let issued: Invitation | null = invitation;
+    if (user) {
+      const existing = await tx.em.find(Membership, { userId: user.id });
+      if (existing.some((m) => m.orgId === target.orgId && (m.orgId !== null || m.partnerId === target.partnerId))) {
+        throw conflict(`A user with this email already belongs to this ${target.scope === 'partner' ? 'partner' : 'organization'}`);
+      }
+      if (user.status === 'invited') {
+        for (const m of existing) if (!(await reaches(tx, principal, m))) throw conflict('This person has a pending invitation from another organization: they must accept it first');
+        await assertOutranks(tx, principal, existing);
+        Object.assign(user, { inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt });
+      } else {
+        issued = null;
+      }
+    } else {
+      user = tx.em.create(User, { email: input.email, name: input.name, status: 'invited', inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt });
+    }
+    const membership = tx.em.create(Membership, { userId: user.id, ...target, roleId: role.id, ...inheritedLimits(principal, target) });
+    await tx.em.flush();
+    await recordAudit(tx, {
+      action: 'user.invite',
+      resourceType: 'user',
+      resourceId: user.id,
+      orgId: target.orgId,
+      partnerId: target.partnerId,
+      changes: newAccount ? ['email', 'name', 'roleId'] : ['roleId'],
+      details: { email: user.email, membershipId: membership.id, roleId: role.id, newAccount },
+    });
+    await emit(tx, { type: 'user.invited', orgId: target.orgId, data: { userId: user.id, email: user.email, roleId: role.id, partnerId: target.partnerId, newAccount } });
+    return { user, membership, issued };
+  });
+  if (result.issued) invitationMail(ctx, result.user, result.issued);
+  else mailAfterCommit(ctx, result.user.email, 'You have been added to rmm-service', `Hello ${result.user.name},\n\nYou now have access to another organization in rmm-service. Sign in as usual:\n\n${ctx.runtime.config.publicUrl}\n`);
+  return { user: userView(result.user, result.membership), inviteUrl: result.issued?.url ?? null };
+}
+
+/** A new link for a user who has not accepted yet; the previous link stops working. */
+export async function resendInvite(ctx: RequestContext, rawInput: unknown): Promise<InviteResult> {
+  const input = parseInput(ResendInviteSchema, rawInput);
+  const invitation = newInvitation(ctx);
+  const target = await withTransaction(ctx, async (tx) => {
+    const found = await loadManagedUser(tx, input.userId, 'users:write', true);
+    if (found.user.status !== 'invited') throw conflict(`Only invited users can get a new invitation (this user is ${found.user.status})`);
+    await assertAccountControl(tx, found);
+    Object.assign(found.user, { inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt });
+    await tx.em.flush();
+    await recordAudit(tx, {
+      action: 'user.invite.resend',
+      resourceType: 'user',
+      resourceId: found.user.id,
+      ...tenantOf(found.primary),
+      changes: ['inviteExpiresAt'],
+      details: { email: found.user.email },
+    });
+    return found;
+  });
+  invitationMail(ctx, target.user, invitation);
+  return { user: userView(target.user, target.primary), inviteUrl: invitation.url };
+}
+
+/** Disabling ends every session at once (token version); enabling an account that was never used puts it back to `invited`. */
+function applyStatus(user: User, status: 'active' | 'disabled'): void {
+  if (status === 'disabled') {
+    Object.assign(user, { status: 'disabled', tokenVersion: user.tokenVersion + 1, inviteTokenHash: null, inviteExpiresAt: null });
+  } else {
+    user.status = user.passwordHash || user.lastLoginAt ? 'active' : 'invited';
+  }
+}
+
+/**
+ * `PATCH /users/:id`. `name` and `status` belong to the account (see assertAccountControl);
+ * `orgAccess`/`orgIds` (partner members) and `siteIds` (organization members) to the membership the
+ * caller manages, and reach no further than the caller's own.
+ */
+export async function updateUser(ctx: RequestContext, id: string, rawInput: unknown): Promise<UserView> {
+  const input = parseInput(UpdateUserSchema, rawInput);
+  return withTransaction(ctx, async (tx) => {
+    const target = await loadManagedUser(tx, id, 'users:write', true);
+    const { user, principal, primary } = target;
+    const changes: string[] = [];
+    if (input.name !== undefined && input.name !== user.name) changes.push('name');
+    if (input.status !== undefined && input.status !== user.status) {
+      if (input.status === 'active' && user.status === 'invited') throw badRequest('status: an invited user becomes active by accepting the invitation');
+      if (user.id === principal.userId) throw badRequest('You cannot disable yourself');
+      changes.push('status');
+    }
+    if (changes.length > 0) await assertAccountControl(tx, target);
+
+    const membershipChanges = await membershipUpdate(tx, principal, primary, input);
+    if (membershipChanges.length > 0) {
+      await assertOutranks(tx, principal, [primary!]);
+      changes.push(...membershipChanges);
+    }
+    if (changes.length === 0) return userView(user, primary);
+
+    if (changes.includes('name')) user.name = input.name!;
+    if (changes.includes('status')) applyStatus(user, input.status!);
+    for (const field of membershipChanges) Object.assign(primary!, { [field]: input[field as 'orgAccess' | 'orgIds' | 'siteIds'] });
+    await tx.em.flush();
+    await recordAudit(tx, { action: 'user.update', resourceType: 'user', resourceId: user.id, ...tenantOf(primary), changes, details: { email: user.email } });
+    await emit(tx, { type: 'user.updated', orgId: primary?.orgId ?? null, data: { userId: user.id, changes } });
+    return userView(user, primary);
+  });
+}
+
+/** Validates the membership part of a PATCH and names the fields it changes. */
+async function membershipUpdate(tx: RequestContext, principal: Principal, membership: Membership | null, input: z.output<typeof UpdateUserSchema>): Promise<string[]> {
+  const changes: string[] = [];
+  if (input.orgAccess !== undefined || input.orgIds !== undefined) {
+    if (membership?.scope !== 'partner') throw badRequest('orgAccess: applies to partner members only');
+    const orgAccess = input.orgAccess ?? membership.orgAccess;
+    const orgIds = input.orgIds ?? membership.orgIds;
+    if (principal.scope === 'partner' && principal.orgAccess === 'selected' && (orgAccess === 'all' || orgIds.some((o) => !principal.orgIds.includes(o)))) {
+      throw forbidden('You cannot give access to organizations outside your own selection');
+    }
+    if ((await tx.em.count(Organization, { id: { $in: orgIds }, partnerId: membership.partnerId })) !== orgIds.length) {
+      throw badRequest("orgIds: every organization must belong to the member's partner");
+    }
+    if (orgAccess !== membership.orgAccess) changes.push('orgAccess');
+    if (JSON.stringify(orgIds) !== JSON.stringify(membership.orgIds)) changes.push('orgIds');
+  }
+  if (input.siteIds !== undefined) {
+    if (membership?.scope !== 'organization') throw badRequest('siteIds: applies to organization members only');
+    const limited = principal.orgId === membership.orgId && principal.siteIds.length > 0;
+    if (limited && (input.siteIds.length === 0 || input.siteIds.some((s) => !principal.siteIds.includes(s)))) {
+      throw forbidden('You cannot give access to sites outside your own');
+    }
+    if ((await tx.em.count(Site, { id: { $in: input.siteIds }, orgId: membership.orgId! })) !== input.siteIds.length) {
+      throw badRequest("siteIds: every site must belong to the member's organization");
+    }
+    if (JSON.stringify(input.siteIds) !== JSON.stringify(membership.siteIds)) changes.push('siteIds');
+  }
+  return changes;
+}
+
+/** Removes the memberships the caller manages; the account goes with its last membership. */
+export async function deleteUser(ctx: RequestContext, id: string): Promise<void> {
+  await withTransaction(ctx, async (tx) => {
+    const { user, principal, all, managed, primary } = await loadManagedUser(tx, id, 'users:delete', true);
+    if (user.id === principal.userId) throw badRequest('You cannot delete yourself');
+    await assertOutranks(tx, principal, managed);
+    await tx.em.nativeDelete(Membership, { id: { $in: managed.map((m) => m.id) } });
+    const accountDeleted = managed.length === all.length;
+    if (accountDeleted) await tx.em.nativeDelete(User, { id: user.id });
+    await recordAudit(tx, {
+      action: 'user.delete',
+      resourceType: 'user',
+      resourceId: user.id,
+      ...tenantOf(primary),
+      details: { email: user.email, membershipIds: managed.map((m) => m.id), accountDeleted },
+    });
+    await emit(tx, { type: 'user.deleted', orgId: primary?.orgId ?? null, data: { userId: user.id, email: user.email, accountDeleted } });
+  });
+}
+
+/** `POST /users/:id/role`: the role of the membership the caller manages. Needs `roles:write` with MFA as well as `users:write`. */
+export async function setUserRole(ctx: RequestContext, id: string, rawInput: unknown): Promise<UserView> {
+  const input = parseInput(SetUserRoleSchema, rawInput);
+  return withTransaction(ctx, async (tx) => {
+    const { user, principal, primary } = await loadManagedUser(tx, id, 'users:write', true);
+    await authorize(tx, 'roles:write', { ...tenantOf(primary), mfa: true, resource: 'User' });
+    if (!primary) throw badRequest('The user has no membership to give a role');
+    if (user.id === principal.userId) throw badRequest('You cannot change your own role');
+    await assertOutranks(tx, principal, [primary]);
+    const role = await assignableRole(tx, input.roleId, primary);
+    if (role.id === primary.roleId) return userView(user, primary);
+    const previousRoleId = primary.roleId;
+    primary.roleId = role.id;
+    await tx.em.flush();
+    await recordAudit(tx, {
+      action: 'user.role.change',
+      resourceType: 'user',
+      resourceId: user.id,
+      ...tenantOf(primary),
+      changes: ['roleId'],
+      details: { email: user.email, membershipId: primary.id, previousRoleId, roleId: role.id },
+    });
+    await emit(tx, { type: 'user.role_changed', orgId: primary.orgId, data: { userId: user.id, membershipId: primary.id, previousRoleId, roleId: role.id } });
+    return userView(user, primary);
+  });
+}
+
+/**
+ * `POST /auth/accept-invite` (public: the token is the credential). Sets the password, activates the
+ * account, spends the token and starts a session through the account's first membership.
+ */
+export async function acceptInvite(ctx: RequestContext, rawInput: unknown): Promise<AuthSession> {
+  skipAuthorization(ctx, 'the invitation token is the credential');
+  const input = parseInput(AcceptInviteSchema, rawInput);
+  const passwordHash = await hashPassword(input.password);
+  return withTransaction(ctx, async (tx) => {
+    // The row lock makes a token good once even when two requests present it together.
+    const user = await tx.em.findOne(User, { inviteTokenHash: sha256Hex(input.token) }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    if (!user || user.status !== 'invited' || !user.inviteExpiresAt || user.inviteExpiresAt <= new Date()) throw badRequest(INVALID_INVITATION);
+    const membership = await tx.em.findOne(Membership, { userId: user.id }, { orderBy: MEMBERSHIP_ORDER });
+    if (!membership) throw badRequest(INVALID_INVITATION);
+    Object.assign(user, { passwordHash, status: 'active', inviteTokenHash: null, inviteExpiresAt: null });
+    await tx.em.flush();
+    await recordAudit(tx, {
+      action: 'user.invite.accept',
+      resourceType: 'user',
+      resourceId: user.id,
+      ...tenantOf(membership),
+      changes: ['passwordHash', 'status'],
+      details: { email: user.email },
+    });
+    await emit(tx, { type: 'user.invite_accepted', orgId: membership.orgId, data: { userId: user.id, email: user.email } });
+    const session = await issueSession(tx, user, membership, { method: 'password', mfa: false });
+    return { ...session, user: userView(user, membership) };
+  });
+}

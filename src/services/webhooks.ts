@@ -1,0 +1,411 @@
+import { z } from 'zod';
+import { Webhook, WebhookDelivery, type StoredWebhookHeader, type WebhookRetryPolicy, type WebhookStatus } from '../../entities/webhook.js';
+import type { RequestContext } from '../auth/context.js';
+import { authorize, isUuid, targetOrgId } from '../auth/policy.js';
+import { withTransaction } from '../db/transaction.js';
+import { badRequest, notFound } from '../errors.js';
+import { checkOutboundUrl, UnsafeUrlError, type GuardOptions } from '../net/outbound-guard.js';
+import { pageOptions, PageQuery, toPage, type Page } from '../pagination.js';
+import { parseInput, uuid } from '../validation.js';
+import { recordAudit } from './audit.js';
+
+/** Every event type a webhook may subscribe to (spec document 2), plus `webhook.test` for the test operation. */
+export const WEBHOOK_EVENT_TYPES = [
+  'device.enrolled',
+  'device.online',
+  'device.offline',
+  'device.updated',
+  'device.decommissioned',
+  'alert.triggered',
+  'alert.acknowledged',
+  'alert.resolved',
+  'alert.escalated',
+  'script.started',
+  'script.completed',
+  'script.failed',
+  'automation.started',
+  'automation.completed',
+  'automation.failed',
+  'policy.evaluated',
+  'policy.violation',
+  'policy.compliant',
+  'patch.available',
+  'patch.approved',
+  'patch.installed',
+  'patch.failed',
+  'patch.rollback',
+  'security.score_changed',
+  'remote.session.started',
+  'remote.session.ended',
+  'remote.file.transferred',
+  'user.login',
+  'user.logout',
+  'session.login',
+  'session.logout',
+  'webhook.test',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export const DEFAULT_RETRY_POLICY: WebhookRetryPolicy = { maxRetries: 5, initialDelayMs: 1000, backoffMultiplier: 2, maxDelayMs: 300_000 };
+export const MAX_WEBHOOK_HEADERS = 20;
+
+/**
+ * Internal tunables, not configuration: tests swap the DNS resolver (DNS answers that change between
+ * validation and delivery) and shorten the time-based ones. Production never touches them.
+ */
+export const webhookInternals: {
+  resolve: GuardOptions['resolve'];
+  deliveryTimeoutMs: number;
+  /** consecutive failed deliveries, spanning at least autoFailMinSpanMs, that set a webhook to `failed` */
+  autoFailAfter: number;
+  autoFailMinSpanMs: number;
+  /** a pending/retrying delivery overdue by this much, and not held by a worker, is re-queued by the sweep */
+  sweepGraceMs: number;
+} = { resolve: undefined, deliveryTimeoutMs: 30_000, autoFailAfter: 10, autoFailMinSpanMs: 3_600_000, sweepGraceMs: 120_000 };
+
+export function guardOptions(ctx: RequestContext): GuardOptions {
+  return { allowPrivateNetworkTargets: ctx.runtime.config.allowPrivateNetworkTargets, resolve: webhookInternals.resolve };
+}
+
+// API ↔ stored status.
+export type WebhookApiStatus = 'active' | 'paused' | 'failed';
+const TO_STORED: Record<WebhookApiStatus, WebhookStatus> = { active: 'active', paused: 'disabled', failed: 'error' };
+const TO_API: Record<WebhookStatus, WebhookApiStatus> = { active: 'active', disabled: 'paused', error: 'failed' };
+
+// Names the service sets itself, hop-by-hop headers, and every X-Service-* header: refused in custom headers.
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-type',
+  'content-length',
+  'user-agent',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+]);
+export function isReservedHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return RESERVED_HEADERS.has(lower) || lower.startsWith('x-service-');
+}
+
+const HeaderInput = z.strictObject({
+  key: z
+    .string()
+    .min(1)
+    .max(100)
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name (token characters only)')
+    .refine((key) => !isReservedHeader(key), 'is set by the service and cannot be overridden'),
+  value: z
+    .string()
+    .max(2000)
+    .regex(/^[^\r\n\0]*$/, 'must not contain CR, LF or NUL'),
+});
+
+const HeadersInput = z
+  .array(HeaderInput)
+  .max(MAX_WEBHOOK_HEADERS)
+  .refine((headers) => new Set(headers.map((h) => h.key.toLowerCase())).size === headers.length, 'must not repeat a header name');
+
+/** Any subset; missing fields take the defaults, and the merged policy is checked as a whole. */
+export const RetryPolicyInput = z.strictObject({
+  maxRetries: z.number().int().min(0).max(20).optional(),
+  initialDelayMs: z.number().int().min(100).max(3_600_000).optional(),
+  backoffMultiplier: z.number().min(1).max(10).optional(),
+  maxDelayMs: z.number().int().min(100).max(86_400_000).optional(),
+});
+
+const EventsInput = z
+  .array(z.enum(WEBHOOK_EVENT_TYPES))
+  .min(1)
+  .max(WEBHOOK_EVENT_TYPES.length)
+  .transform((events) => [...new Set(events)]);
+
+const Name = z.string().trim().min(1).max(255);
+const Url = z.string().min(1).max(2048);
+const Secret = z.string().min(8).max(512);
+
+export const CreateWebhookInput = z.strictObject({
+  orgId: uuid().optional(),
+  name: Name,
+  url: Url,
+  secret: Secret.optional(),
+  events: EventsInput,
+  headers: HeadersInput.default([]),
+  retryPolicy: RetryPolicyInput.optional(),
+});
+export type CreateWebhookInput = z.input<typeof CreateWebhookInput>;
+
+export const UpdateWebhookInput = z
+  .strictObject({
+    name: Name.optional(),
+    url: Url.optional(),
+    /** null removes the secret (deliveries are then unsigned) */
+    secret: Secret.nullable().optional(),
+    events: EventsInput.optional(),
+    /** replaces the whole list */
+    headers: HeadersInput.optional(),
+    status: z.enum(['active', 'paused', 'failed']).optional(),
+    /** the fields given replace the current ones; null restores the defaults */
+    retryPolicy: RetryPolicyInput.nullable().optional(),
+  })
+  .refine((input) => Object.values(input).some((v) => v !== undefined), 'Provide at least one field to change');
+export type UpdateWebhookInput = z.input<typeof UpdateWebhookInput>;
+
+export const ListWebhooksQuery = PageQuery.extend({
+  orgId: uuid().optional(),
+  status: z.enum(['active', 'paused', 'failed']).optional(),
+}).strict();
+
+export interface WebhookView {
+  id: string;
+  orgId: string;
+  name: string;
+  /** without userinfo credentials and signed query parameters */
+  url: string;
+  hasSecret: boolean;
+  events: string[];
+  /** names only: values are write-only */
+  headers: { key: string }[];
+  status: WebhookApiStatus;
+  retryPolicy: WebhookRetryPolicy;
+  successCount: number;
+  failureCount: number;
+  lastDeliveryAt: string | null;
+  lastSuccessAt: string | null;
+  createdBy: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface DeliveryStats {
+  total: number;
+  pending: number;
+  delivered: number;
+  failed: number;
+  retrying: number;
+  lastDeliveredAt: string | null;
+}
+
+export type WebhookDetailView = WebhookView & { deliveryStats: DeliveryStats };
+
+// Query parameters that carry credentials or signatures (OAuth, API keys, AWS SigV4, GCS, Azure SAS...).
+const SENSITIVE_PARAMS = new Set([
+  'token',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'auth',
+  'sig',
+  'signature',
+  'key',
+  'apikey',
+  'api_key',
+  'api-key',
+  'secret',
+  'client_secret',
+  'password',
+  'code',
+  'x-amz-signature',
+  'x-amz-credential',
+  'x-amz-security-token',
+  'x-goog-signature',
+  'x-goog-credential',
+  'se',
+  'sp',
+  'sv',
+  'sr',
+  'st',
+  'ss',
+  'srt',
+  'spr',
+  'skoid',
+  'sktid',
+  'skt',
+  'ske',
+  'sks',
+  'skv',
+]);
+const SENSITIVE_PARAM_PATTERN = /token|secret|passw|signature|credential|api[-_]?key/i;
+
+/** The URL as responses show it: no `user:pass@`, no credential-bearing query parameters. */
+export function redactUrl(raw: string): string {
+  const url = new URL(raw);
+  url.username = '';
+  url.password = '';
+  for (const name of [...url.searchParams.keys()]) {
+    if (SENSITIVE_PARAMS.has(name.toLowerCase()) || SENSITIVE_PARAM_PATTERN.test(name)) url.searchParams.delete(name);
+  }
+  return url.toString();
+}
+
+export function effectiveRetryPolicy(webhook: Pick<Webhook, 'retryPolicy'>): WebhookRetryPolicy {
+  return { ...DEFAULT_RETRY_POLICY, ...webhook.retryPolicy };
+}
+
+export function webhookView(ctx: RequestContext, webhook: Webhook): WebhookView {
+  return {
+    id: webhook.id,
+    orgId: webhook.orgId,
+    name: webhook.name,
+    url: redactUrl(ctx.runtime.secrets.decrypt(webhook.url)),
+    hasSecret: webhook.secret !== null,
+    events: webhook.events,
+    headers: webhook.headers.map((h) => ({ key: h.key })),
+    status: TO_API[webhook.status],
+    retryPolicy: effectiveRetryPolicy(webhook),
+    successCount: webhook.successCount,
+    failureCount: webhook.failureCount,
+    lastDeliveryAt: webhook.lastDeliveryAt?.toISOString() ?? null,
+    lastSuccessAt: webhook.lastSuccessAt?.toISOString() ?? null,
+    createdBy: webhook.createdBy,
+    createdAt: webhook.createdAt.toISOString(),
+    updatedAt: webhook.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * Loads a webhook the caller may read (`write`: change, with MFA). Another tenant's webhook answers
+ * 404 like a missing one.
+ */
+export async function requireWebhook(ctx: RequestContext, id: string, access: 'read' | 'write'): Promise<Webhook> {
+  const webhook = isUuid(id) ? await ctx.em.findOne(Webhook, { id }) : null;
+  if (!webhook) throw notFound('Webhook');
+  await authorize(ctx, `organizations:${access}`, { orgId: webhook.orgId, mfa: access === 'write', resource: 'Webhook' });
+  return webhook;
+}
+
+async function assertSafeUrl(ctx: RequestContext, url: string): Promise<void> {
+  try {
+    await checkOutboundUrl(url, guardOptions(ctx));
+  } catch (error) {
+    if (error instanceof UnsafeUrlError) throw badRequest('Invalid webhook URL');
+    throw error;
+  }
+}
+
+/** The override to store: `input` over `current` (PATCH changes only the fields it names), checked with the defaults filled in. */
+function mergedRetryPolicy(current: Partial<WebhookRetryPolicy> | null, input: z.output<typeof RetryPolicyInput>): Partial<WebhookRetryPolicy> {
+  const given = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) as Partial<WebhookRetryPolicy>;
+  const policy = { ...current, ...given };
+  const merged = { ...DEFAULT_RETRY_POLICY, ...policy };
+  if (merged.maxDelayMs < merged.initialDelayMs) throw badRequest('retryPolicy.maxDelayMs: must be at least initialDelayMs');
+  return policy;
+}
+
+function sealHeaders(ctx: RequestContext, headers: { key: string; value: string }[]): StoredWebhookHeader[] {
+  return headers.map((h) => ({ key: h.key, value: ctx.runtime.secrets.encrypt(h.value) }));
+}
+
+export async function listWebhooks(ctx: RequestContext, raw: unknown): Promise<Page<WebhookView>> {
+  const query = parseInput(ListWebhooksQuery, raw);
+  const orgId = await targetOrgId(ctx, query.orgId, 'Webhook');
+  await authorize(ctx, 'organizations:read', { orgId, resource: 'Webhook' });
+  const where = { orgId, ...(query.status ? { status: TO_STORED[query.status] } : {}) };
+  const [rows, total] = await ctx.em.findAndCount(Webhook, where, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(query) });
+  return toPage(
+    rows.map((w) => webhookView(ctx, w)),
+    total,
+    query,
+  );
+}
+
+export async function getWebhook(ctx: RequestContext, id: string): Promise<WebhookDetailView> {
+  const webhook = await requireWebhook(ctx, id, 'read');
+  return { ...webhookView(ctx, webhook), deliveryStats: await deliveryStats(ctx, webhook.id) };
+}
+
+/** Counts by status and the last successful delivery of one webhook. */
+export async function webhookDeliveryStats(ctx: RequestContext, id: string): Promise<DeliveryStats> {
+  const webhook = await requireWebhook(ctx, id, 'read');
+  return deliveryStats(ctx, webhook.id);
+}
+
+async function deliveryStats(ctx: RequestContext, webhookId: string): Promise<DeliveryStats> {
+  const rows = (await ctx.em.execute(
+    `select status, count(*)::int as count, max(delivered_at) as last from webhook_delivery where webhook_id = ? group by status`,
+    [webhookId],
+  )) as { status: keyof DeliveryStats; count: number; last: Date | null }[];
+  const stats: DeliveryStats = { total: 0, pending: 0, delivered: 0, failed: 0, retrying: 0, lastDeliveredAt: null };
+  for (const row of rows) {
+    (stats[row.status] as number) = row.count;
+    stats.total += row.count;
+    if (row.status === 'delivered' && row.last) stats.lastDeliveredAt = new Date(row.last).toISOString();
+  }
+  return stats;
+}
+
+export async function createWebhook(ctx: RequestContext, raw: unknown): Promise<WebhookView> {
+  const input = parseInput(CreateWebhookInput, raw);
+  const orgId = await targetOrgId(ctx, input.orgId, 'Webhook');
+  const principal = await authorize(ctx, 'organizations:write', { orgId, mfa: true, resource: 'Webhook' });
+  await assertSafeUrl(ctx, input.url);
+  const retryPolicy = input.retryPolicy ? mergedRetryPolicy(null, input.retryPolicy) : null;
+  return withTransaction(ctx, async (tx) => {
+    const webhook = tx.em.create(Webhook, {
+      orgId,
+      name: input.name,
+      url: tx.runtime.secrets.encrypt(input.url),
+      secret: input.secret === undefined ? null : tx.runtime.secrets.encrypt(input.secret),
+      events: input.events,
+      headers: sealHeaders(tx, input.headers),
+      retryPolicy,
+      createdBy: principal.userId,
+    });
+    await tx.em.flush();
+    const changes = ['name', 'url', 'events'];
+    if (input.secret !== undefined) changes.push('secret');
+    if (input.headers.length > 0) changes.push('headers');
+    if (retryPolicy) changes.push('retryPolicy');
+    await recordAudit(tx, { action: 'webhook.create', resourceType: 'webhook', resourceId: webhook.id, orgId, changes });
+    return webhookView(tx, webhook);
+  });
+}
+
+export async function updateWebhook(ctx: RequestContext, id: string, raw: unknown): Promise<WebhookView> {
+  const input = parseInput(UpdateWebhookInput, raw);
+  const webhook = await requireWebhook(ctx, id, 'write');
+  if (input.url !== undefined) await assertSafeUrl(ctx, input.url);
+  const retryPolicy = input.retryPolicy ? mergedRetryPolicy(webhook.retryPolicy, input.retryPolicy) : input.retryPolicy;
+  return withTransaction(ctx, async (tx) => {
+    const { secrets } = tx.runtime;
+    const changes = Object.entries(input)
+      .filter(([, value]) => value !== undefined)
+      .map(([field]) => field);
+    if (input.name !== undefined) webhook.name = input.name;
+    if (input.url !== undefined) webhook.url = secrets.encrypt(input.url);
+    if (input.secret !== undefined) webhook.secret = input.secret === null ? null : secrets.encrypt(input.secret);
+    if (input.events !== undefined) webhook.events = input.events;
+    if (input.headers !== undefined) webhook.headers = sealHeaders(tx, input.headers);
+    if (retryPolicy !== undefined) webhook.retryPolicy = retryPolicy;
+    if (input.status !== undefined) {
+      webhook.status = TO_STORED[input.status];
+      // Re-activation starts a fresh failure streak.
+      if (input.status === 'active') Object.assign(webhook, { consecutiveFailures: 0, failingSince: null });
+    }
+    await tx.em.persistAndFlush(webhook);
+    await recordAudit(tx, { action: 'webhook.update', resourceType: 'webhook', resourceId: webhook.id, orgId: webhook.orgId, changes });
+    return webhookView(tx, webhook);
+  });
+}
+
+export async function deleteWebhook(ctx: RequestContext, id: string): Promise<void> {
+  const webhook = await requireWebhook(ctx, id, 'write');
+  await withTransaction(ctx, async (tx) => {
+    const deliveries = await tx.em.nativeDelete(WebhookDelivery, { webhookId: webhook.id });
+    await tx.em.nativeDelete(Webhook, { id: webhook.id });
+    await recordAudit(tx, { action: 'webhook.delete', resourceType: 'webhook', resourceId: webhook.id, orgId: webhook.orgId, details: { deliveries } });
+  });
+}
+
+/** The URL, secret and custom headers as the delivery worker needs them. */
+export function unsealWebhook(ctx: RequestContext, webhook: Webhook): { url: string; secret: string | null; headers: { key: string; value: string }[] } {
+  const { secrets } = ctx.runtime;
+  return {
+    url: secrets.decrypt(webhook.url),
+    secret: webhook.secret === null ? null : secrets.decrypt(webhook.secret),
+    headers: webhook.headers.map((h) => ({ key: h.key, value: secrets.decrypt(h.value) })),
+  };
+}

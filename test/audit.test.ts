@@ -1,0 +1,326 @@
+import crypto from 'node:crypto';
+import { RequestContext } from '../src/auth/context.js';
+import { withTransaction } from '../src/db/transaction.js';
+import { recordAudit } from '../src/services/audit.js';
+import { createTestApp, type TestApp } from './support/app.js';
+import { gql, rest } from './support/clients.js';
+import { buildOrg, buildPartner, buildUser } from './support/factories.js';
+
+let app: TestApp;
+
+beforeAll(async () => {
+  app = await createTestApp();
+});
+afterAll(async () => {
+  await app.stop();
+});
+
+async function sql(target: TestApp, query: string, params: unknown[] = []): Promise<any[]> {
+  return target.server.runtime.orm.em.fork().getConnection().execute(query, params);
+}
+
+/** An organization whose admin created two keys (one with a name that needs CSV quoting) and revoked one. */
+async function tenant(target = app) {
+  const org = await buildOrg(target);
+  const admin = await buildUser(target, { orgId: org.id });
+  const api = rest(target, admin.as);
+  const tag = crypto.randomBytes(4).toString('hex');
+  const first = (await api.post('/api-keys', { name: `nightly-${tag}`, scopes: ['audit:read'] })).body;
+  const second = (await api.post('/api-keys', { name: `report "q3", draft\n${tag}`, scopes: ['audit:read'] })).body;
+  expect((await api.delete(`/api-keys/${first.id}`)).status).toBe(204);
+  return { org, admin, api, tag, first, second };
+}
+
+/** RFC 4180 reader: quoted cells may hold commas, doubled quotes and line breaks. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      row.push(cell);
+      cell = '';
+    } else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = '';
+      i++;
+    } else cell += c;
+  }
+  return rows;
+}
+
+describe('listing', () => {
+  test('mutations are listed newest first and narrowed by every filter', async () => {
+    const { org, admin, api, first, second } = await tenant();
+    const all = await api.get('/audit/logs?action=api_key.*');
+    expect(all.status).toBe(200);
+    expect(all.body.data.map((r: any) => [r.action, r.resourceId])).toEqual([
+      ['api_key.revoke', first.id],
+      ['api_key.create', second.id],
+      ['api_key.create', first.id],
+    ]);
+    expect(all.body.data[0]).toEqual({
+      id: expect.any(String),
+      seq: expect.stringMatching(/^\d+$/),
+      createdAt: expect.any(String),
+      actorType: 'user',
+      actorId: admin.user.id,
+      actorEmail: admin.user.email,
+      action: 'api_key.revoke',
+      resourceType: 'api_key',
+      resourceId: first.id,
+      orgId: org.id,
+      partnerId: org.partnerId,
+      ip: expect.any(String),
+      userAgent: expect.any(String),
+      result: 'success',
+      changes: [],
+      details: { prefix: first.prefix },
+      prevHash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
+    expect(all.body.pagination).toEqual({ page: 1, limit: 100, total: 3 });
+
+    expect((await api.get('/audit?action=api_key.create')).body.data).toHaveLength(2);
+    expect((await api.get(`/audit?resourceId=${first.id}`)).body.data.map((r: any) => r.action)).toEqual(['api_key.revoke', 'api_key.create']);
+    expect((await api.get(`/audit?actorId=${admin.user.id}&resourceType=api_key&actorType=user`)).body.pagination.total).toBe(3);
+    expect((await api.get('/audit?action=api_key.*&result=denied')).body.data).toEqual([]);
+    const paged = await api.get('/audit?action=api_key.*&limit=1&page=2');
+    expect(paged.body).toEqual({ data: [expect.objectContaining({ resourceId: second.id })], pagination: { page: 2, limit: 1, total: 3 } });
+
+    const createdAt = all.body.data[1].createdAt;
+    const since = await api.get(`/audit?action=api_key.*&from=${encodeURIComponent(createdAt)}`);
+    expect(since.body.data.map((r: any) => r.resourceId)).toEqual([first.id, second.id]);
+    const until = await api.get(`/audit?action=api_key.*&to=${encodeURIComponent(createdAt)}`);
+    expect(until.body.data.map((r: any) => r.resourceId)).toEqual([second.id, first.id]);
+
+    const one = await api.get(`/audit/logs/${all.body.data[0].id}`);
+    expect(one.body).toEqual(all.body.data[0]);
+    expect((await api.get('/audit?result=maybe')).status).toBe(400);
+    expect((await api.get('/audit?colour=red')).status).toBe(400);
+  });
+
+  test('search finds entries by actor email and by text inside details; LIKE wildcards in the text are literal', async () => {
+    const { api, admin, tag, second } = await tenant();
+    const byDetails = await api.get(`/audit/search?q=${tag}`);
+    expect(byDetails.status).toBe(200);
+    expect(byDetails.body.data.map((r: any) => [r.action, r.resourceId])).toEqual([
+      ['api_key.create', second.id],
+      ['api_key.create', expect.any(String)],
+    ]);
+    const byEmail = await api.get(`/audit/search?q=${encodeURIComponent(admin.user.email.toUpperCase())}&action=api_key.create`);
+    expect(byEmail.body.pagination.total).toBe(2);
+    expect((await api.get('/audit/search?q=%25')).body.data).toEqual([]);
+    expect((await api.get('/audit/search')).status).toBe(400);
+  });
+
+  test('denied attempts are listed with result denied', async () => {
+    const org = await buildOrg(app);
+    const admin = await buildUser(app, { orgId: org.id });
+    const technician = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
+    expect((await rest(app, technician.as).post('/api-keys', { name: 'x', scopes: ['devices:read'] })).status).toBe(403);
+    expect((await rest(app, technician.as).get('/audit')).status).toBe(403);
+
+    const denied = await rest(app, admin.as).get('/audit?result=denied');
+    expect(denied.body.data.map((r: any) => [r.action, r.actorId, r.result, r.details.permission])).toEqual([
+      ['access.denied', technician.user.id, 'denied', 'audit:read'],
+      ['access.denied', technician.user.id, 'denied', 'api_keys:write'],
+    ]);
+  });
+
+  test('reading the log is itself recorded', async () => {
+    const { api, admin, org } = await tenant();
+    await api.get('/audit?action=api_key.*');
+    const reads = await api.get('/audit?action=audit.read');
+    expect(reads.body.data[0]).toMatchObject({ action: 'audit.read', actorId: admin.user.id, orgId: org.id, details: { view: 'list', filters: { action: 'api_key.*' } } });
+  });
+});
+
+describe('tenancy', () => {
+  test('an organization sees only its own entries, over REST and GraphQL', async () => {
+    const a = await tenant();
+    const b = await tenant();
+    const bRow = (await b.api.get('/audit?action=api_key.create')).body.data[0];
+
+    const list = await a.api.get('/audit?limit=500');
+    expect(list.body.data.length).toBeGreaterThan(0);
+    expect(new Set(list.body.data.map((r: any) => r.orgId))).toEqual(new Set([a.org.id]));
+    expect((await a.api.get(`/audit/logs/${bRow.id}`)).status).toBe(404);
+    expect((await a.api.get(`/audit?orgId=${b.org.id}`)).status).toBe(404);
+    // (a's own searches are recorded with the text they searched for, so narrow to the keys' entries)
+    expect((await a.api.get(`/audit/search?q=${b.tag}&resourceType=api_key`)).body.data).toEqual([]);
+    expect((await a.api.get(`/audit/export?format=json&q=${b.tag}&resourceType=api_key`)).body).toEqual([]);
+    expect((await b.api.get(`/audit/export?format=json&q=${b.tag}&resourceType=api_key`)).body).toHaveLength(2);
+
+    const viaGql = await gql(app, a.admin.as, '{ auditLogs(limit: 500) { data { id orgId details } pagination { total } } }');
+    expect(viaGql.body.errors).toBeUndefined();
+    expect(new Set(viaGql.body.data.auditLogs.data.map((r: any) => r.orgId))).toEqual(new Set([a.org.id]));
+    const one = await gql(app, a.admin.as, 'query($id: ID!) { auditLog(id: $id) { id } }', { id: bRow.id });
+    expect(one.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    const filtered = await gql(app, a.admin.as, 'query($f: AuditLogFilter) { auditLogs(filters: $f) { data { action resourceId } } }', {
+      f: { action: 'api_key.revoke' },
+    });
+    expect(filtered.body.data.auditLogs.data).toEqual([{ action: 'api_key.revoke', resourceId: a.first.id }]);
+  });
+
+  test('a partner sees its organizations’ entries and its own, not another partner’s', async () => {
+    const partner = await buildPartner(app);
+    const partnerAdmin = await buildUser(app, { partnerId: partner.id });
+    const org = await buildOrg(app, { partnerId: partner.id });
+    const orgAdmin = await buildUser(app, { orgId: org.id });
+    const other = await tenant();
+    const own = (await rest(app, partnerAdmin.as).post('/api-keys', { name: 'partner', scopes: ['audit:read'] })).body;
+    const customer = (await rest(app, orgAdmin.as).post('/api-keys', { name: 'customer', scopes: ['audit:read'] })).body;
+
+    const seen = (await rest(app, partnerAdmin.as).get('/audit?action=api_key.*&limit=500')).body.data.map((r: any) => r.resourceId);
+    expect(seen.sort()).toEqual([own.id, customer.id].sort());
+    expect(seen).not.toContain(other.first.id);
+    const narrowed = (await rest(app, partnerAdmin.as).get(`/audit?orgId=${org.id}&action=api_key.*`)).body.data.map((r: any) => r.resourceId);
+    expect(narrowed).toEqual([customer.id]);
+  });
+});
+
+describe('export', () => {
+  test('CSV is streamed as an attachment with a header row, quoting and only the filtered rows', async () => {
+    const { api, first, second, admin } = await tenant();
+    const res = await fetch(`${app.url}/api/v1/audit/export?format=csv&action=api_key.*`, { headers: { authorization: `Bearer ${admin.token}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="audit-log-.+\.csv"$/);
+    expect(res.headers.get('transfer-encoding')).toBe('chunked');
+    expect(res.headers.get('content-length')).toBeNull();
+    const [header, ...rows] = parseCsv(await res.text());
+    expect(header).toEqual(['id', 'seq', 'createdAt', 'actorType', 'actorId', 'actorEmail', 'action', 'resourceType', 'resourceId', 'orgId', 'partnerId', 'ip', 'userAgent', 'result', 'changes', 'details', 'prevHash', 'hash']);
+    const records = rows.map((cells) => Object.fromEntries(header!.map((name, i) => [name, cells[i]])));
+    expect(records.map((r) => [r.action, r.resourceId])).toEqual([
+      ['api_key.revoke', first.id],
+      ['api_key.create', second.id],
+      ['api_key.create', first.id],
+    ]);
+    expect(JSON.parse(records[1]!.details!).name).toBe(second.name);
+    expect(records[0]!.changes).toBe('[]');
+
+    const exported = await api.get('/audit?action=audit.export');
+    expect(exported.body.data[0]).toMatchObject({ action: 'audit.export', details: { format: 'csv', filters: { action: 'api_key.*' } } });
+  });
+
+  test('JSON is a streamed array; POST takes the filters in the body; large exports page through every row', async () => {
+    const org = await buildOrg(app);
+    const admin = await buildUser(app, { orgId: org.id });
+    const ctx = RequestContext.system(app.server.runtime, 'test');
+    await withTransaction(ctx, async (tx) => {
+      for (let i = 0; i < 1203; i++) await recordAudit(tx, { action: 'test.bulk', resourceType: 'thing', resourceId: String(i), orgId: org.id, details: { i } });
+    });
+    const res = await rest(app, admin.as).post('/audit/export', { format: 'json', filters: { action: 'test.*' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="audit-log-.+\.json"$/);
+    expect(res.body).toHaveLength(1203);
+    expect(res.body.map((r: any) => Number(r.resourceId))).toEqual(Array.from({ length: 1203 }, (_, i) => 1202 - i));
+    expect(res.body[0]).toMatchObject({ action: 'test.bulk', orgId: org.id, details: { i: 1202 } });
+
+    const none = await rest(app, admin.as).post('/audit/export', { format: 'json', filters: { action: 'nothing.*' } });
+    expect(none.body).toEqual([]);
+    expect((await rest(app, admin.as).post('/audit/export', { format: 'xml' })).status).toBe(400);
+  });
+
+  test('export needs audit:export', async () => {
+    const org = await buildOrg(app);
+    const viewer = await buildUser(app, { orgId: org.id, role: 'Organization Viewer' });
+    expect((await rest(app, viewer.as).get('/audit')).status).toBe(200);
+    const res = await rest(app, viewer.as).get('/audit/export');
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe('FORBIDDEN');
+  });
+});
+
+describe('reports', () => {
+  test('user activity, security events and stats count the caller’s tenant only', async () => {
+    const { org, admin, api } = await tenant();
+    const technician = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
+    await rest(app, technician.as).post('/api-keys', { name: 'x', scopes: ['devices:read'] });
+    await rest(app, technician.as).get('/audit');
+    await tenant();
+
+    const activity = await api.get('/audit/reports/user-activity');
+    expect(activity.status).toBe(200);
+    const mine = activity.body.users.find((u: any) => u.actorId === admin.user.id);
+    expect(mine).toMatchObject({ actorType: 'user', actorEmail: admin.user.email, total: 3, success: 3, denied: 0, failure: 0 });
+    expect(mine.actions).toEqual([
+      { action: 'api_key.create', count: 2 },
+      { action: 'api_key.revoke', count: 1 },
+    ]);
+    expect(activity.body.users.find((u: any) => u.actorId === technician.user.id)).toMatchObject({ total: 2, denied: 2 });
+    expect(activity.body.users).toHaveLength(2);
+
+    const security = await api.get('/audit/reports/security-events');
+    expect(security.body.totals).toMatchObject({ denied: 2, apiKeyChanges: 3, logins: 0, loginFailures: 0 });
+    expect(security.body.events).toHaveLength(5);
+    expect(security.body.events[0]).toMatchObject({ action: 'access.denied', categories: ['denied'] });
+    expect(security.body.events[4]).toMatchObject({ action: 'api_key.create', categories: ['apiKeyChanges'] });
+
+    const stats = await api.get('/audit/stats');
+    expect(stats.body.byAction).toEqual(
+      expect.arrayContaining([
+        { action: 'api_key.create', count: 2 },
+        { action: 'access.denied', count: 2 },
+      ]),
+    );
+    expect(stats.body.byResult).toEqual(expect.arrayContaining([{ result: 'denied', count: 2 }]));
+    expect(stats.body.byDay).toEqual([{ day: new Date().toISOString().slice(0, 10), count: stats.body.total }]);
+    const viaGql = await gql(app, admin.as, '{ auditStats { total byResult { result count } } }');
+    expect(viaGql.body.data.auditStats.total).toBe(stats.body.total + 1);
+
+    const empty = await api.get(`/audit/stats?from=2001-01-01T00:00:00Z&to=2001-02-01T00:00:00Z`);
+    expect(empty.body).toMatchObject({ total: 0, byAction: [], byDay: [] });
+    expect((await api.get(`/audit/stats?from=2002-01-01T00:00:00Z&to=2001-01-01T00:00:00Z`)).status).toBe(400);
+  });
+});
+
+describe('the hash chain', () => {
+  test('the compliance report detects an edited and a deleted row; organizations see only their own entries’ integrity', async () => {
+    const isolated = await createTestApp();
+    try {
+      const system = await buildUser(isolated);
+      const { admin, first } = await tenant(isolated);
+      const report = () => rest(isolated, system.as).get('/audit/reports/compliance');
+
+      const intact = await report();
+      expect(intact.status).toBe(200);
+      expect(intact.body.chain).toEqual({ valid: true, checked: expect.any(Number), brokenAt: null });
+      expect(intact.body.integrity.valid).toBe(true);
+      expect(intact.body.totals.events).toBeGreaterThan(0);
+
+      const orgView = await rest(isolated, admin.as).get('/audit/reports/compliance');
+      expect(orgView.body).toMatchObject({ chain: null, integrity: { valid: true, brokenAt: null } });
+
+      const [row] = await sql(isolated, `select seq::text as seq, action from audit_log where action = 'api_key.create' and resource_id = ?`, [first.id]);
+      await sql(isolated, `update audit_log set action = 'api_key.read' where seq = ?`, [row.seq]);
+      const edited = await report();
+      expect(edited.body.chain).toMatchObject({ valid: false, brokenAt: row.seq });
+      expect(edited.body.integrity).toMatchObject({ valid: false, brokenAt: row.seq });
+      expect((await rest(isolated, admin.as).get('/audit/reports/compliance')).body).toMatchObject({ chain: null, integrity: { valid: false, brokenAt: row.seq } });
+
+      await sql(isolated, `update audit_log set action = ? where seq = ?`, [row.action, row.seq]);
+      expect((await report()).body.chain.valid).toBe(true);
+
+      await sql(isolated, `delete from audit_log where seq = ?`, [row.seq]);
+      const [next] = await sql(isolated, `select min(seq)::text as seq from audit_log where seq > ?`, [row.seq]);
+      const deleted = await report();
+      expect(deleted.body.chain).toMatchObject({ valid: false, brokenAt: next.seq });
+    } finally {
+      await isolated.stop();
+    }
+  });
+});

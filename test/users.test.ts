@@ -1,0 +1,474 @@
+import crypto from 'node:crypto';
+import net from 'node:net';
+import { createTestApp, eventually, type TestApp } from './support/app.js';
+import { gql, rest } from './support/clients.js';
+import { buildOrg, buildPartner, buildRole, buildSite, buildUser, systemRole, type BuiltUser } from './support/factories.js';
+
+let app: TestApp;
+
+beforeAll(async () => {
+  app = await createTestApp();
+});
+afterAll(async () => {
+  await app.stop();
+});
+
+async function sql(query: string, params: unknown[] = []): Promise<any[]> {
+  return app.server.runtime.orm.em.fork().getConnection().execute(query, params);
+}
+
+async function auditOf(resourceId: string) {
+  return sql(`select action, org_id, actor_id, changes from audit_log where resource_id = ? and result = 'success' order by seq`, [resourceId]);
+}
+
+const tokenOf = (inviteUrl: string) => new URL(inviteUrl).searchParams.get('token')!;
+const unique = () => crypto.randomBytes(4).toString('hex');
+const TECHNICIAN = systemRole('Organization Technician');
+const VIEWER = systemRole('Organization Viewer');
+
+/** Two unrelated tenants: organization A (admin, technician) and organization B (admin, technician). */
+async function twoOrgs() {
+  const orgA = await buildOrg(app);
+  const orgB = await buildOrg(app);
+  const adminA = await buildUser(app, { orgId: orgA.id });
+  const techA = await buildUser(app, { orgId: orgA.id, role: 'Organization Technician' });
+  const adminB = await buildUser(app, { orgId: orgB.id });
+  const techB = await buildUser(app, { orgId: orgB.id, role: 'Organization Technician' });
+  return { orgA, orgB, adminA, techA, adminB, techB };
+}
+
+describe('the caller’s own profile', () => {
+  test('GET /users/me answers the user, effective permissions and memberships; PATCH changes the name only', async () => {
+    const org = await buildOrg(app);
+    const me = await buildUser(app, { orgId: org.id });
+    const api = rest(app, me.as);
+    const res = await api.get('/users/me');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: me.user.id, email: me.user.email, status: 'active', scope: 'organization', orgId: org.id, roleId: systemRole('Organization Admin') });
+    expect(res.body.permissions).toEqual(expect.arrayContaining(['users:write', 'roles:write', 'devices:execute']));
+    expect(res.body.permissions).not.toContain('organizations:delete');
+    expect(res.body.memberships).toEqual([
+      {
+        id: me.membership.id,
+        scope: 'organization',
+        partnerId: null,
+        orgId: org.id,
+        roleId: systemRole('Organization Admin'),
+        roleName: 'Organization Admin',
+        orgAccess: 'all',
+        orgIds: [],
+        siteIds: [],
+      },
+    ]);
+    expect(res.body).not.toHaveProperty('passwordHash');
+
+    const patched = await api.patch('/users/me', { name: '  Ada Lovelace ' });
+    expect(patched).toMatchObject({ status: 200, body: { id: me.user.id, name: 'Ada Lovelace' } });
+    expect((await api.patch('/users/me', { name: 'X', email: 'other@example.test' })).body).toMatchObject({ code: 'VALIDATION_ERROR' });
+    expect(await auditOf(me.user.id)).toEqual([{ action: 'user.update', org_id: org.id, actor_id: me.user.id, changes: ['name'] }]);
+
+    const gqlMe = await gql(app, me.as, '{ me { id name permissions memberships { roleName orgId } } }');
+    expect(gqlMe.body.data.me).toMatchObject({ id: me.user.id, name: 'Ada Lovelace', memberships: [{ roleName: 'Organization Admin', orgId: org.id }] });
+    const renamed = await gql(app, me.as, 'mutation { updateMe(input: { name: "Grace" }) { name } }');
+    expect(renamed.body.data.updateMe).toEqual({ name: 'Grace' });
+  });
+
+  test('without credentials GET /users/me is 401', async () => {
+    expect((await rest(app).get('/users/me')).status).toBe(401);
+  });
+});
+
+describe('invitations', () => {
+  test('invite → accept with the link’s token → the new user signs in with the chosen password', async () => {
+    const { orgA, adminA } = await twoOrgs();
+    const email = `New.Person.${unique()}@Example.test`;
+    const invited = await rest(app, adminA.as).post('/users/invite', { email, name: 'New Person', roleId: TECHNICIAN, orgId: orgA.id });
+    expect(invited.status).toBe(201);
+    expect(invited.body.user).toMatchObject({ email: email.toLowerCase(), name: 'New Person', status: 'invited', orgId: orgA.id, roleId: TECHNICIAN });
+    expect(invited.body.inviteUrl).toMatch(new RegExp(`^${app.server.runtime.config.publicUrl}/accept-invite\\?token=[\\w-]{40,}$`));
+    const token = tokenOf(invited.body.inviteUrl);
+    // only the token's SHA-256 is kept
+    const [row] = await sql(`select invite_token_hash, invite_expires_at from "user" where id = ?`, [invited.body.user.id]);
+    expect(row.invite_token_hash).toBe(crypto.createHash('sha256').update(token).digest('hex'));
+    expect(new Date(row.invite_expires_at).getTime() - Date.now()).toBeGreaterThan(6.9 * 24 * 3600 * 1000);
+
+    const tooShort = await rest(app).post('/auth/accept-invite', { token, password: 'short' });
+    expect(tooShort).toMatchObject({ status: 400, body: { code: 'VALIDATION_ERROR' } });
+
+    const password = 'a long enough password';
+    const accepted = await rest(app).post('/auth/accept-invite', { token, password });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body).toMatchObject({ accessToken: expect.any(String), refreshToken: expect.any(String), expiresIn: expect.any(Number), user: { status: 'active' } });
+    const me = await rest(app, { token: accepted.body.accessToken }).get('/users/me');
+    expect(me.body).toMatchObject({ email: email.toLowerCase(), orgId: orgA.id, memberships: [{ roleName: 'Organization Technician' }] });
+
+    const login = await rest(app).post('/auth/login', { email, password });
+    expect(login.status).toBe(200);
+    expect(login.body.accessToken).toEqual(expect.any(String));
+
+    // the token is good once
+    expect(await rest(app).post('/auth/accept-invite', { token, password })).toMatchObject({
+      status: 400,
+      body: { code: 'VALIDATION_ERROR', message: 'Invalid or expired invitation' },
+    });
+    expect((await auditOf(invited.body.user.id)).map((a) => a.action)).toEqual(['user.invite', 'user.invite.accept', 'auth.login', 'auth.login']);
+    const events = await sql(`select type, org_id, data from outbox_event where data->>'userId' = ? and type like 'user.invite%' order by created_at`, [invited.body.user.id]);
+    expect(events).toEqual([
+      { type: 'user.invited', org_id: orgA.id, data: { userId: invited.body.user.id, email: email.toLowerCase(), roleId: TECHNICIAN, partnerId: null, newAccount: true } },
+      { type: 'user.invite_accepted', org_id: orgA.id, data: { userId: invited.body.user.id, email: email.toLowerCase() } },
+    ]);
+  });
+
+  test('an unknown or expired token is refused alike', async () => {
+    const { orgA, adminA } = await twoOrgs();
+    const invited = await rest(app, adminA.as).post('/users/invite', { email: `late-${unique()}@example.test`, name: 'Late', roleId: VIEWER, orgId: orgA.id });
+    await sql(`update "user" set invite_expires_at = now() - interval '1 minute' where id = ?`, [invited.body.user.id]);
+    for (const token of [tokenOf(invited.body.inviteUrl), 'no-such-token']) {
+      expect(await rest(app).post('/auth/accept-invite', { token, password: 'a long enough password' })).toMatchObject({
+        status: 400,
+        body: { message: 'Invalid or expired invitation' },
+      });
+    }
+  });
+
+  test('resending gives a new link and kills the old one; an accepted user gets none', async () => {
+    const { adminA } = await twoOrgs();
+    const api = rest(app, adminA.as);
+    const invited = await api.post('/users/invite', { email: `again-${unique()}@example.test`, name: 'Again', roleId: VIEWER });
+    const resent = await api.post('/users/resend-invite', { userId: invited.body.user.id });
+    expect(resent.status).toBe(200);
+    expect(resent.body.inviteUrl).not.toBe(invited.body.inviteUrl);
+    const password = 'a long enough password';
+    expect((await rest(app).post('/auth/accept-invite', { token: tokenOf(invited.body.inviteUrl), password })).status).toBe(400);
+    expect((await rest(app).post('/auth/accept-invite', { token: tokenOf(resent.body.inviteUrl), password })).status).toBe(200);
+    expect(await api.post('/users/resend-invite', { userId: invited.body.user.id })).toMatchObject({ status: 409, body: { code: 'CONFLICT' } });
+    expect((await auditOf(invited.body.user.id)).map((a) => a.action)).toEqual(['user.invite', 'user.invite.resend', 'user.invite.accept', 'auth.login']);
+  });
+
+  test('input is validated: email address, unknown fields, duplicates in the organization', async () => {
+    const { orgA, adminA, techA } = await twoOrgs();
+    const api = rest(app, adminA.as);
+    expect(await api.post('/users/invite', { email: 'not-an-email', name: 'X', roleId: VIEWER })).toMatchObject({
+      status: 400,
+      body: { code: 'VALIDATION_ERROR', message: 'email: must be an email address' },
+    });
+    expect(await api.post('/users/invite', { email: 'ok@example.test', name: 'X', roleId: VIEWER, status: 'active' })).toMatchObject({
+      status: 400,
+      body: { code: 'VALIDATION_ERROR' },
+    });
+    // existing email in the same organization, whatever its case
+    expect(await api.post('/users/invite', { email: techA.user.email.toUpperCase(), name: 'Dup', roleId: VIEWER, orgId: orgA.id })).toMatchObject({
+      status: 409,
+      body: { code: 'CONFLICT' },
+    });
+  });
+
+  test('nobody invites someone more powerful than themselves, or without users:write', async () => {
+    const { orgA, adminA, techA } = await twoOrgs();
+    const mighty = await buildRole(app, { scope: 'organization', orgId: orgA.id, permissions: ['organizations:delete', 'devices:read'] });
+    const refused = await rest(app, adminA.as).post('/users/invite', { email: `m-${unique()}@example.test`, name: 'M', roleId: mighty.id });
+    expect(refused).toMatchObject({ status: 403, body: { code: 'FORBIDDEN', message: 'You cannot grant permissions you do not hold: organizations:delete' } });
+    const tech = await rest(app, techA.as).post('/users/invite', { email: `t-${unique()}@example.test`, name: 'T', roleId: VIEWER });
+    expect(tech).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
+    // a partner role does not fit an organization membership
+    const partnerRole = await rest(app, adminA.as).post('/users/invite', { email: `p-${unique()}@example.test`, name: 'P', roleId: systemRole('Partner Viewer') });
+    expect(partnerRole.status).toBe(404);
+  });
+
+  test('a person who already has an account elsewhere gets a membership, not a new account or a link', async () => {
+    const { orgA, adminA, adminB, techA } = await twoOrgs();
+    const added = await rest(app, adminB.as).post('/users/invite', { email: techA.user.email, name: 'Ignored', roleId: VIEWER });
+    expect(added.status).toBe(201);
+    expect(added.body).toMatchObject({ inviteUrl: null, user: { id: techA.user.id, status: 'active', orgId: adminB.membership.orgId, roleId: VIEWER } });
+    expect((await rest(app, techA.as).get('/users/me')).body.memberships).toHaveLength(2);
+
+    // the shared account is not B's to disable; B removes only its own membership
+    const disable = await rest(app, adminB.as).patch(`/users/${techA.user.id}`, { status: 'disabled' });
+    expect(disable).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
+    expect((await rest(app, adminB.as).delete(`/users/${techA.user.id}`)).status).toBe(204);
+    expect((await rest(app, adminB.as).get(`/users/${techA.user.id}`)).status).toBe(404);
+    expect((await rest(app, adminA.as).get(`/users/${techA.user.id}`)).body).toMatchObject({ id: techA.user.id, orgId: orgA.id });
+
+    // a pending invitation from another organization must be accepted first
+    const pending = await rest(app, adminA.as).post('/users/invite', { email: `pending-${unique()}@example.test`, name: 'P', roleId: VIEWER });
+    const second = await rest(app, adminB.as).post('/users/invite', { email: pending.body.user.email, name: 'P', roleId: VIEWER });
+    expect(second).toMatchObject({ status: 409, body: { code: 'CONFLICT' } });
+  });
+
+  test('partner users invite partner-level members, limited to their own selection of organizations', async () => {
+    const partner = await buildPartner(app);
+    const org1 = await buildOrg(app, { partnerId: partner.id });
+    const selected = await buildUser(app, { partnerId: partner.id, orgAccess: 'selected', orgIds: [org1.id] });
+    const res = await rest(app, selected.as).post('/users/invite', { email: `pt-${unique()}@example.test`, name: 'Partner Tech', roleId: systemRole('Partner Technician') });
+    expect(res.status).toBe(201);
+    expect(res.body.user).toMatchObject({ scope: 'partner', partnerId: partner.id, orgId: null });
+    const [membership] = await sql(`select org_access, org_ids from membership where user_id = ?`, [res.body.user.id]);
+    expect(membership).toEqual({ org_access: 'selected', org_ids: [org1.id] });
+  });
+
+  test('with SMTP configured the invitation is emailed with its link', async () => {
+    const smtp = await fakeSmtpServer();
+    const mailing = await createTestApp({ env: { SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SMTP_FROM: 'rmm <rmm@example.test>' } });
+    try {
+      const org = await buildOrg(mailing);
+      const admin = await buildUser(mailing, { orgId: org.id });
+      const res = await rest(mailing, admin.as).post('/users/invite', { email: 'mailed@example.test', name: 'Mailed', roleId: VIEWER });
+      expect(res.status).toBe(201);
+      const message = await eventually(() => smtp.messages[0], 10_000, 'the invitation email');
+      expect(message.to).toEqual(['<mailed@example.test>']);
+      // quoted-printable may fold long lines with a trailing `=`
+      expect(message.data.replace(/=\r\n/g, '').replace(/=3D/g, '=')).toContain(res.body.inviteUrl);
+    } finally {
+      await mailing.stop();
+      smtp.close();
+    }
+  });
+});
+
+describe('managing users', () => {
+  test('list with filters and pages; read one; role assignable list', async () => {
+    const { orgA, adminA, techA } = await twoOrgs();
+    const api = rest(app, adminA.as);
+    const list = await api.get('/users');
+    expect(list.status).toBe(200);
+    expect(list.body.data.map((u: any) => u.id).sort()).toEqual([adminA.user.id, techA.user.id].sort());
+    expect(list.body.pagination).toEqual({ page: 1, limit: 100, total: 2 });
+    expect((await api.get(`/users?roleId=${TECHNICIAN}`)).body.data.map((u: any) => u.id)).toEqual([techA.user.id]);
+    expect((await api.get(`/users?search=${techA.user.email.slice(0, 12)}`)).body.data.map((u: any) => u.id)).toEqual([techA.user.id]);
+    expect((await api.get('/users?status=disabled')).body.data).toEqual([]);
+    expect((await api.get('/users?limit=1&page=2')).body).toMatchObject({ data: [expect.any(Object)], pagination: { page: 2, limit: 1, total: 2 } });
+    expect((await api.get('/users?sort=name')).status).toBe(400);
+
+    expect((await api.get(`/users/${techA.user.id}`)).body).toMatchObject({ id: techA.user.id, orgId: orgA.id, roleId: TECHNICIAN });
+
+    const custom = await buildRole(app, { scope: 'organization', orgId: orgA.id, permissions: ['devices:read'] });
+    const tooMuch = await buildRole(app, { scope: 'organization', orgId: orgA.id, permissions: ['organizations:delete'] });
+    const roles = await api.get('/users/roles');
+    const names = roles.body.data.map((r: any) => r.id);
+    expect(names).toEqual(expect.arrayContaining([systemRole('Organization Admin'), TECHNICIAN, VIEWER, custom.id]));
+    expect(names).not.toContain(tooMuch.id);
+    expect(names).not.toContain(systemRole('Partner Admin'));
+  });
+
+  test('disabling a user ends their sessions at once; nobody disables or deletes themselves', async () => {
+    const { adminA, techA } = await twoOrgs();
+    const api = rest(app, adminA.as);
+    expect((await rest(app, techA.as).get('/users/me')).status).toBe(200);
+    const disabled = await api.patch(`/users/${techA.user.id}`, { status: 'disabled' });
+    expect(disabled).toMatchObject({ status: 200, body: { status: 'disabled' } });
+    expect(await rest(app, techA.as).get('/users/me')).toMatchObject({ status: 401, body: { code: 'UNAUTHENTICATED' } });
+    expect((await api.patch(`/users/${techA.user.id}`, { status: 'active', name: 'Back' })).body).toMatchObject({ status: 'active', name: 'Back' });
+    // enabled again, the account needs a new sign-in: the old token stays dead
+    expect((await rest(app, techA.as).get('/users/me')).status).toBe(401);
+    expect((await rest(app).post('/auth/login', { email: techA.user.email, password: techA.password })).status).toBe(200);
+
+    expect(await api.patch(`/users/${adminA.user.id}`, { status: 'disabled' })).toMatchObject({ status: 400, body: { message: 'You cannot disable yourself' } });
+    expect(await api.delete(`/users/${adminA.user.id}`)).toMatchObject({ status: 400, body: { message: 'You cannot delete yourself' } });
+    expect(await api.patch(`/users/${techA.user.id}`, { email: 'x@example.test' })).toMatchObject({ status: 400, body: { code: 'VALIDATION_ERROR' } });
+    expect(await auditOf(techA.user.id)).toEqual([
+      { action: 'user.update', org_id: adminA.membership.orgId, actor_id: adminA.user.id, changes: ['status'] },
+      { action: 'user.update', org_id: adminA.membership.orgId, actor_id: adminA.user.id, changes: ['name', 'status'] },
+      { action: 'auth.login', org_id: adminA.membership.orgId, actor_id: techA.user.id, changes: [] },
+    ]);
+  });
+
+  test('site limits: only sites of the member’s organization', async () => {
+    const { orgA, orgB, adminA, techA } = await twoOrgs();
+    const siteA = await buildSite(app, orgA.id);
+    const siteB = await buildSite(app, orgB.id);
+    const api = rest(app, adminA.as);
+    expect((await api.patch(`/users/${techA.user.id}`, { siteIds: [siteA.id] })).status).toBe(200);
+    expect((await rest(app, techA.as).get('/users/me')).body.memberships[0].siteIds).toEqual([siteA.id]);
+    expect((await api.patch(`/users/${techA.user.id}`, { siteIds: [siteB.id] })).status).toBe(400);
+    expect((await api.patch(`/users/${techA.user.id}`, { orgAccess: 'selected' })).status).toBe(400);
+  });
+
+  test('changing a role needs an MFA session and cannot reach above the caller', async () => {
+    const { orgA, techA } = await twoOrgs();
+    const adminNoMfa = await buildUser(app, { orgId: orgA.id, mfa: false });
+    expect(await rest(app, adminNoMfa.as).post(`/users/${techA.user.id}/role`, { roleId: VIEWER })).toMatchObject({ status: 403, body: { code: 'MFA_REQUIRED' } });
+
+    const admin = await buildUser(app, { orgId: orgA.id });
+    const api = rest(app, admin.as);
+    const changed = await api.post(`/users/${techA.user.id}/role`, { roleId: VIEWER });
+    expect(changed).toMatchObject({ status: 200, body: { id: techA.user.id, roleId: VIEWER } });
+    expect((await rest(app, techA.as).get('/users/me')).body.memberships[0].roleName).toBe('Organization Viewer');
+    const mighty = await buildRole(app, { scope: 'organization', orgId: orgA.id, permissions: ['organizations:*'] });
+    expect(await api.post(`/users/${techA.user.id}/role`, { roleId: mighty.id })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
+    expect(await api.post(`/users/${admin.user.id}/role`, { roleId: VIEWER })).toMatchObject({ status: 400 });
+    expect(await auditOf(techA.user.id)).toEqual([{ action: 'user.role.change', org_id: orgA.id, actor_id: admin.user.id, changes: ['roleId'] }]);
+  });
+
+  test('deleting removes the account with its last membership', async () => {
+    const { adminA, techA } = await twoOrgs();
+    const api = rest(app, adminA.as);
+    expect((await api.delete(`/users/${techA.user.id}`)).status).toBe(204);
+    expect((await api.get(`/users/${techA.user.id}`)).status).toBe(404);
+    expect(await sql(`select id from "user" where id = ?`, [techA.user.id])).toEqual([]);
+    expect((await auditOf(techA.user.id)).map((a) => a.action)).toEqual(['user.delete']);
+    expect(await rest(app, techA.as).get('/users/me')).toMatchObject({ status: 401 });
+  });
+});
+
+describe('tenancy', () => {
+  test('an organization admin neither sees nor touches another organization’s users (REST)', async () => {
+    const { adminA, techB } = await twoOrgs();
+    const api = rest(app, adminA.as);
+    expect((await api.get('/users')).body.data.map((u: any) => u.id)).not.toContain(techB.user.id);
+    expect((await api.get(`/users?orgId=${techB.membership.orgId}`)).status).toBe(404);
+    for (const res of [
+      await api.get(`/users/${techB.user.id}`),
+      await api.patch(`/users/${techB.user.id}`, { name: 'Hijacked' }),
+      await api.delete(`/users/${techB.user.id}`),
+      await api.post(`/users/${techB.user.id}/role`, { roleId: VIEWER }),
+      await api.post('/users/resend-invite', { userId: techB.user.id }),
+      await api.post('/users/invite', { email: `x-${unique()}@example.test`, name: 'X', roleId: VIEWER, orgId: techB.membership.orgId }),
+    ]) {
+      expect(res).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
+    }
+    expect((await sql(`select name from "user" where id = ?`, [techB.user.id]))[0].name).toBe('Test User');
+  });
+
+  test('… nor over GraphQL', async () => {
+    const { adminA, techB } = await twoOrgs();
+    const list = await gql(app, adminA.as, '{ users { data { id } pagination { total } } }');
+    expect(list.body.data.users.data.map((u: any) => u.id)).not.toContain(techB.user.id);
+    for (const query of [
+      `{ user(id: "${techB.user.id}") { id } }`,
+      `mutation { updateUser(id: "${techB.user.id}", input: { name: "Hijacked" }) { id } }`,
+      `mutation { deleteUser(id: "${techB.user.id}") }`,
+      `mutation { setUserRole(id: "${techB.user.id}", roleId: "${VIEWER}") { id } }`,
+    ]) {
+      const res = await gql(app, adminA.as, query);
+      expect(res.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    }
+  });
+
+  test('a partner user limited to selected organizations sees only those organizations’ users', async () => {
+    const partner = await buildPartner(app);
+    const org1 = await buildOrg(app, { partnerId: partner.id });
+    const org2 = await buildOrg(app, { partnerId: partner.id });
+    const in1 = await buildUser(app, { orgId: org1.id });
+    const in2 = await buildUser(app, { orgId: org2.id });
+    const selected = await buildUser(app, { partnerId: partner.id, orgAccess: 'selected', orgIds: [org1.id] });
+    const api = rest(app, selected.as);
+    const ids = (await api.get('/users')).body.data.map((u: any) => u.id);
+    expect(ids).toContain(in1.user.id);
+    expect(ids).toContain(selected.user.id);
+    expect(ids).not.toContain(in2.user.id);
+    expect((await api.get(`/users/${in2.user.id}`)).status).toBe(404);
+    expect((await api.get(`/users/${in1.user.id}`)).body).toMatchObject({ orgId: org1.id });
+    // nor can it open a partner colleague's reach beyond its own
+    const colleague = await buildUser(app, { partnerId: partner.id, orgAccess: 'selected', orgIds: [org1.id], role: 'Partner Viewer' });
+    expect(await api.patch(`/users/${colleague.user.id}`, { orgAccess: 'all' })).toMatchObject({ status: 403 });
+    expect((await api.patch(`/users/${colleague.user.id}`, { orgIds: [] })).body).toMatchObject({ id: colleague.user.id });
+    // with no organization selected, only partner-level colleagues remain
+    const colleagueIds = (await rest(app, colleague.as).get('/users')).body.data.map((u: any) => u.id).sort();
+    expect(colleagueIds).toEqual([selected.user.id, colleague.user.id].sort());
+  });
+});
+
+describe('GraphQL', () => {
+  test('invite, resend, accept, update, set role and delete', async () => {
+    const { orgA, adminA } = await twoOrgs();
+    const email = `gql-${unique()}@example.test`;
+    const invited = await gql(app, adminA.as, `mutation($input: InviteUserInput!) { inviteUser(input: $input) { inviteUrl user { id email status } } }`, {
+      input: { email, name: 'Gql', roleId: VIEWER, orgId: orgA.id },
+    });
+    const { user, inviteUrl } = invited.body.data.inviteUser;
+    expect(user).toEqual({ id: expect.any(String), email, status: 'invited' });
+    const resent = await gql(app, adminA.as, `mutation { resendInvite(userId: "${user.id}") { inviteUrl } }`);
+    expect(resent.body.data.resendInvite.inviteUrl).not.toBe(inviteUrl);
+    const accepted = await gql(app, null, `mutation($input: AcceptInviteInput!) { acceptInvite(input: $input) { accessToken user { status } } }`, {
+      input: { token: tokenOf(resent.body.data.resendInvite.inviteUrl), password: 'a long enough password' },
+    });
+    expect(accepted.body.data.acceptInvite.user).toEqual({ status: 'active' });
+    expect((await gql(app, { token: accepted.body.data.acceptInvite.accessToken }, '{ me { email } }')).body.data.me).toEqual({ email });
+
+    const users = await gql(app, adminA.as, `{ users(roleId: "${VIEWER}") { data { id } pagination { total } } }`);
+    expect(users.body.data.users).toEqual({ data: [{ id: user.id }], pagination: { total: 1 } });
+    expect((await gql(app, adminA.as, `{ user(id: "${user.id}") { name } }`)).body.data.user).toEqual({ name: 'Gql' });
+    const roles = await gql(app, adminA.as, '{ assignableRoles { name } }');
+    expect(roles.body.data.assignableRoles.map((r: any) => r.name)).toEqual(expect.arrayContaining(['Organization Admin', 'Organization Viewer']));
+
+    const updated = await gql(app, adminA.as, `mutation { updateUser(id: "${user.id}", input: { name: "Renamed" }) { name } }`);
+    expect(updated.body.data.updateUser).toEqual({ name: 'Renamed' });
+    const bad = await gql(app, adminA.as, `mutation { updateUser(id: "${user.id}", input: { status: "gone" }) { name } }`);
+    expect(bad.body.errors?.[0]?.extensions?.code).toBe('VALIDATION_ERROR');
+    const role = await gql(app, adminA.as, `mutation { setUserRole(id: "${user.id}", roleId: "${TECHNICIAN}") { roleId } }`);
+    expect(role.body.data.setUserRole).toEqual({ roleId: TECHNICIAN });
+    expect((await gql(app, adminA.as, `mutation { deleteUser(id: "${user.id}") }`)).body.data).toEqual({ deleteUser: true });
+    expect((await auditOf(user.id)).map((a) => a.action)).toEqual([
+      'user.invite',
+      'user.invite.resend',
+      'user.invite.accept',
+      'auth.login',
+      'user.update',
+      'user.role.change',
+      'user.delete',
+    ]);
+  });
+
+  test('invalid email is a VALIDATION_ERROR', async () => {
+    const { adminA } = await twoOrgs();
+    const res = await gql(app, adminA.as, `mutation { inviteUser(input: { email: "nope", name: "N", roleId: "${VIEWER}" }) { inviteUrl } }`);
+    expect(res.body.errors?.[0]).toMatchObject({ message: 'email: must be an email address', extensions: { code: 'VALIDATION_ERROR' } });
+  });
+});
+
+interface ReceivedMail {
+  from: string;
+  to: string[];
+  data: string;
+}
+
+/** The smallest SMTP server nodemailer will talk to: no TLS, no auth, every message kept. */
+async function fakeSmtpServer(): Promise<{ port: number; messages: ReceivedMail[]; close(): void }> {
+  const messages: ReceivedMail[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    let buffer = '';
+    let inData = false;
+    let current: ReceivedMail = { from: '', to: [], data: '' };
+    socket.write('220 fake ESMTP\r\n');
+    socket.on('data', (chunk) => {
+      buffer += chunk.toString('utf8');
+      for (;;) {
+        if (inData) {
+          const end = buffer.indexOf('\r\n.\r\n');
+          if (end < 0) return;
+          current.data = buffer.slice(0, end);
+          buffer = buffer.slice(end + 5);
+          inData = false;
+          messages.push(current);
+          current = { from: '', to: [], data: '' };
+          socket.write('250 queued\r\n');
+          continue;
+        }
+        const eol = buffer.indexOf('\r\n');
+        if (eol < 0) return;
+        const line = buffer.slice(0, eol);
+        buffer = buffer.slice(eol + 2);
+        const verb = line.slice(0, 4).toUpperCase();
+        if (verb === 'EHLO' || verb === 'HELO') socket.write('250 fake\r\n');
+        else if (verb === 'MAIL') (current.from = line.slice(10)), socket.write('250 ok\r\n');
+        else if (verb === 'RCPT') current.to.push(line.slice(8)), socket.write('250 ok\r\n');
+        else if (verb === 'DATA') (inData = true), socket.write('354 go ahead\r\n');
+        else if (verb === 'QUIT') socket.end('221 bye\r\n');
+        else socket.write('250 ok\r\n');
+      }
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    messages,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}

@@ -1,0 +1,451 @@
+import crypto from 'node:crypto';
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+import { RequestContext } from '../src/auth/context.js';
+import { withTransaction } from '../src/db/transaction.js';
+import { emit } from '../src/events/outbox.js';
+import type { DomainEvent } from '../src/events/types.js';
+import type { Runtime } from '../src/runtime.js';
+import { retryDelayMs } from '../src/services/webhook-deliveries.js';
+import { DEFAULT_RETRY_POLICY, webhookInternals } from '../src/services/webhooks.js';
+import { createTestApp, eventually, type TestApp } from './support/app.js';
+import { gql, rest } from './support/clients.js';
+import { buildOrg, buildUser, type BuiltUser } from './support/factories.js';
+import { startHttpsReceiver, type HttpsReceiver, type ReceivedRequest } from './support/https-receiver.js';
+
+const SECRET = 'whsec-0123456789abcdef';
+const FAST = { maxRetries: 0, initialDelayMs: 100, maxDelayMs: 100 };
+const defaults = { ...webhookInternals };
+
+let app: TestApp;
+let receiver: HttpsReceiver;
+let orgA: string;
+let orgB: string;
+let adminA: BuiltUser;
+let adminB: BuiltUser;
+let api: ReturnType<typeof rest>;
+
+beforeAll(async () => {
+  [app, receiver] = await Promise.all([createTestApp({ env: { ALLOW_PRIVATE_NETWORK_TARGETS: 'true' } }), startHttpsReceiver()]);
+  orgA = (await buildOrg(app)).id;
+  orgB = (await buildOrg(app)).id;
+  adminA = await buildUser(app, { orgId: orgA });
+  adminB = await buildUser(app, { orgId: orgB });
+  api = rest(app, adminA.as);
+});
+
+afterAll(async () => {
+  await app.stop();
+  await receiver.close();
+});
+
+afterEach(() => Object.assign(webhookInternals, defaults));
+
+async function createHook(path: string, extra: Record<string, unknown> = {}, as = adminA): Promise<string> {
+  const response = await rest(app, as.as).post('/webhooks', { name: path, url: receiver.url(path), events: ['device.offline'], ...extra });
+  expect(response.status).toBe(201);
+  return response.body.id;
+}
+
+async function emitEvent(runtime: Runtime, type: string, orgId: string, data: Record<string, unknown>): Promise<DomainEvent> {
+  return withTransaction(RequestContext.system(runtime, 'test'), (tx) => emit(tx, { type, orgId, data }));
+}
+
+async function deliveries(webhookId: string): Promise<any[]> {
+  const response = await api.get(`/webhooks/${webhookId}/deliveries`);
+  expect(response.status).toBe(200);
+  return response.body.data;
+}
+
+async function settled(webhookId: string, deliveryId: string, status: string, timeoutMs = 15_000): Promise<any> {
+  return eventually(
+    async () => (await deliveries(webhookId)).find((d) => d.id === deliveryId && d.status === status),
+    timeoutMs,
+    `delivery ${deliveryId} ${status}`,
+  );
+}
+
+async function sendTest(webhookId: string, body: Record<string, unknown> = {}): Promise<string> {
+  const response = await api.post(`/webhooks/${webhookId}/test`, body);
+  expect(response.status).toBe(202);
+  return response.body.delivery.id;
+}
+
+/** The test's own check of the spec's signature: HMAC-SHA256 of "<X-Service-Signature-Timestamp>.<raw body>", constant-time compare. */
+function signatureValid(secret: string, request: ReceivedRequest): boolean {
+  const timestamp = String(request.headers['x-service-signature-timestamp']);
+  const expected = Buffer.from(`sha256=${crypto.createHmac('sha256', secret).update(`${timestamp}.${request.body}`).digest('hex')}`);
+  const received = Buffer.from(String(request.headers['x-service-signature']));
+  return expected.length === received.length && crypto.timingSafeEqual(expected, received);
+}
+
+const settle = (ms = 600) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test('an event reaches every active subscribed webhook of its organization once, with the exact headers, body and signature', async () => {
+  const signed = await createHook('/signed', { secret: SECRET, headers: [{ key: 'X-Tenant', value: 'acme' }] });
+  const plain = await createHook('/plain');
+  await createHook('/other-type', { events: ['alert.triggered'] });
+  const paused = await createHook('/paused');
+  const failed = await createHook('/failed');
+  expect((await api.patch(`/webhooks/${paused}`, { status: 'paused' })).status).toBe(200);
+  expect((await api.patch(`/webhooks/${failed}`, { status: 'failed' })).status).toBe(200);
+  await createHook('/org-b', {}, adminB);
+
+  const before = Date.now();
+  const data = { deviceId: 'd-1', hostname: 'web-01', lastSeen: '2026-11-22T10:00:00.000Z' };
+  const event = await emitEvent(app.server.runtime, 'device.offline', orgA, data);
+  await eventually(() => receiver.to('/signed').length > 0 && receiver.to('/plain').length > 0, 15_000, 'both deliveries');
+  const [delivery] = await deliveries(signed);
+  await settled(signed, delivery.id, 'delivered');
+  await settle();
+
+  for (const path of ['/other-type', '/paused', '/failed', '/org-b']) expect(receiver.to(path)).toEqual([]);
+  expect(await deliveries(paused)).toEqual([]);
+  const [request] = receiver.to('/signed');
+  expect(receiver.to('/signed')).toHaveLength(1);
+  const expectedBody = { id: event.id, type: 'device.offline', timestamp: event.timestamp, orgId: orgA, data };
+  expect(JSON.parse(request!.body)).toEqual(expectedBody);
+  expect(Object.keys(JSON.parse(request!.body))).toEqual(['id', 'type', 'timestamp', 'orgId', 'data']);
+  expect(request!.method).toBe('POST');
+  const timestamp = Number(request!.headers['x-service-timestamp']);
+  expect(timestamp).toBeGreaterThanOrEqual(before);
+  expect(timestamp).toBeLessThanOrEqual(request!.at);
+  expect(request!.headers).toEqual({
+    host: `127.0.0.1:${receiver.port}`,
+    connection: 'close',
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(request!.body)),
+    'user-agent': 'Service-Webhooks/1.0',
+    'x-service-delivery-id': delivery.id,
+    'x-service-event-id': event.id,
+    'x-service-event-type': 'device.offline',
+    'x-service-timestamp': String(timestamp),
+    'x-service-signature': expect.stringMatching(/^sha256=[0-9a-f]{64}$/),
+    'x-service-signature-timestamp': String(timestamp),
+    'x-tenant': 'acme',
+  });
+  expect(signatureValid(SECRET, request!)).toBe(true);
+  expect(signatureValid('another-secret', request!)).toBe(false);
+
+  const [unsigned] = receiver.to('/plain');
+  expect(unsigned!.headers['x-service-signature']).toBeUndefined();
+  expect(unsigned!.headers['x-service-signature-timestamp']).toBeUndefined();
+  expect(JSON.parse(unsigned!.body)).toEqual(expectedBody);
+
+  const record = await settled(signed, delivery.id, 'delivered');
+  expect(record).toEqual({
+    id: delivery.id,
+    webhookId: signed,
+    orgId: orgA,
+    status: 'delivered',
+    event: 'device.offline',
+    eventId: event.id,
+    payload: expectedBody,
+    responseStatus: 200,
+    responseBody: 'ok',
+    attempt: 1,
+    nextAttemptAt: null,
+    responseTimeMs: expect.any(Number),
+    errorMessage: null,
+    createdAt: expect.any(String),
+    deliveredAt: expect.any(String),
+    deadLetteredAt: null,
+    redrivenAt: null,
+    retryOf: null,
+  });
+  const webhook = (await api.get(`/webhooks/${signed}`)).body;
+  expect(webhook).toMatchObject({ successCount: 1, failureCount: 0, lastDeliveryAt: expect.any(String), lastSuccessAt: expect.any(String) });
+  expect(webhook.deliveryStats).toEqual({ total: 1, pending: 0, delivered: 1, failed: 0, retrying: 0, lastDeliveredAt: record.deliveredAt });
+
+  // The outbox hands the same event over again (at-least-once): still one delivery per webhook, one request each.
+  const connection = app.server.runtime.orm.em.fork().getConnection();
+  await connection.execute('update outbox_event set dispatched_at = null where id = ?', [event.id]);
+  await eventually(async () => (await connection.execute('select dispatched_at from outbox_event where id = ?', [event.id]))[0].dispatched_at !== null, 10_000, 'redispatch');
+  await settle();
+  expect((await deliveries(signed)).length).toBe(1);
+  expect((await deliveries(plain)).length).toBe(1);
+  expect(receiver.to('/signed')).toHaveLength(1);
+  expect(receiver.to('/plain')).toHaveLength(1);
+});
+
+test('a receiver that fails three times is retried on the policy schedule, then delivered; the subscription sees every state', async () => {
+  receiver.script('/flaky', [{ status: 500 }, { status: 502 }, { status: 503, body: 'busy' }, { status: 200, body: 'thanks' }]);
+  const id = await createHook('/flaky', { secret: SECRET, retryPolicy: { maxRetries: 5, initialDelayMs: 200, backoffMultiplier: 2, maxDelayMs: 1000 } });
+  const otherOrgHook = await createHook('/b-flaky', {}, adminB);
+
+  const updates: any[] = [];
+  const foreign: any[] = [];
+  const subscribe = (client: Client, query: string, variables: Record<string, unknown>, into: any[]) =>
+    client.subscribe({ query, variables }, { next: (msg) => into.push(msg.data ? (msg.data as any).webhookDeliveryUpdated : { errors: msg.errors }), error: (e) => into.push({ error: String(e) }), complete: () => {} });
+  const wsUrl = `${app.url.replace('http', 'ws')}/graphql`;
+  const clientA = createClient({ url: wsUrl, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${adminA.token}` } });
+  const clientB = createClient({ url: wsUrl, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${adminB.token}` } });
+  const denied: any[] = [];
+  try {
+    const selection = 'id webhookId orgId status attempt event';
+    subscribe(clientA, `subscription($id: ID) { webhookDeliveryUpdated(webhookId: $id) { ${selection} } }`, { id }, updates);
+    subscribe(clientB, `subscription { webhookDeliveryUpdated { ${selection} } }`, {}, foreign);
+    subscribe(clientB, `subscription($id: ID) { webhookDeliveryUpdated(webhookId: $id) { ${selection} } }`, { id }, denied);
+    await settle(500);
+
+    const test = await api.post(`/webhooks/${id}/test`, {});
+    expect(test.status).toBe(202);
+    expect(test.body).toEqual({
+      message: 'Test delivery queued',
+      delivery: { id: expect.any(String), webhookId: id, status: 'pending', event: 'webhook.test', attempt: 0 },
+    });
+    const deliveryId = test.body.delivery.id;
+    // Org B's own delivery: B's subscription sees it, A's does not.
+    expect((await rest(app, adminB.as).post(`/webhooks/${otherOrgHook}/test`, {})).status).toBe(202);
+
+    const record = await settled(id, deliveryId, 'delivered');
+    expect(record).toMatchObject({ attempt: 4, responseStatus: 200, responseBody: 'thanks', errorMessage: null, nextAttemptAt: null });
+    const attempts = receiver.to('/flaky');
+    expect(attempts).toHaveLength(4);
+    for (const attempt of attempts) {
+      expect(attempt.headers['x-service-delivery-id']).toBe(deliveryId);
+      expect(signatureValid(SECRET, attempt)).toBe(true);
+      expect(JSON.parse(attempt.body)).toEqual({
+        id: record.eventId,
+        type: 'webhook.test',
+        timestamp: expect.any(String),
+        orgId: orgA,
+        data: { message: expect.any(String), timestamp: expect.any(String), webhookId: id },
+      });
+    }
+    // X-Service-Timestamp is the time of each attempt.
+    expect(new Set(attempts.map((a) => a.headers['x-service-timestamp'])).size).toBe(4);
+    const gaps = attempts.slice(1).map((a, i) => a.at - attempts[i]!.at);
+    [200, 400, 800].forEach((delay, i) => {
+      expect(gaps[i]).toBeGreaterThanOrEqual(delay - 20);
+      expect(gaps[i]).toBeLessThan(delay + 1500);
+    });
+
+    await eventually(() => updates.length >= 5 && foreign.length >= 2, 10_000, 'subscription updates');
+    expect(updates).toEqual([
+      { id: deliveryId, webhookId: id, orgId: orgA, status: 'pending', attempt: 0, event: 'webhook.test' },
+      { id: deliveryId, webhookId: id, orgId: orgA, status: 'retrying', attempt: 1, event: 'webhook.test' },
+      { id: deliveryId, webhookId: id, orgId: orgA, status: 'retrying', attempt: 2, event: 'webhook.test' },
+      { id: deliveryId, webhookId: id, orgId: orgA, status: 'retrying', attempt: 3, event: 'webhook.test' },
+      { id: deliveryId, webhookId: id, orgId: orgA, status: 'delivered', attempt: 4, event: 'webhook.test' },
+    ]);
+    expect(foreign.every((u) => u.orgId === orgB && u.webhookId === otherOrgHook)).toBe(true);
+    // Subscribing to another organization's webhook is refused like reading it.
+    expect(denied).toEqual([{ errors: [expect.objectContaining({ message: 'Webhook not found' })] }]);
+  } finally {
+    await clientA.dispose();
+    await clientB.dispose();
+  }
+});
+
+test('the default schedule: after attempts 1 and 2 the next try is 1 s then 2 s later; the formula gives 1, 2, 4, 8, 16 s, capped at 300 s', async () => {
+  expect([0, 1, 2, 3, 4].map((retry) => retryDelayMs(DEFAULT_RETRY_POLICY, retry))).toEqual([1000, 2000, 4000, 8000, 16000]);
+  expect(retryDelayMs(DEFAULT_RETRY_POLICY, 9)).toBe(300_000);
+  receiver.script('/down', [{ status: 500 }]);
+  const id = await createHook('/down');
+  const deliveryId = await sendTest(id);
+  const first = await eventually(async () => (await deliveries(id)).find((d) => d.attempt === 1), 10_000, 'attempt 1');
+  expect(first.status).toBe('retrying');
+  expect(Date.parse(first.nextAttemptAt) - receiver.to('/down')[0]!.at).toBeGreaterThanOrEqual(900);
+  expect(Date.parse(first.nextAttemptAt) - receiver.to('/down')[0]!.at).toBeLessThan(1300);
+  const second = await eventually(async () => (await deliveries(id)).find((d) => d.attempt === 2), 10_000, 'attempt 2');
+  expect(second).toMatchObject({ id: deliveryId, status: 'retrying', responseStatus: 500, errorMessage: 'HTTP 500' });
+  const [one, two] = receiver.to('/down');
+  expect(two!.at - one!.at).toBeGreaterThanOrEqual(1000);
+  expect(Date.parse(second.nextAttemptAt) - two!.at).toBeGreaterThanOrEqual(1900);
+  expect(Date.parse(second.nextAttemptAt) - two!.at).toBeLessThan(2300);
+  expect((await api.delete(`/webhooks/${id}`)).status).toBe(204);
+});
+
+test('exhausted retries end failed in the dead-letter queue; the retry route re-drives it as a new delivery', async () => {
+  receiver.script('/dead', [{ status: 500, body: 'boom' }]);
+  const id = await createHook('/dead', { retryPolicy: { maxRetries: 2, initialDelayMs: 100, maxDelayMs: 100 } });
+  const deliveryId = await sendTest(id, { event: 'alert.triggered', payload: { alertId: 'a-1' } });
+  const failed = await settled(id, deliveryId, 'failed');
+  expect(failed).toMatchObject({
+    attempt: 3,
+    responseStatus: 500,
+    responseBody: 'boom',
+    errorMessage: 'HTTP 500',
+    nextAttemptAt: null,
+    deliveredAt: null,
+    deadLetteredAt: expect.any(String),
+    event: 'alert.triggered',
+    payload: expect.objectContaining({ type: 'alert.triggered', data: { alertId: 'a-1' } }),
+  });
+  expect(receiver.to('/dead')).toHaveLength(3);
+  expect((await api.get(`/webhooks/${id}`)).body).toMatchObject({ failureCount: 1, successCount: 0, deliveryStats: { failed: 1, total: 1 } });
+
+  const letters = await api.get(`/webhooks/dead-letters?webhookId=${id}`);
+  expect(letters.status).toBe(200);
+  expect(letters.body).toEqual({ data: [expect.objectContaining({ id: deliveryId, status: 'failed', redrivenAt: null })], pagination: { page: 1, limit: 100, total: 1 } });
+  expect((await rest(app, adminB.as).get('/webhooks/dead-letters')).body.data.map((d: { id: string }) => d.id)).not.toContain(deliveryId);
+  const viaGraphql = await gql(app, adminA.as, `query($id: ID) { webhookDeadLetters(webhookId: $id) { data { id status } pagination { total } } }`, { id });
+  expect(viaGraphql.body.data.webhookDeadLetters).toEqual({ data: [{ id: deliveryId, status: 'failed' }], pagination: { total: 1 } });
+
+  receiver.script('/dead', [{ status: 204 }]);
+  const retry = await api.post(`/webhooks/${id}/retry/${deliveryId}`, {});
+  expect(retry.status).toBe(202);
+  expect(retry.body).toEqual({ message: 'Delivery queued for retry', delivery: { id: expect.any(String), status: 'pending', attempt: 0 } });
+  const redriven = await settled(id, retry.body.delivery.id, 'delivered');
+  expect(redriven).toMatchObject({ attempt: 1, retryOf: deliveryId, eventId: failed.eventId, payload: failed.payload, responseStatus: 204 });
+  const requests = receiver.to('/dead');
+  expect(requests).toHaveLength(4);
+  expect(requests[3]!.headers['x-service-delivery-id']).toBe(redriven.id);
+  expect(requests[3]!.headers['x-service-event-id']).toBe(failed.eventId);
+  expect(requests[3]!.body).toBe(requests[0]!.body);
+
+  const original = (await deliveries(id)).find((d) => d.id === deliveryId);
+  expect(original).toMatchObject({ status: 'failed', attempt: 3, redrivenAt: expect.any(String) });
+  expect((await api.get(`/webhooks/dead-letters?webhookId=${id}&redriven=false`)).body.data).toEqual([]);
+  expect((await api.get(`/webhooks/dead-letters?webhookId=${id}&redriven=true`)).body.data.map((d: { id: string }) => d.id)).toEqual([deliveryId]);
+
+  // Only failed deliveries can be retried, through both doors.
+  const notFailed = await api.post(`/webhooks/${id}/retry/${redriven.id}`, {});
+  expect(notFailed.status).toBe(409);
+  expect(notFailed.body).toEqual({ code: 'CONFLICT', message: 'Only failed deliveries can be retried' });
+  const mutation = `mutation($w: ID!, $d: ID!) { retryWebhookDelivery(webhookId: $w, deliveryId: $d) { message delivery { id status attempt } } }`;
+  const gqlNotFailed = await gql(app, adminA.as, mutation, { w: id, d: redriven.id });
+  expect(gqlNotFailed.body.errors?.[0]).toMatchObject({ message: 'Only failed deliveries can be retried', extensions: { code: 'CONFLICT' } });
+  const gqlRetry = await gql(app, adminA.as, mutation, { w: id, d: deliveryId });
+  expect(gqlRetry.body.data.retryWebhookDelivery).toEqual({ message: 'Delivery queued for retry', delivery: { id: expect.any(String), status: 'pending', attempt: 0 } });
+  await settled(id, gqlRetry.body.data.retryWebhookDelivery.delivery.id, 'delivered');
+  expect((await api.post(`/webhooks/${id}/retry/${crypto.randomUUID()}`, {})).body).toEqual({ code: 'NOT_FOUND', message: 'Delivery not found' });
+
+  const audit = await app.server.runtime.orm.em.fork().getConnection().execute(`select action from audit_log where resource_id = ? order by seq`, [id]);
+  expect(audit.map((r: { action: string }) => r.action)).toEqual(['webhook.create', 'webhook.test', 'webhook.retry', 'webhook.retry']);
+});
+
+test('GraphQL: test mutation, deliveries connection with keyset cursors and status filter', async () => {
+  const id = await createHook('/gql');
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const response = await gql(app, adminA.as, `mutation($id: ID!) { testWebhook(id: $id) { message delivery { id webhookId status event attempt } } }`, { id });
+    expect(response.body.data.testWebhook).toEqual({
+      message: 'Test delivery queued',
+      delivery: { id: expect.any(String), webhookId: id, status: 'pending', event: 'webhook.test', attempt: 0 },
+    });
+    ids.push(response.body.data.testWebhook.delivery.id);
+    await settled(id, ids[i]!, 'delivered');
+  }
+  const query = `query($id: ID!, $after: String) { webhook(id: $id) { deliveries(first: 2, after: $after, status: "delivered") { totalCount edges { cursor node { id status } } pageInfo { hasNextPage endCursor } } } }`;
+  const first = (await gql(app, adminA.as, query, { id })).body.data.webhook.deliveries;
+  expect(first.totalCount).toBe(3);
+  expect(first.edges.map((e: any) => e.node.id)).toEqual([ids[2], ids[1]]);
+  expect(first.pageInfo).toEqual({ hasNextPage: true, endCursor: first.edges[1].cursor });
+  const second = (await gql(app, adminA.as, query, { id, after: first.pageInfo.endCursor })).body.data.webhook.deliveries;
+  expect(second.edges.map((e: any) => e.node.id)).toEqual([ids[0]]);
+  expect(second.pageInfo.hasNextPage).toBe(false);
+  const none = await gql(app, adminA.as, `query($id: ID!) { webhook(id: $id) { deliveries(status: "failed") { totalCount } } }`, { id });
+  expect(none.body.data.webhook.deliveries.totalCount).toBe(0);
+
+  // REST: newest first, page/limit, status filter, limit capped at 100.
+  const page = await api.get(`/webhooks/${id}/deliveries?limit=2&page=2`);
+  expect(page.body.pagination).toEqual({ page: 2, limit: 2, total: 3 });
+  expect(page.body.data.map((d: { id: string }) => d.id)).toEqual([ids[0]]);
+  expect((await api.get(`/webhooks/${id}/deliveries`)).body.pagination.limit).toBe(50);
+  expect((await api.get(`/webhooks/${id}/deliveries?limit=101`)).status).toBe(400);
+  expect((await api.get(`/webhooks/${id}/deliveries?status=bogus`)).status).toBe(400);
+  expect((await api.get(`/webhooks/${id}/deliveries?status=failed`)).body.data).toEqual([]);
+  expect((await api.post(`/webhooks/${id}/test`, { event: 'not.in.catalog' })).status).toBe(400);
+});
+
+test('a receiver that never answers times out (timeout shortened for the test through webhookInternals)', async () => {
+  webhookInternals.deliveryTimeoutMs = 500;
+  receiver.script('/hang', ['hang']);
+  const id = await createHook('/hang', { retryPolicy: FAST });
+  const deliveryId = await sendTest(id);
+  const failed = await settled(id, deliveryId, 'failed');
+  expect(failed).toMatchObject({ attempt: 1, responseStatus: null, errorMessage: 'Request timed out after 500 ms' });
+  expect(failed.responseTimeMs).toBeGreaterThanOrEqual(490);
+  expect(receiver.to('/hang')).toHaveLength(1);
+});
+
+test('a redirect is not followed and does not count as delivered; a long response body is stored truncated', async () => {
+  receiver.script('/redirect', [{ status: 307, headers: { location: receiver.url('/landing') } }]);
+  const id = await createHook('/redirect', { retryPolicy: FAST });
+  const failed = await settled(id, await sendTest(id), 'failed');
+  expect(failed).toMatchObject({ attempt: 1, responseStatus: 307, errorMessage: 'HTTP 307' });
+  await settle();
+  expect(receiver.to('/landing')).toEqual([]);
+
+  receiver.script('/big', [{ status: 200, body: 'é'.repeat(3000) }]);
+  const big = await createHook('/big');
+  const delivered = await settled(big, await sendTest(big), 'delivered');
+  expect(delivered.responseBody).toBe('é'.repeat(1000));
+});
+
+test('pausing stops deliveries: a retry due after the pause fails without a request; a paused webhook gets no new deliveries', async () => {
+  receiver.script('/pause-me', [{ status: 500 }]);
+  const id = await createHook('/pause-me', { retryPolicy: { maxRetries: 3, initialDelayMs: 1500, maxDelayMs: 1500 } });
+  const deliveryId = await sendTest(id);
+  await eventually(async () => (await deliveries(id)).find((d) => d.status === 'retrying'), 10_000, 'retrying');
+  expect((await api.patch(`/webhooks/${id}`, { status: 'paused' })).status).toBe(200);
+  const failed = await settled(id, deliveryId, 'failed');
+  expect(failed).toMatchObject({ attempt: 2, errorMessage: 'Webhook is not active', responseStatus: null });
+  expect(receiver.to('/pause-me')).toHaveLength(1);
+  await emitEvent(app.server.runtime, 'device.offline', orgA, { deviceId: 'd-2', hostname: 'h', lastSeen: new Date().toISOString() });
+  await settle(1500);
+  expect((await deliveries(id)).map((d) => d.id)).toEqual([deliveryId]);
+});
+
+test('deleting a webhook deletes its deliveries', async () => {
+  const id = await createHook('/delete-me');
+  const deliveryId = await sendTest(id);
+  await settled(id, deliveryId, 'delivered');
+  expect((await api.delete(`/webhooks/${id}`)).status).toBe(204);
+  const rows = await app.server.runtime.orm.em.fork().getConnection().execute('select count(*)::int as n from webhook_delivery where webhook_id = ?', [id]);
+  expect(rows[0].n).toBe(0);
+  expect((await api.get(`/webhooks/${id}/deliveries`)).status).toBe(404);
+});
+
+test('consecutive failed deliveries set the webhook to failed, by the system, audited; it then receives nothing', async () => {
+  webhookInternals.autoFailAfter = 3;
+  webhookInternals.autoFailMinSpanMs = 0;
+  receiver.script('/always-down', [{ status: 500 }]);
+  const id = await createHook('/always-down', { retryPolicy: FAST });
+  for (let i = 0; i < 3; i++) {
+    const deliveryId = await sendTest(id);
+    await settled(id, deliveryId, 'failed');
+    expect((await api.get(`/webhooks/${id}`)).body.status).toBe(i < 2 ? 'active' : 'failed');
+  }
+  const audit = await app.server.runtime.orm.em
+    .fork()
+    .getConnection()
+    .execute(`select actor_type, actor_id, changes, details from audit_log where resource_id = ? and action = 'webhook.auto_failed'`, [id]);
+  expect(audit).toEqual([{ actor_type: 'system', actor_id: null, changes: ['status'], details: { consecutiveFailures: 3, failingSince: expect.any(String) } }]);
+  await emitEvent(app.server.runtime, 'device.offline', orgA, { deviceId: 'd-3', hostname: 'h', lastSeen: new Date().toISOString() });
+  await settle(1500);
+  expect(await deliveries(id)).toHaveLength(3);
+  expect(receiver.to('/always-down')).toHaveLength(3);
+});
+
+describe('SSRF at delivery time (private targets refused)', () => {
+  let strict: TestApp;
+  let admin: BuiltUser;
+  let answer = ['93.184.216.34'];
+
+  beforeAll(async () => {
+    strict = await createTestApp();
+    admin = await buildUser(strict, { orgId: (await buildOrg(strict)).id });
+  });
+  afterAll(async () => {
+    await strict.stop();
+  });
+
+  test('a host whose DNS answer turns private after validation fails at once with "Unsafe webhook URL" and no request', async () => {
+    webhookInternals.resolve = async (host) => (host === 'rebind.example.com' ? answer : Promise.reject(new Error('ENOTFOUND')));
+    const strictApi = rest(strict, admin.as);
+    const created = await strictApi.post('/webhooks', { name: 'rebind', url: `https://rebind.example.com:${receiver.port}/rebind`, events: ['device.offline'] });
+    expect(created.status).toBe(201);
+    answer = ['127.0.0.1']; // where the receiver listens
+    const test = await strictApi.post(`/webhooks/${created.body.id}/test`, {});
+    const failed = await eventually(
+      async () => (await strictApi.get(`/webhooks/${created.body.id}/deliveries`)).body.data.find((d: any) => d.status === 'failed'),
+      10_000,
+      'failed delivery',
+    );
+    expect(failed).toMatchObject({ id: test.body.delivery.id, attempt: 1, errorMessage: 'Unsafe webhook URL', responseStatus: null, deadLetteredAt: expect.any(String) });
+    expect(receiver.to('/rebind')).toEqual([]);
+  });
+});

@@ -1,0 +1,129 @@
+import { WebhookDelivery } from '../entities/webhook.js';
+import { RequestContext } from '../src/auth/context.js';
+import { withTransaction } from '../src/db/transaction.js';
+import { emit } from '../src/events/outbox.js';
+import type { Runtime } from '../src/runtime.js';
+import { DELIVER_JOB, SWEEP_JOB, sweepDeliveries } from '../src/services/webhook-deliveries.js';
+import { webhookInternals } from '../src/services/webhooks.js';
+import { createTestApp, eventually, type TestApp } from './support/app.js';
+import { rest } from './support/clients.js';
+import { createTestDatabase } from './support/database.js';
+import { buildOrg, buildUser } from './support/factories.js';
+import { startHttpsReceiver, type HttpsReceiver } from './support/https-receiver.js';
+
+const ENV = { ALLOW_PRIVATE_NETWORK_TARGETS: 'true' };
+const defaults = { ...webhookInternals };
+
+let receiver: HttpsReceiver;
+let db: Awaited<ReturnType<typeof createTestDatabase>>;
+
+beforeAll(async () => {
+  [receiver, db] = await Promise.all([startHttpsReceiver(), createTestDatabase()]);
+});
+afterAll(async () => {
+  await receiver.close();
+  await db.drop();
+});
+afterEach(() => Object.assign(webhookInternals, defaults));
+
+async function setup(app: TestApp, path: string, extra: Record<string, unknown> = {}) {
+  const orgId = (await buildOrg(app)).id;
+  const admin = await buildUser(app, { orgId });
+  const api = rest(app, admin.as);
+  const created = await api.post('/webhooks', { name: path, url: receiver.url(path), events: ['alert.triggered'], ...extra });
+  expect(created.status).toBe(201);
+  return { orgId, admin, api, webhookId: created.body.id as string };
+}
+
+const rows = (runtime: Runtime, webhookId: string) => runtime.orm.em.fork().find(WebhookDelivery, { webhookId }, { orderBy: { createdAt: 'asc' } });
+
+test('a delivery waiting for its retry when the server stops is completed by the next server on the same database', async () => {
+  receiver.script('/restart', [{ status: 503 }, { status: 200 }]);
+  const first = await createTestApp({ databaseUrl: db.url, env: ENV });
+  let second: TestApp | null = null;
+  try {
+    const { api, webhookId } = await setup(first, '/restart', { retryPolicy: { maxRetries: 3, initialDelayMs: 2500, maxDelayMs: 2500 } });
+    const test = await api.post(`/webhooks/${webhookId}/test`, {});
+    expect(test.status).toBe(202);
+    await eventually(async () => (await rows(first.server.runtime, webhookId))[0]?.status === 'retrying', 10_000, 'retrying');
+    await first.stop();
+    expect(receiver.to('/restart')).toHaveLength(1);
+
+    second = await createTestApp({ databaseUrl: db.url, env: ENV });
+    const runtime = second.server.runtime;
+    const done = await eventually(async () => (await rows(runtime, webhookId)).find((d) => d.status === 'delivered'), 15_000, 'delivered after restart');
+    expect(done).toMatchObject({ id: test.body.delivery.id, attempt: 2, responseStatus: 200 });
+    expect(receiver.to('/restart')).toHaveLength(2);
+  } finally {
+    await first.stop();
+    await second?.stop();
+  }
+});
+
+test('two instances never send one event to one webhook twice, even with duplicate jobs and sweeps', async () => {
+  const first = await createTestApp({ databaseUrl: db.url, env: ENV });
+  const second = await createTestApp({ databaseUrl: db.url, env: ENV });
+  try {
+    const { orgId, api } = await setup(first, '/pair-0');
+    const hooks = [(await api.get('/webhooks')).body.data[0].id as string];
+    for (let i = 1; i < 4; i++) hooks.push((await api.post('/webhooks', { name: `h${i}`, url: receiver.url(`/pair-${i}`), events: ['alert.triggered'] })).body.id);
+
+    const events = await Promise.all(
+      Array.from({ length: 15 }, (_, i) => {
+        const runtime = (i % 2 ? first : second).server.runtime;
+        return withTransaction(RequestContext.system(runtime, 'test'), (tx) => emit(tx, { type: 'alert.triggered', orgId, data: { n: i } }));
+      }),
+    );
+    // Extra jobs for the same deliveries from both instances: the claim lets one send.
+    const all = async () => (await Promise.all(hooks.map((id) => rows(first.server.runtime, id)))).flat();
+    await eventually(async () => (await all()).length === 60, 15_000, '60 deliveries');
+    for (const delivery of (await all()).slice(0, 20)) {
+      for (const runtime of [first.server.runtime, second.server.runtime]) await runtime.jobs.schedule(DELIVER_JOB, { deliveryId: delivery.id, eventId: delivery.eventId });
+    }
+    webhookInternals.sweepGraceMs = 0;
+    await Promise.all([sweepDeliveries(RequestContext.system(first.server.runtime, 'test')), sweepDeliveries(RequestContext.system(second.server.runtime, 'test'))]);
+
+    await eventually(async () => (await all()).every((d) => d.status === 'delivered'), 20_000, 'all delivered');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const received = hooks.flatMap((_, i) => receiver.to(`/pair-${i}`));
+    expect(received).toHaveLength(60);
+    const pairs = new Set(received.map((r) => `${r.path} ${r.headers['x-service-event-id']}`));
+    expect(pairs.size).toBe(60);
+    expect(new Set(received.map((r) => r.headers['x-service-event-id']))).toEqual(new Set(events.map((e) => e.id)));
+    expect((await all()).every((d) => d.attempt === 1)).toBe(true);
+  } finally {
+    await second.stop();
+    await first.stop();
+  }
+});
+
+test('the sweep re-queues a pending delivery whose job was lost; it is registered as a recurring job', async () => {
+  const app = await createTestApp({ databaseUrl: db.url, env: ENV });
+  try {
+    const { orgId, webhookId } = await setup(app, '/lost');
+    const em = app.server.runtime.orm.em.fork();
+    // A delivery committed by a process that died before scheduling its job.
+    const eventId = crypto.randomUUID();
+    const lost = em.create(WebhookDelivery, {
+      webhookId,
+      orgId,
+      event: 'alert.triggered',
+      eventId,
+      payload: { id: eventId, type: 'alert.triggered', timestamp: new Date().toISOString(), orgId, data: {} },
+      createdAt: new Date(Date.now() - 10 * 60_000),
+    });
+    await em.flush();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(receiver.to('/lost')).toEqual([]);
+
+    expect(await sweepDeliveries(RequestContext.system(app.server.runtime, 'test'))).toBe(1);
+    await eventually(async () => (await rows(app.server.runtime, webhookId))[0]?.status === 'delivered', 10_000, 'delivered');
+    expect(receiver.to('/lost').map((r) => r.headers['x-service-delivery-id'])).toEqual([lost.id]);
+    expect(await sweepDeliveries(RequestContext.system(app.server.runtime, 'test'))).toBe(0);
+
+    const [job] = await em.getConnection().execute(`select type, repeat_interval from agenda_jobs where name = ?`, [SWEEP_JOB]);
+    expect(job).toEqual({ type: 'single', repeat_interval: '1 minute' });
+  } finally {
+    await app.stop();
+  }
+});

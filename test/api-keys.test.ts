@@ -266,6 +266,9 @@ describe('access', () => {
     expect(listA.body.data.map((k: any) => k.id)).toContain(colleagueKey.id);
     expect(listA.body.data.map((k: any) => k.id)).not.toContain(keyB.id);
     expect((await apiA.get(`/api-keys?userId=${colleague.user.id}`)).body.data.map((k: any) => k.id)).toEqual([colleagueKey.id]);
+    const rotate = await apiA.post(`/api-keys/${colleagueKey.id}/rotate`);
+    expect(rotate.status).toBe(403);
+    expect(rotate.body.message).toBe('Only the owner of an API key can rotate it');
     expect((await apiA.delete(`/api-keys/${colleagueKey.id}`)).status).toBe(204);
     expect((await rest(app, { apiKey: colleagueKey.key }).get('/api-keys')).status).toBe(401);
 

@@ -521,3 +521,29 @@ describe('MFA', () => {
     }
   });
 });
+
+describe('housekeeping and suspended tenants', () => {
+  test('the hourly prune job removes old login attempts and long-expired refresh tokens only', async () => {
+    const conn = app.server.runtime.orm.em.getConnection();
+    const old = new Date(Date.now() - 3 * 24 * 3600_000);
+    await conn.execute(`insert into login_attempt (id, created_at, updated_at, email, ip, success) values (?, ?, ?, 'old@example.test', '10.0.0.1', false)`, [crypto.randomUUID(), old, old]);
+    const fresh = await rest(app).post('/auth/login', { email: 'fresh-prune@example.test', password: 'wrong password' });
+    expect(fresh.status).toBe(401);
+
+    const { sessionJobs } = await import('../src/jobs/sessions.js');
+    await sessionJobs.find((j) => j.name === 'auth.prune')!.handler(app.server.runtime, undefined as never);
+
+    const rows = await conn.execute(`select email from login_attempt where email in ('old@example.test', 'fresh-prune@example.test')`);
+    expect(rows.map((r) => r.email)).toEqual(['fresh-prune@example.test']);
+  });
+
+  test('members of a suspended organization are refused with 403', async () => {
+    const org = await buildOrg(app);
+    const member = await buildUser(app, { orgId: org.id });
+    expect((await rest(app, member.as).get('/users/me')).status).toBe(200);
+    await app.server.runtime.orm.em.getConnection().execute(`update organization set status = 'suspended' where id = ?`, [org.id]);
+    const res = await rest(app, member.as).get('/users/me');
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ code: 'FORBIDDEN', message: 'Your organization is suspended' });
+  });
+});

@@ -197,7 +197,7 @@ describe('full login', () => {
     const firstLogin = link.rows[0].last_login_at.getTime();
 
     // The session is an SSO session without MFA.
-    const session = await db.query(`select method, mfa from refresh_token where user_id = $1`, [member.user.id]);
+    const session = await db.query(`select distinct method, mfa from refresh_token where user_id = $1`, [member.user.id]);
     expect(session.rows).toEqual([{ method: 'sso', mfa: false }]);
 
     // A second login updates the same link.

@@ -312,8 +312,8 @@ test('exhausted retries end failed in the dead-letter queue; the retry route re-
   await settled(id, gqlRetry.body.data.retryWebhookDelivery.delivery.id, 'delivered');
   expect((await api.post(`/webhooks/${id}/retry/${crypto.randomUUID()}`, {})).body).toEqual({ code: 'NOT_FOUND', message: 'Delivery not found' });
 
-  const audit = await app.server.runtime.orm.em.fork().getConnection().execute(`select action from audit_log where resource_id = ? order by seq`, [id]);
-  expect(audit.map((r: { action: string }) => r.action)).toEqual(['webhook.create', 'webhook.test', 'webhook.retry', 'webhook.retry']);
+  const audit: { action: string }[] = await app.server.runtime.orm.em.fork().getConnection().execute(`select action from audit_log where resource_id = ? order by seq`, [id]);
+  expect(audit.map((r) => r.action)).toEqual(['webhook.create', 'webhook.test', 'webhook.retry', 'webhook.retry']);
 });
 
 test('GraphQL: test mutation, deliveries connection with keyset cursors and status filter', async () => {

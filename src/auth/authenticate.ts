@@ -3,7 +3,7 @@ import { Organization } from '../../entities/organization.js';
 import { Partner } from '../../entities/partner.js';
 import { Role } from '../../entities/role.js';
 import { Membership, User } from '../../entities/user.js';
-import { unauthenticated } from '../errors.js';
+import { forbidden, unauthenticated } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { safeEqual } from '../secrets.js';
 import { apiKeyPrefix, hashApiKey } from './api-key-format.js';
@@ -35,9 +35,7 @@ export async function authenticate(runtime: Runtime, credentials: Credentials): 
     const membership = await em.findOne(Membership, { id: claims.mid, userId: user.id });
     if (!membership) throw unauthenticated('Invalid or expired access token');
     if (claims.sid && !(await sessionActive(em, claims.sid, user.id))) throw unauthenticated('Invalid or expired access token');
-    const principal = await principalFor(em, user, membership, { kind: 'user', id: user.id, mfa: claims.mfa });
-    if (claims.sid) sessionIds.set(principal, claims.sid);
-    return principal;
+    return principalFor(em, user, membership, { kind: 'user', id: user.id, mfa: claims.mfa, sessionId: claims.sid ?? null });
   }
   if (credentials.apiKey) {
     const prefix = apiKeyPrefix(credentials.apiKey);
@@ -58,14 +56,6 @@ export async function authenticate(runtime: Runtime, credentials: Credentials): 
   return null;
 }
 
-// Keyed by the Principal object itself, which every copy of the request's context shares.
-const sessionIds = new WeakMap<Principal, string>();
-
-/** The login session (refresh-token family) a bearer token belongs to; null for API keys and tokens minted outside a session. */
-export function sessionIdOf(principal: Principal): string | null {
-  return sessionIds.get(principal) ?? null;
-}
-
 /** A session ends when any token of its family is revoked (logout, reuse detection, password change). */
 async function sessionActive(em: ReturnType<Runtime['orm']['em']['fork']>, familyId: string, userId: string): Promise<boolean> {
   const [row] = (await em.execute(
@@ -80,12 +70,13 @@ export async function principalFor(
   em: ReturnType<Runtime['orm']['em']['fork']>,
   user: User,
   membership: Membership,
-  as: { kind: 'user' | 'apiKey'; id: string; mfa: boolean; scopes?: string[] },
+  as: { kind: 'user' | 'apiKey'; id: string; mfa: boolean; scopes?: string[]; sessionId?: string | null },
 ): Promise<Principal> {
   const role = await em.findOneOrFail(Role, { id: membership.roleId });
   const org = membership.orgId ? await em.findOne(Organization, { id: membership.orgId }) : null;
   const partnerId = membership.partnerId ?? org?.partnerId ?? null;
   const partner = partnerId ? await em.findOne(Partner, { id: partnerId }) : null;
+  if (org?.status === 'suspended' || partner?.status === 'suspended') throw forbidden(`Your ${org?.status === 'suspended' ? 'organization' : 'partner'} is suspended`);
   // An API key holds only what both its scopes and its owner's current role grant.
   const permissions = as.scopes ? expandPermissions(role.permissions).filter((p) => expandPermissions(as.scopes!).includes(p)) : role.permissions;
   return {
@@ -104,5 +95,6 @@ export async function principalFor(
     permissions,
     mfa: as.mfa,
     mfaForced: role.requireMfa || !!org?.requireMfa || !!partner?.requireMfa,
+    sessionId: as.sessionId ?? null,
   };
 }

@@ -28,6 +28,8 @@ export interface Principal {
   mfa: boolean;
   /** the role, organization or partner requires MFA for everything */
   mfaForced: boolean;
+  /** the login session (refresh-token family) of a bearer token; null for API keys and the system */
+  sessionId: string | null;
 }
 
 export interface RequestMeta {
@@ -109,5 +111,6 @@ export function systemPrincipal(): Principal {
     permissions: ['*'],
     mfa: true,
     mfaForced: false,
+    sessionId: null,
   };
 }

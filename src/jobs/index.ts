@@ -1,4 +1,5 @@
 import type { JobDefinition } from './types.js';
+import { sessionJobs } from './sessions.js';
 import { webhookJobs } from './webhooks.js';
 
 /** Every domain's job definitions. A duplicate name is a programming error and stops start-up. */
@@ -12,4 +13,4 @@ export function collectJobs(...lists: JobDefinition<never>[][]): JobDefinition<n
   return all;
 }
 
-export const jobDefinitions: JobDefinition<never>[] = collectJobs(webhookJobs);
+export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs);

@@ -193,10 +193,13 @@ export async function revokeApiKey(ctx: RequestContext, id: string): Promise<Api
 
 /**
  * New material on the same row (id, name, scopes and expiry kept): the old key's hash is gone, so
- * it stops working with the commit.
+ * it stops working with the commit. Only the owner may rotate: new material in an admin's hands
+ * would let the admin act as the owner. Admins revoke instead.
  */
 export async function rotateApiKey(ctx: RequestContext, id: string): Promise<ApiKeyWithSecret> {
-  await authorize(ctx, 'api_keys:write', { ...keyTenant(await loadKey(ctx, id)), mfa: true });
+  const loaded = await loadKey(ctx, id);
+  const principal = await authorize(ctx, 'api_keys:write', { ...keyTenant(loaded), mfa: true });
+  if (loaded.userId !== principal.userId) throw forbidden('Only the owner of an API key can rotate it');
   const material = generateApiKey();
   return withTransaction(ctx, async (tx) => {
     const key = await lockKey(tx, id);
@@ -221,9 +224,9 @@ function auditTarget(key: ApiKey) {
 }
 
 async function loadKey(ctx: RequestContext, id: string): Promise<ApiKey> {
-  requirePrincipal(ctx);
+  const principal = requirePrincipal(ctx);
   const key = isUuid(id) ? await ctx.em.findOne(ApiKey, { id }) : null;
-  if (!key || !canSeeKeyTenant(requirePrincipal(ctx), key)) throw notFound('API key');
+  if (!key || !canSeeKeyTenant(principal, key)) throw notFound('API key');
   return key;
 }
 

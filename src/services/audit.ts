@@ -132,6 +132,7 @@ export async function verifyAuditChain(em: EntityManager): Promise<ChainVerifica
 // ---------------------------------------------------------------------------------------------
 
 const dateTime = z.coerce.date({ message: 'must be an ISO 8601 date-time' });
+const searchText = z.string().trim().min(1).max(200);
 
 export const AuditFilters = z
   .object({
@@ -146,7 +147,7 @@ export const AuditFilters = z
     from: dateTime.optional(),
     to: dateTime.optional(),
     /** text search over action, resource type and id, actor email and details */
-    q: z.string().trim().min(1).max(200).optional(),
+    q: searchText.optional(),
   })
   .strict();
 export type AuditFilters = z.input<typeof AuditFilters>;
@@ -154,7 +155,7 @@ type ParsedFilters = z.output<typeof AuditFilters>;
 
 export const AuditListQuery = AuditFilters.extend(PageQuery.shape).strict();
 export type AuditListQuery = z.input<typeof AuditListQuery>;
-export const AuditSearchQuery = AuditListQuery.extend({ q: z.string().trim().min(1).max(200) }).strict();
+export const AuditSearchQuery = AuditListQuery.extend({ q: searchText }).strict();
 export type AuditSearchQuery = z.input<typeof AuditSearchQuery>;
 
 const ExportFormat = z.enum(['csv', 'json']);

@@ -4,7 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { LoginAttempt, RefreshToken } from '../../entities/session.js';
 import { Membership, User } from '../../entities/user.js';
-import { principalFor, sessionIdOf } from '../auth/authenticate.js';
+import { principalFor } from '../auth/authenticate.js';
 import { RequestContext, type Principal } from '../auth/context.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import { authenticated, skipAuthorization } from '../auth/policy.js';
@@ -370,8 +370,7 @@ export async function logout(ctx: RequestContext, input: LogoutInput = {}): Prom
   const { refreshToken } = parseInput(LogoutInput, input);
   await withTransaction(ctx, async (tx) => {
     const familyIds = new Set<string>();
-    const sid = sessionIdOf(principal);
-    if (sid) familyIds.add(sid);
+    if (principal.sessionId) familyIds.add(principal.sessionId);
     if (refreshToken) {
       const row = await tx.em.findOne(RefreshToken, { tokenHash: sha256Hex(refreshToken), userId: principal.userId });
       if (row) familyIds.add(row.familyId);
@@ -482,4 +481,13 @@ export async function disableMfa(ctx: RequestContext, input: MfaCodeInput): Prom
     await recordFailure(ctx, { action: 'auth.mfa.disable', email: failed.email, user: failed, reason: 'invalid_mfa_code' });
     throw badRequest(INVALID_MFA_CODE);
   }
+}
+
+/** Housekeeping: login attempts older than every counting window, and refresh tokens a day past expiry, can go. */
+export async function pruneAuthRecords(ctx: RequestContext): Promise<{ attempts: number; refreshTokens: number }> {
+  const { lockoutMinutes, ipWindowMinutes } = ctx.runtime.config.login;
+  const attemptsBefore = new Date(Date.now() - Math.max(24 * 60, lockoutMinutes, ipWindowMinutes) * 60_000);
+  const attempts = await ctx.em.nativeDelete(LoginAttempt, { createdAt: { $lt: attemptsBefore } });
+  const refreshTokens = await ctx.em.nativeDelete(RefreshToken, { expiresAt: { $lt: new Date(Date.now() - 24 * 3600_000) } });
+  return { attempts, refreshTokens };
 }

@@ -11,6 +11,7 @@ import { conflict, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
+import { applyStatus } from './users.js';
 
 export const CreateAccessReviewInput = z
   .object({
@@ -167,8 +168,8 @@ export async function getAccessReview(ctx: RequestContext, id: string): Promise<
  * Snapshots every membership of the organization (or the partner's own staff) as a pending item.
  * Later changes to users or roles do not alter the review; completion acts on the memberships.
  */
-export async function createAccessReview(ctx: RequestContext, raw: CreateAccessReviewInput): Promise<AccessReviewDetail> {
-  const input = parseInput(CreateAccessReviewInput, raw);
+export async function createAccessReview(ctx: RequestContext, rawInput: CreateAccessReviewInput): Promise<AccessReviewDetail> {
+  const input = parseInput(CreateAccessReviewInput, rawInput);
   let orgId: string | null = null;
   let partnerId: string;
   if (input.partnerId) {
@@ -214,10 +215,10 @@ export async function decideAccessReviewItem(
   ctx: RequestContext,
   reviewId: string,
   itemId: string,
-  raw: DecideAccessReviewItemInput,
+  rawInput: DecideAccessReviewItemInput,
 ): Promise<AccessReviewItemView> {
   const principal = await authorize(ctx, 'access_reviews:write', reviewTenant(await loadReview(ctx, reviewId)));
-  const input = parseInput(DecideAccessReviewItemInput, raw);
+  const input = parseInput(DecideAccessReviewItemInput, rawInput);
   return withTransaction(ctx, async (tx) => {
     const review = await lockReview(tx, reviewId);
     const item = isUuid(itemId) ? await tx.em.findOne(AccessReviewItem, { id: itemId, reviewId }) : null;
@@ -279,7 +280,7 @@ async function revokeMembership(tx: RequestContext, review: AccessReview, item: 
   const user = await tx.em.findOne(User, { id: item.userId });
   const disabled = !!user && (await tx.em.count(Membership, { userId: item.userId })) === 0;
   // Disabled as the users service disables: older tokens die with the version bump, a pending invite with its token.
-  if (user && disabled) Object.assign(user, { status: 'disabled', tokenVersion: user.tokenVersion + 1, inviteTokenHash: null, inviteExpiresAt: null });
+  if (user && disabled) applyStatus(user, 'disabled');
   await recordAudit(tx, {
     action: 'user.access.revoke',
     resourceType: 'user',

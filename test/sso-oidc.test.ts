@@ -355,6 +355,19 @@ describe('exchange', () => {
     expect(again.body).toEqual({ code: 'VALIDATION_ERROR', message: 'Invalid or expired token exchange code' });
   });
 
+  test('another server instance on the same database redeems the code', async () => {
+    const code = await freshCode();
+    const other = await createTestApp({ databaseUrl: app.databaseUrl });
+    try {
+      const res = await rest(other).post('/sso/exchange', { code });
+      expect(res.status).toBe(200);
+      expect((await rest(other, { token: res.body.accessToken }).get('/users/me')).status).toBe(200);
+    } finally {
+      await other.stop();
+    }
+    expect((await exchange(code)).status).toBe(400);
+  });
+
   test('two concurrent redemptions: exactly one succeeds', async () => {
     const code = await freshCode();
     const results = await Promise.all([exchange(code), exchange(code), exchange(code)]);
@@ -375,5 +388,27 @@ describe('exchange', () => {
     expect(JSON.stringify(stored.rows)).not.toContain(code);
     expect(stored.rows.every((r) => r.tokens.startsWith('v1:'))).toBe(true);
     expect((await exchange(code)).status).toBe(200);
+  });
+});
+
+describe('invitations in an organization that enforces SSO', () => {
+  test('the invitation cannot set a password; signing in through the IdP accepts it', async () => {
+    const { orgId, admin } = await setup({ enforceSSO: true });
+    const person = account();
+    const invited = await rest(app, admin.as).post('/users/invite', { email: person.email, name: 'Pat Example', roleId: systemRole('Organization Viewer'), orgId });
+    expect(invited.status).toBe(201);
+    const token = new URL(invited.body.inviteUrl).searchParams.get('token');
+
+    const accept = await rest(app).post('/auth/accept-invite', { token, password: 'a long enough password' });
+    expect(accept.status).toBe(403);
+    expect(accept.body.code).toBe('FORBIDDEN');
+
+    const { target } = await login(orgId, person.id);
+    const tokens = await exchange(ssoCode(target));
+    expect(tokens.status).toBe(200);
+    const me = await rest(app, { token: tokens.body.accessToken }).get('/users/me');
+    expect(me.body).toMatchObject({ email: person.email, status: 'active' });
+    // The invitation is spent: it cannot be used for a password afterwards either.
+    expect((await rest(app).post('/auth/accept-invite', { token, password: 'a long enough password' })).status).toBe(400);
   });
 });

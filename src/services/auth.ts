@@ -43,6 +43,11 @@ export interface MfaSetup {
  */
 export const passwordLoginPolicies: ((em: EntityManager, user: User) => Promise<boolean>)[] = [];
 
+export async function passwordLoginAllowed(em: EntityManager, user: User): Promise<boolean> {
+  for (const allowed of passwordLoginPolicies) if (!(await allowed(em, user))) return false;
+  return true;
+}
+
 const mfaCode = z.string({ message: 'MFA code is required' }).trim().min(1, 'MFA code is required').max(64);
 // Passwords are only compared at login: the cap bounds hashing work, not what a password may be.
 const givenPassword = z.string().min(1).max(1024);
@@ -235,9 +240,7 @@ export async function login(ctx: RequestContext, input: LoginInput): Promise<Log
   if (user.status !== 'active') return refuse(`user_${user.status}`);
   const membership = await loginMembership(ctx.em, user.id);
   if (!membership) return refuse('no_membership');
-  for (const allowed of passwordLoginPolicies) {
-    if (!(await allowed(ctx.em, user))) return refuse('password_login_not_allowed');
-  }
+  if (!(await passwordLoginAllowed(ctx.em, user))) return refuse('password_login_not_allowed');
 
   if (user.mfaEnabled) {
     return { mfaRequired: true, mfaToken: await signMfaToken(ctx.runtime.config, { sub: user.id, ver: user.tokenVersion }) };

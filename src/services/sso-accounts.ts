@@ -64,10 +64,25 @@ export interface SsoIdentityClaims {
   idpTokens: { accessToken: string; refreshToken: string | null; expiresAt: Date | null } | null;
 }
 
-/** Where `GET /sso/login` sends the browser, and the cookie that binds the login to it (if any). */
-export interface LoginStart {
+/** A cookie binding a login to the browser that started it; `value: null` deletes it. */
+export interface LoginCookie {
+  name: string;
+  value: string | null;
+  path: string;
+  maxAgeMs: number;
+  secure: boolean;
+  sameSite: 'lax' | 'none';
+}
+
+/** Where to send the browser, and the cookie to set (login start) or delete (login end), if any. */
+export interface LoginRedirect {
   url: string;
-  cookie: { name: string; value: string; path: string; maxAgeMs: number; secure: boolean; sameSite: 'lax' | 'none' } | null;
+  cookie: LoginCookie | null;
+}
+
+/** The path browsers see for a route, under PUBLIC_URL's own path when the service sits below one. */
+export function publicPath(ctx: RequestContext, routePath: string): string {
+  return `${new URL(ctx.runtime.config.publicUrl).pathname.replace(/\/$/, '')}${routePath}`;
 }
 
 export const LOGIN_TTL_MS = 10 * 60_000;
@@ -89,7 +104,7 @@ export function unseal(ctx: RequestContext, purpose: string, sealed: string | un
   return ctx.runtime.secrets.verify(`${purpose}:${value}`, signature) ? value : null;
 }
 
-export function loginErrorUrl(ctx: RequestContext, code: SsoErrorCode): string {
+function loginErrorUrl(ctx: RequestContext, code: SsoErrorCode): string {
   return `${ctx.runtime.config.publicUrl}/login?error=${code}`;
 }
 
@@ -134,9 +149,11 @@ async function resolveAccount(tx: RequestContext, provider: SsoProvider, claims:
     if (!(await isUsableDefaultRole(tx.em, provider.orgId, provider.defaultRoleId))) throw new SsoLoginError('default_role_required');
     user = await provisionUser(tx, provider, email, displayName(claims, email));
   }
-  if (user.status !== 'active') throw new SsoLoginError('account_disabled', `user status ${user.status}`);
+  if (user.status === 'disabled') throw new SsoLoginError('account_disabled', `user status ${user.status}`);
   const membership = await tx.em.findOne(Membership, { userId: user.id, orgId: provider.orgId, scope: 'organization' });
   if (!membership) throw new SsoLoginError('no_org_access');
+  // The IdP vouches for the invited person: signing in through it accepts the invitation.
+  if (user.status === 'invited') Object.assign(user, { status: 'active', inviteTokenHash: null, inviteExpiresAt: null });
   return { user, membership };
 }
 

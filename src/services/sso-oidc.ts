@@ -14,7 +14,9 @@ import {
   finishSsoLogin,
   seal,
   unseal,
-  type LoginStart,
+  publicPath,
+  type LoginCookie,
+  type LoginRedirect,
   type SsoIdentityClaims,
 } from './sso-accounts.js';
 import { idpFetch } from './sso-providers.js';
@@ -44,7 +46,12 @@ function clientSettings(ctx: RequestContext, provider: SsoProvider): OidcClientS
 }
 
 /** Rules 2-4: a session row for 10 minutes, the signed state cookie, and the IdP's authorization URL. */
-export async function startOidcLogin(ctx: RequestContext, provider: SsoProvider, redirectPath: string): Promise<LoginStart> {
+function stateCookie(ctx: RequestContext, value: string | null): LoginCookie {
+  const { isProduction } = ctx.runtime.config;
+  return { name: STATE_COOKIE, value, path: publicPath(ctx, CALLBACK_PATH), maxAgeMs: LOGIN_TTL_MS, secure: isProduction, sameSite: 'lax' };
+}
+
+export async function startOidcLogin(ctx: RequestContext, provider: SsoProvider, redirectPath: string): Promise<LoginRedirect> {
   const settings = clientSettings(ctx, provider);
   const secrets = createLoginSecrets();
   ctx.em.create(SsoSession, {
@@ -58,14 +65,7 @@ export async function startOidcLogin(ctx: RequestContext, provider: SsoProvider,
   await ctx.em.flush();
   return {
     url: buildAuthorizationUrl(settings, { redirectUri: redirectUri(ctx), ...secrets }),
-    cookie: {
-      name: STATE_COOKIE,
-      value: seal(ctx, COOKIE_PURPOSE, secrets.state),
-      path: CALLBACK_PATH,
-      maxAgeMs: LOGIN_TTL_MS,
-      secure: ctx.runtime.config.isProduction,
-      sameSite: 'lax',
-    },
+    cookie: stateCookie(ctx, seal(ctx, COOKIE_PURPOSE, secrets.state)),
   };
 }
 
@@ -101,11 +101,23 @@ function mapClaims(provider: SsoProvider, subject: string, claims: Record<string
 }
 
 /**
- * `GET /sso/callback`: returns where to send the browser, never throws. The state is compared with the
- * cookie before anything else, so a callback from another browser cannot spend the real browser's session.
+ * `GET /sso/callback`: where to send the browser (the state cookie is deleted); never throws. The state is
+ * compared with the cookie before anything else, so a callback from another browser cannot spend the real
+ * browser's session.
  */
-export async function completeOidcLogin(ctx: RequestContext, input: { originalUrl: string; state: string | undefined; cookie: string | undefined }): Promise<string> {
+export async function completeOidcLogin(ctx: RequestContext, input: OidcCallback): Promise<LoginRedirect> {
   skipAuthorization(ctx, 'SSO callback: the state cookie and the IdP response are the credentials');
+  return { url: await callbackTarget(ctx, input), cookie: stateCookie(ctx, null) };
+}
+
+interface OidcCallback {
+  /** path and query the browser requested */
+  originalUrl: string;
+  state: string | undefined;
+  cookie: string | undefined;
+}
+
+async function callbackTarget(ctx: RequestContext, input: OidcCallback): Promise<string> {
   let provider: SsoProvider | null = null;
   try {
     const cookieState = unseal(ctx, COOKIE_PURPOSE, input.cookie);

@@ -86,8 +86,8 @@ export function listSsoPresets(ctx: RequestContext): SsoPreset[] {
 // ---------------------------------------------------------------------------------------------------------
 // Inputs
 
-const httpsUrl = z.url({ protocol: /^https$/, message: 'must be an https URL' }).max(500);
-const webUrl = z.url({ protocol: /^https?$/, message: 'must be an http or https URL' }).max(500);
+const httpsUrl = z.string().max(500).pipe(z.url({ protocol: /^https$/, message: 'must be an https URL' }));
+const webUrl = z.string().max(500).pipe(z.url({ protocol: /^https?$/, message: 'must be an http or https URL' }));
 const mappingClaim = z.string().trim().min(1).max(255);
 
 export const AttributeMappingInput = z

@@ -22,7 +22,7 @@ import {
 import type { Config } from '../config.js';
 import { AppError, badRequest } from '../errors.js';
 import { randomToken, safeEqual } from '../secrets.js';
-import { LOGIN_TTL_MS, SsoLoginError, failedLoginUrl, finishSsoLogin, seal, unseal, type LoginStart } from './sso-accounts.js';
+import { LOGIN_TTL_MS, SsoLoginError, failedLoginUrl, finishSsoLogin, publicPath, seal, unseal, type LoginCookie, type LoginRedirect } from './sso-accounts.js';
 import { findActiveProvider } from './sso-providers.js';
 
 export const ACS_PATH = '/api/v1/sso/saml/acs';
@@ -164,8 +164,13 @@ function bindsBrowser(config: Config): boolean {
   return config.publicUrl.startsWith('https://');
 }
 
+function bindingCookie(ctx: RequestContext, value: string | null): LoginCookie | null {
+  if (!bindsBrowser(ctx.runtime.config)) return null;
+  return { name: SAML_STATE_COOKIE, value, path: publicPath(ctx, ACS_PATH), maxAgeMs: LOGIN_TTL_MS, secure: true, sameSite: 'none' };
+}
+
 /** `GET /sso/login/:orgId` for a SAML provider: a pending request row, then the signed HTTP-Redirect AuthnRequest. */
-export async function startSamlLogin(ctx: RequestContext, provider: SsoProvider, redirectPath: string): Promise<LoginStart> {
+export async function startSamlLogin(ctx: RequestContext, provider: SsoProvider, redirectPath: string): Promise<LoginRedirect> {
   const idp = idpSettings(provider);
   // RelayState may carry only 80 bytes: a random key (22) and its signature (43); the rest stays in the row.
   const relayKey = randomToken(16);
@@ -175,19 +180,26 @@ export async function startSamlLogin(ctx: RequestContext, provider: SsoProvider,
     requestStore: requestStore(ctx.em, { providerId: provider.id, relayKey, redirectPath }),
     ttlMs: LOGIN_TTL_MS,
   });
-  const cookie = bindsBrowser(ctx.runtime.config)
-    ? { name: SAML_STATE_COOKIE, value: relayState, path: ACS_PATH, maxAgeMs: LOGIN_TTL_MS, secure: true, sameSite: 'none' as const }
-    : null;
-  return { url, cookie };
+  return { url, cookie: bindingCookie(ctx, relayState) };
 }
 
 /**
- * `POST /sso/saml/acs`: returns where to send the browser, never throws. SP-initiated responses carry our
- * signed RelayState, which names the pending request; an IdP-initiated one (only for providers that allow it)
- * carries the organization id as RelayState, as configured at the IdP.
+ * `POST /sso/saml/acs`: where to send the browser (the binding cookie is deleted); never throws. SP-initiated
+ * responses carry our signed RelayState, which names the pending request; an IdP-initiated one (only for
+ * providers that allow it) carries the organization id as RelayState, as configured at the IdP.
  */
-export async function completeSamlLogin(ctx: RequestContext, input: { samlResponse?: string; relayState?: string; cookie?: string }): Promise<string> {
+export async function completeSamlLogin(ctx: RequestContext, input: SamlPost): Promise<LoginRedirect> {
   skipAuthorization(ctx, 'SAML ACS: the signed assertion is the credential');
+  return { url: await acsTarget(ctx, input), cookie: bindingCookie(ctx, null) };
+}
+
+interface SamlPost {
+  samlResponse?: string;
+  relayState?: string;
+  cookie?: string;
+}
+
+async function acsTarget(ctx: RequestContext, input: SamlPost): Promise<string> {
   const { config } = ctx.runtime;
   let provider: SsoProvider | null = null;
   try {

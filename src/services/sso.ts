@@ -9,7 +9,7 @@ import { skipAuthorization } from '../auth/policy.js';
 import { AppError } from '../errors.js';
 import { parseInput } from '../validation.js';
 import { passwordLoginPolicies } from './auth.js';
-import { RedirectPath, type LoginStart } from './sso-accounts.js';
+import { RedirectPath, type LoginRedirect } from './sso-accounts.js';
 import { startOidcLogin } from './sso-oidc.js';
 import { findActiveProvider } from './sso-providers.js';
 import { startSamlLogin } from './sso-saml.js';
@@ -34,7 +34,7 @@ export async function checkSso(ctx: RequestContext, orgId: string): Promise<SsoC
 export const LoginQuery = z.object({ redirect: RedirectPath.optional() }).strict();
 
 /** `GET /sso/login/:orgId`: where to send the browser (and the cookie to set) for the organization's active provider. */
-export async function startSsoLogin(ctx: RequestContext, orgId: string, query: z.input<typeof LoginQuery>): Promise<LoginStart> {
+export async function startSsoLogin(ctx: RequestContext, orgId: string, query: z.input<typeof LoginQuery>): Promise<LoginRedirect> {
   skipAuthorization(ctx, 'starting an SSO login needs no credentials');
   const { redirect = '/' } = parseInput(LoginQuery, query);
   const provider = await findActiveProvider(ctx.em, orgId);

@@ -14,7 +14,7 @@ import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { randomToken, sha256Hex } from '../secrets.js';
 import { parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
-import { issueSession, type AuthSession } from './auth.js';
+import { issueSession, passwordLoginAllowed, type AuthSession } from './auth.js';
 import { sendMail } from './mailer.js';
 import { assertCanGrant, assignableRole, effectivePermissionsAt, readableRole, type MembershipTarget } from './roles.js';
 import { userView, type UserView } from './user-view.js';
@@ -532,6 +532,8 @@ export async function acceptInvite(ctx: RequestContext, rawInput: unknown): Prom
     // The row lock makes a token good once even when two requests present it together.
     const user = await tx.em.findOne(User, { inviteTokenHash: sha256Hex(input.token) }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (!user || user.status !== 'invited' || !user.inviteExpiresAt || user.inviteExpiresAt <= new Date()) throw badRequest(INVALID_INVITATION);
+    // A password would be a way around the organization's enforced SSO: the invitation is accepted by signing in through the IdP instead.
+    if (!(await passwordLoginAllowed(tx.em, user))) throw forbidden('Your organization signs in through single sign-on: accept the invitation by signing in with your identity provider');
     const membership = await tx.em.findOne(Membership, { userId: user.id }, { orderBy: MEMBERSHIP_ORDER });
     if (!membership) throw badRequest(INVALID_INVITATION);
     Object.assign(user, { passwordHash, status: 'active', inviteTokenHash: null, inviteExpiresAt: null });

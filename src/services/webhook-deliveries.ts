@@ -268,10 +268,16 @@ export async function fanOutEvent(tx: RequestContext, event: DomainEvent): Promi
   const rows = webhooks.map((w) => ({ id: randomUUID(), webhookId: w.id, orgId, event: event.type, eventId: event.id, payload, createdAt }));
   const inserted = (await tx.em.createQueryBuilder(WebhookDelivery).insert(rows).onConflict().ignore().returning(['id']).execute('all')) as { id: string }[];
   const fresh = new Set(inserted.map((row) => row.id));
-  for (const row of rows.filter((r) => fresh.has(r.id))) {
-    await queue(tx, row);
-    publish(tx, { ...row, status: 'pending', attempt: 0 });
-  }
+  // Announced before the dispatcher commits: should that commit fail, the event is handed over again and a
+  // subscriber may have seen a `pending` for a delivery that never existed (ids only, nothing else leaks).
+  await Promise.all(
+    rows
+      .filter((row) => fresh.has(row.id))
+      .map(async (row) => {
+        await queue(tx, row);
+        publish(tx, { ...row, status: 'pending', attempt: 0 });
+      }),
+  );
 }
 
 /**
@@ -430,6 +436,9 @@ async function record(ctx: RequestContext, webhook: Webhook, claimed: WebhookDel
     nextAttemptAt = new Date(now.getTime() + retryDelayMs(policy, attempt - 1));
   }
   const recorded = await withTransaction(ctx, async (tx) => {
+    // The next attempt's job waits on this lock until the row below commits. Taken before any row lock,
+    // in the same order as claim(), so a duplicate job claiming this row cannot deadlock with us.
+    if (nextAttemptAt) await holdEventLock(tx, claimed.eventId);
     // Only the holder of the claim records: a worker whose lease ran out has lost the delivery to another.
     const updated = await tx.em.nativeUpdate(
       WebhookDelivery,
@@ -449,10 +458,7 @@ async function record(ctx: RequestContext, webhook: Webhook, claimed: WebhookDel
     );
     if (updated === 0) return false;
     await updateWebhookCounters(tx, webhook, status, now);
-    if (nextAttemptAt) {
-      await holdEventLock(tx, claimed.eventId);
-      await queue(tx, claimed, nextAttemptAt);
-    }
+    if (nextAttemptAt) await queue(tx, claimed, nextAttemptAt);
     return true;
   });
   if (recorded) publish(ctx, { id: claimed.id, webhookId: claimed.webhookId, orgId: claimed.orgId, status, attempt, event: claimed.event });

@@ -54,13 +54,15 @@ function stateCookie(ctx: RequestContext, value: string | null): LoginCookie {
 export async function startOidcLogin(ctx: RequestContext, provider: SsoProvider, redirectPath: string): Promise<LoginRedirect> {
   const settings = clientSettings(ctx, provider);
   const secrets = createLoginSecrets();
+  const createdAt = new Date();
   ctx.em.create(SsoSession, {
     providerId: provider.id,
     state: secrets.state,
     nonce: secrets.nonce,
     codeVerifier: secrets.codeVerifier,
     redirectPath,
-    expiresAt: new Date(Date.now() + LOGIN_TTL_MS),
+    createdAt,
+    expiresAt: new Date(createdAt.getTime() + LOGIN_TTL_MS),
   });
   await ctx.em.flush();
   return {

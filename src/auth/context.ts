@@ -44,6 +44,11 @@ class AuthorizationMark {
   reason: string | null = null;
 }
 
+/** Work to run once the surrounding transaction has committed; shared by every copy of one request's context. */
+class CommitHooks {
+  pending: (() => unknown)[] = [];
+}
+
 /**
  * Everything a service method needs: the caller, a request-scoped EntityManager, loaders and a
  * logger. REST, GraphQL (HTTP and WebSocket) and jobs all build it through the same constructors.
@@ -59,12 +64,13 @@ export class RequestContext {
     readonly log: Logger,
     readonly mark: AuthorizationMark,
     readonly loaders: Loaders,
+    private readonly commitHooks: CommitHooks,
   ) {}
 
   static create(runtime: Runtime, principal: Principal | null, meta: Partial<RequestMeta> = {}): RequestContext {
     const em = runtime.orm.em.fork() as EntityManager;
     const full: RequestMeta = { requestId: meta.requestId ?? randomUUID(), ip: meta.ip ?? null, userAgent: meta.userAgent ?? null };
-    return new RequestContext(runtime, em, principal, full, runtime.log.child({ reqId: full.requestId }), new AuthorizationMark(), new Loaders(em));
+    return new RequestContext(runtime, em, principal, full, runtime.log.child({ reqId: full.requestId }), new AuthorizationMark(), new Loaders(em), new CommitHooks());
   }
 
   /** The service acting on its own behalf (jobs, sweeps, bootstrap). */
@@ -74,9 +80,36 @@ export class RequestContext {
 
   /** The same request on another EntityManager (a transaction); the authorization mark is shared. */
   withEm(em: EntityManager): RequestContext {
-    const copy = new RequestContext(this.runtime, em, this.principal, this.meta, this.log, this.mark, new Loaders(em));
+    const copy = new RequestContext(this.runtime, em, this.principal, this.meta, this.log, this.mark, new Loaders(em), this.commitHooks);
     copy.orgPartnerCache = this.orgPartnerCache;
     return copy;
+  }
+
+  /**
+   * Runs `hook` after the transaction commits (never if it rolls back): work outside the database,
+   * such as queueing jobs, that must not see uncommitted rows. A crash in between loses the hook,
+   * so what it starts must also be recoverable from the committed rows.
+   */
+  afterCommit(hook: () => unknown): void {
+    if (!this.em.isInTransaction()) throw new Error('afterCommit outside a transaction: wrap the write in withTransaction()');
+    this.commitHooks.pending.push(hook);
+  }
+
+  /** How many hooks are queued: a savepoint that rolls back drops the hooks added after it (`dropCommitHooksAfter`). */
+  commitHookCount(): number {
+    return this.commitHooks.pending.length;
+  }
+
+  dropCommitHooksAfter(count: number): void {
+    this.commitHooks.pending.length = count;
+  }
+
+  /** Runs the queued hooks concurrently; a failing hook is logged and does not affect the others. */
+  async runCommitHooks(): Promise<void> {
+    const hooks = this.commitHooks.pending.splice(0);
+    await Promise.all(
+      hooks.map((hook) => Promise.resolve().then(hook).catch((error: Error) => this.log.error({ err: error.message }, 'after-commit work failed'))),
+    );
   }
 
   get actorType(): ActorType {

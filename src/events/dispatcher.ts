@@ -9,11 +9,12 @@ import { subscriberWants, type EventSubscriber } from './types.js';
 
 export const DOMAIN_EVENT_TOPIC = 'domain-event';
 const MAX_BACKOFF_MS = 10 * 60_000;
+const BATCH = 50;
 
 /**
- * Hands committed outbox events to subscribers, at least once. Each event is claimed with
- * `FOR UPDATE SKIP LOCKED` and handled in the same transaction that marks it dispatched, so
- * several instances never handle one event twice, and a crash before commit leaves it to be
+ * Hands committed outbox events to subscribers, at least once. Events are claimed with
+ * `FOR UPDATE SKIP LOCKED` and handled in the same transaction that marks them dispatched, so
+ * several instances never handle one event twice, and a crash before commit leaves them to be
  * picked up again. Wakes on NOTIFY and also polls, so nothing waits on a lost notification.
  */
 export class OutboxDispatcher {
@@ -62,45 +63,61 @@ export class OutboxDispatcher {
   }
 
   private async drain(): Promise<void> {
-    while (!this.stopped && (await this.dispatchOne())) {
+    while (!this.stopped && (await this.dispatchBatch())) {
       // keep going until the outbox has nothing ready
     }
   }
 
-  private async dispatchOne(): Promise<boolean> {
+  /**
+   * Claims up to BATCH ready events and hands each to its subscribers inside a savepoint, so one
+   * failing event is retried later without holding back the others. Work the subscribers queued
+   * with `afterCommit` runs once the batch has committed.
+   */
+  private async dispatchBatch(): Promise<boolean> {
     const ctx = RequestContext.system(this.runtime, 'outbox');
-    let claimed: OutboxEvent | null = null;
+    const dispatched: OutboxEvent[] = [];
+    let claimed = 0;
     try {
       await ctx.em.transactional(async (em) => {
-        const [row] = await (em as EntityManager).find(
+        const tx = ctx.withEm(em as EntityManager);
+        const rows = await tx.em.find(
           OutboxEvent,
           { dispatchedAt: null, availableAt: { $lte: new Date() } },
-          { orderBy: { createdAt: 'asc' }, limit: 1, lockMode: LockMode.PESSIMISTIC_PARTIAL_WRITE },
+          { orderBy: { createdAt: 'asc' }, limit: BATCH, lockMode: LockMode.PESSIMISTIC_PARTIAL_WRITE },
         );
-        if (!row) return;
-        claimed = row;
-        const event = toDomainEvent(row);
-        const tx = ctx.withEm(em as EntityManager);
-        for (const subscriber of this.subscribers) {
-          if (subscriberWants(subscriber, event.type)) await subscriber.handle(tx, event);
+        claimed = rows.length;
+        for (const row of rows) {
+          const event = toDomainEvent(row);
+          const hooksBefore = tx.commitHookCount();
+          try {
+            await tx.em.transactional(async (inner) => {
+              const itx = ctx.withEm(inner as EntityManager);
+              for (const subscriber of this.subscribers) {
+                if (subscriberWants(subscriber, event.type)) await subscriber.handle(itx, event);
+              }
+            });
+            row.dispatchedAt = new Date();
+            dispatched.push(row);
+          } catch (error) {
+            tx.dropCommitHooksAfter(hooksBefore);
+            this.noteFailure(row, error as Error);
+          }
         }
-        row.dispatchedAt = new Date();
       });
     } catch (error) {
-      if (!claimed) throw error;
-      await this.recordFailure(claimed, error as Error);
-      return true;
+      ctx.dropCommitHooksAfter(0);
+      throw error;
     }
-    if (claimed) this.runtime.pubsub.publish(DOMAIN_EVENT_TOPIC, toDomainEvent(claimed));
-    return claimed !== null;
+    await ctx.runCommitHooks();
+    for (const row of dispatched) this.runtime.pubsub.publish(DOMAIN_EVENT_TOPIC, toDomainEvent(row));
+    return claimed > 0;
   }
 
-  private async recordFailure(row: OutboxEvent, error: Error): Promise<void> {
-    const attempts = row.attempts + 1;
-    const delay = Math.min(1000 * 2 ** attempts, MAX_BACKOFF_MS);
-    this.runtime.log.error({ eventId: row.id, type: row.type, attempts, err: error.message }, 'event subscriber failed; will retry');
-    await this.runtime.orm.em
-      .fork()
-      .nativeUpdate(OutboxEvent, { id: row.id }, { attempts, lastError: error.message.slice(0, 2000), availableAt: new Date(Date.now() + delay) });
+  /** The event stays in the outbox and comes back after an exponential backoff. */
+  private noteFailure(row: OutboxEvent, error: Error): void {
+    row.attempts += 1;
+    row.lastError = error.message.slice(0, 2000);
+    row.availableAt = new Date(Date.now() + Math.min(1000 * 2 ** row.attempts, MAX_BACKOFF_MS));
+    this.runtime.log.error({ eventId: row.id, type: row.type, attempts: row.attempts, err: error.message }, 'event subscriber failed; will retry');
   }
 }

@@ -20,7 +20,6 @@ export const WEBHOOK_USER_AGENT = 'Service-Webhooks/1.0';
 const MAX_STORED_RESPONSE_CHARS = 1000;
 const MAX_DELIVERY_PAGE = 100;
 // Advisory lock class (first key) for "the deliveries of this event are being written"; the second key is hashtext(eventId).
-const EVENT_LOCK_CLASS = 0x77686b;
 // Agenda may fire a job a moment before the stored due time; within this margin the claim still succeeds.
 const CLAIM_EARLY_TOLERANCE_MS = 500;
 // A claim outlives the request timeout by this much, and stays under the job's lock lifetime (60 s).
@@ -262,22 +261,14 @@ export async function fanOutEvent(tx: RequestContext, event: DomainEvent): Promi
   const orgId = event.orgId;
   const webhooks = (await tx.em.find(Webhook, { orgId, status: 'active' })).filter((w) => w.events.includes(event.type));
   if (webhooks.length === 0) return;
-  await holdEventLock(tx, event.id);
   const payload = { id: event.id, type: event.type, timestamp: event.timestamp, orgId, data: event.data };
   const createdAt = new Date();
   const rows = webhooks.map((w) => ({ id: randomUUID(), webhookId: w.id, orgId, event: event.type, eventId: event.id, payload, createdAt }));
   const inserted = (await tx.em.createQueryBuilder(WebhookDelivery).insert(rows).onConflict().ignore().returning(['id']).execute('all')) as { id: string }[];
   const fresh = new Set(inserted.map((row) => row.id));
-  // Announced before the dispatcher commits: should that commit fail, the event is handed over again and a
-  // subscriber may have seen a `pending` for a delivery that never existed (ids only, nothing else leaks).
-  await Promise.all(
-    rows
-      .filter((row) => fresh.has(row.id))
-      .map(async (row) => {
-        await queue(tx, row);
-        publish(tx, { ...row, status: 'pending', attempt: 0 });
-      }),
-  );
+  // Jobs are queued once the rows are committed, so a worker never looks for a delivery it cannot see yet;
+  // a crash in between leaves pending rows that the sweep queues.
+  for (const row of rows.filter((r) => fresh.has(r.id))) tx.afterCommit(() => queueAndAnnounce(tx, { ...row, status: 'pending', attempt: 0 }));
 }
 
 /**
@@ -332,11 +323,6 @@ interface AttemptOutcome {
 
 const refused = (error: string): AttemptOutcome => ({ responseStatus: null, responseBody: null, responseTimeMs: null, error, final: true });
 
-/** Jobs for deliveries written in an open transaction wait on this lock (shared) until that transaction ends. */
-async function holdEventLock(tx: RequestContext, eventId: string): Promise<void> {
-  await tx.em.execute(`select pg_advisory_xact_lock(${EVENT_LOCK_CLASS}, hashtext(?))`, [eventId]);
-}
-
 async function queue(ctx: RequestContext, delivery: { id: string; eventId: string }, when = new Date()): Promise<void> {
   const data: DeliverJobData = { deliveryId: delivery.id, eventId: delivery.eventId };
   await ctx.runtime.jobs.schedule(DELIVER_JOB, data as unknown as Record<string, unknown>, when);
@@ -347,15 +333,14 @@ function publish(ctx: RequestContext, d: DeliveryUpdate): void {
   ctx.runtime.pubsub.publish(DELIVERY_UPDATED_TOPIC, update);
 }
 
-/** For deliveries created by a committed request: a lost job here is picked up by the sweep. */
-async function queueAndAnnounce(ctx: RequestContext, delivery: WebhookDelivery): Promise<void> {
+/** For committed deliveries: a job lost here is picked up by the sweep. */
+async function queueAndAnnounce(ctx: RequestContext, delivery: DeliveryUpdate & { eventId: string }): Promise<void> {
   await queue(ctx, delivery);
   publish(ctx, delivery);
 }
 
 async function claim(ctx: RequestContext, job: DeliverJobData, leaseUntil: Date): Promise<WebhookDelivery | null> {
   return withTransaction(ctx, async (tx) => {
-    await tx.em.execute(`select pg_advisory_xact_lock_shared(${EVENT_LOCK_CLASS}, hashtext(?))`, [job.eventId]);
     const now = new Date();
     const claimed = await tx.em.nativeUpdate(
       WebhookDelivery,
@@ -436,9 +421,6 @@ async function record(ctx: RequestContext, webhook: Webhook, claimed: WebhookDel
     nextAttemptAt = new Date(now.getTime() + retryDelayMs(policy, attempt - 1));
   }
   const recorded = await withTransaction(ctx, async (tx) => {
-    // The next attempt's job waits on this lock until the row below commits. Taken before any row lock,
-    // in the same order as claim(), so a duplicate job claiming this row cannot deadlock with us.
-    if (nextAttemptAt) await holdEventLock(tx, claimed.eventId);
     // Only the holder of the claim records: a worker whose lease ran out has lost the delivery to another.
     const updated = await tx.em.nativeUpdate(
       WebhookDelivery,
@@ -458,7 +440,7 @@ async function record(ctx: RequestContext, webhook: Webhook, claimed: WebhookDel
     );
     if (updated === 0) return false;
     await updateWebhookCounters(tx, webhook, status, now);
-    if (nextAttemptAt) await queue(tx, claimed, nextAttemptAt);
+    if (nextAttemptAt) tx.afterCommit(() => queue(tx, claimed, nextAttemptAt));
     return true;
   });
   if (recorded) publish(ctx, { id: claimed.id, webhookId: claimed.webhookId, orgId: claimed.orgId, status, attempt, event: claimed.event });

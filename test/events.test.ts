@@ -146,3 +146,27 @@ test('a subscription on one instance receives events committed through another',
     await first.stop();
   }
 });
+
+test('work queued with afterCommit runs once the transaction commits, and never when it rolls back', async () => {
+  const app = await createTestApp();
+  try {
+    const ran: string[] = [];
+    const ctx = RequestContext.system(app.server.runtime, 'test');
+    await withTransaction(ctx, async (tx) => {
+      tx.afterCommit(() => ran.push('committed'));
+      expect(ran).toEqual([]);
+    });
+    expect(ran).toEqual(['committed']);
+    await expect(
+      withTransaction(ctx, async (tx) => {
+        tx.afterCommit(() => ran.push('rolled back'));
+        throw new Error('no');
+      }),
+    ).rejects.toThrow('no');
+    await withTransaction(ctx, async () => {});
+    expect(ran).toEqual(['committed']);
+    expect(() => ctx.afterCommit(() => {})).toThrow(/outside a transaction/);
+  } finally {
+    await app.stop();
+  }
+});

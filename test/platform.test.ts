@@ -74,6 +74,11 @@ describe('OpenAPI', () => {
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe('3.1.0');
     expect(res.body.components.schemas.Error.required).toEqual(['code', 'message']);
+    // Routes land in the document from the same zod schemas that validate them.
+    const login = res.body.paths['/api/v1/auth/login'].post;
+    expect(login.security).toEqual([]);
+    expect(login.requestBody.content['application/json'].schema.required).toEqual(['email', 'password']);
+    expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/api/v1/webhooks', '/api/v1/sso/providers/{id}', '/api/v1/orgs/organizations', '/api/v1/users/me']));
   });
 });
 

@@ -9,6 +9,7 @@ import { canonicalJson } from '../canonical-json.js';
 import { badRequest, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, uuid } from '../validation.js';
+import { containsPattern, escapeLike } from '../db/like.js';
 
 export interface AuditEntry {
   action: string;
@@ -557,7 +558,7 @@ function auditWhere(tenant: FilterQuery<AuditLog>, f: Partial<ParsedFilters>): O
   if (f.from) parts.push({ createdAt: { $gte: f.from } });
   if (f.to) parts.push({ createdAt: { $lte: f.to } });
   if (f.q) {
-    const pattern = `%${escapeLike(f.q)}%`;
+    const pattern = containsPattern(f.q);
     parts.push({
       $or: [
         { action: { $ilike: pattern } },
@@ -590,9 +591,6 @@ function plain(filters: Partial<ParsedFilters>): Record<string, string> {
   );
 }
 
-function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

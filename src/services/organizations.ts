@@ -12,14 +12,13 @@ import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
+import { applyChanges, providedFields } from './changes.js';
+import { containsPattern } from '../db/like.js';
 import {
   TENANT_STATUSES,
   TenantSettingsSchema,
-  applyChanges,
   contactEmail,
-  containsPattern,
   getPartner,
-  providedFields,
   searchText,
   settingsView,
   tenantName,

@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from 'node:util';
 import { LockMode } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Partner, WEEKDAYS, type AgentUpdateWindow, type TenantSettings, type Weekday } from '../../entities/partner.js';
@@ -11,6 +10,8 @@ import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput } from '../validation.js';
 import { recordAudit } from './audit.js';
+import { applyChanges, providedFields } from './changes.js';
+import { containsPattern } from '../db/like.js';
 
 export { WEEKDAYS, type Weekday };
 
@@ -94,42 +95,6 @@ export function partnerView(partner: Partner): PartnerView {
     createdAt: partner.createdAt.toISOString(),
     updatedAt: partner.updatedAt.toISOString(),
   };
-}
-
-/** `%text%` for ILIKE, with the pattern characters of the text itself escaped. */
-export function containsPattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
-/**
- * Applies the given fields to an entity and returns the names of those whose value changed (audit
- * `changes`). `settings` is merged key by key and reported as `settings.<key>`.
- */
-export function applyChanges<T extends object>(entity: T, patch: Record<string, unknown>): string[] {
-  const target = entity as Record<string, unknown>;
-  const changes: string[] = [];
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === undefined) continue;
-    if (key === 'settings') {
-      const current = target.settings as Record<string, unknown>;
-      const next = { ...current };
-      for (const [sub, subValue] of Object.entries(value as Record<string, unknown>)) {
-        if (subValue === undefined || isDeepStrictEqual(current[sub] ?? null, subValue)) continue;
-        next[sub] = subValue;
-        changes.push(`settings.${sub}`);
-      }
-      target.settings = next;
-    } else if (!isDeepStrictEqual(target[key], value)) {
-      target[key] = value;
-      changes.push(key);
-    }
-  }
-  return changes;
-}
-
-/** Names of the fields a create sets (audit `changes`). */
-export function providedFields(input: Record<string, unknown>): string[] {
-  return Object.keys(input).filter((key) => input[key] !== undefined);
 }
 
 async function findPartner(ctx: RequestContext, id: string, lockMode?: LockMode): Promise<Partner> {

@@ -9,7 +9,9 @@ import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
-import { applyChanges, containsPattern, providedFields, searchText, tenantName } from './partners.js';
+import { applyChanges, providedFields } from './changes.js';
+import { searchText, tenantName } from './partners.js';
+import { containsPattern } from '../db/like.js';
 
 function isTimeZone(value: string): boolean {
   try {

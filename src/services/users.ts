@@ -18,6 +18,7 @@ import { issueSession, passwordLoginAllowed, type AuthSession } from './auth.js'
 import { sendMail } from './mailer.js';
 import { assertCanGrant, assignableRole, effectivePermissionsAt, readableRole, type MembershipTarget } from './roles.js';
 import { userView, type UserView } from './user-view.js';
+import { containsPattern } from '../db/like.js';
 
 const email = () => z.email({ message: 'must be an email address' }).max(255).toLowerCase();
 const personName = () => z.string().trim().min(1).max(255);
@@ -220,10 +221,6 @@ function membershipView(membership: Membership, roles: Map<string, Role>): Membe
     orgIds: membership.orgIds,
     siteIds: membership.siteIds,
   };
-}
-
-function containsPattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -302,11 +302,11 @@ test('exhausted retries end failed in the dead-letter queue; the retry route re-
 
   // Only failed deliveries can be retried, through both doors.
   const notFailed = await api.post(`/webhooks/${id}/retry/${redriven.id}`, {});
-  expect(notFailed.status).toBe(409);
-  expect(notFailed.body).toEqual({ code: 'CONFLICT', message: 'Only failed deliveries can be retried' });
+  expect(notFailed.status).toBe(400);
+  expect(notFailed.body).toEqual({ code: 'VALIDATION_ERROR', message: 'Only failed deliveries can be retried' });
   const mutation = `mutation($w: ID!, $d: ID!) { retryWebhookDelivery(webhookId: $w, deliveryId: $d) { message delivery { id status attempt } } }`;
   const gqlNotFailed = await gql(app, adminA.as, mutation, { w: id, d: redriven.id });
-  expect(gqlNotFailed.body.errors?.[0]).toMatchObject({ message: 'Only failed deliveries can be retried', extensions: { code: 'CONFLICT' } });
+  expect(gqlNotFailed.body.errors?.[0]).toMatchObject({ message: 'Only failed deliveries can be retried', extensions: { code: 'VALIDATION_ERROR' } });
   const gqlRetry = await gql(app, adminA.as, mutation, { w: id, d: deliveryId });
   expect(gqlRetry.body.data.retryWebhookDelivery).toEqual({ message: 'Delivery queued for retry', delivery: { id: expect.any(String), status: 'pending', attempt: 0 } });
   await settled(id, gqlRetry.body.data.retryWebhookDelivery.delivery.id, 'delivered');

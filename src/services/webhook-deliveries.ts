@@ -4,7 +4,7 @@ import { Webhook, WebhookDelivery, type WebhookDeliveryStatus, type WebhookRetry
 import type { RequestContext } from '../auth/context.js';
 import { authorize, canAccessOrg, isUuid, targetOrgId } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
-import { conflict, notFound } from '../errors.js';
+import { badRequest, notFound } from '../errors.js';
 import { filterIterable } from '../events/subscriptions.js';
 import type { DomainEvent } from '../events/types.js';
 import { guardedRequest, UnsafeUrlError } from '../net/outbound-guard.js';
@@ -226,7 +226,7 @@ export async function retryDelivery(ctx: RequestContext, webhookId: string, deli
   const webhook = await requireWebhook(ctx, webhookId, 'write');
   const original = isUuid(deliveryId) ? await ctx.em.findOne(WebhookDelivery, { id: deliveryId, webhookId: webhook.id }) : null;
   if (!original) throw notFound('Delivery');
-  if (original.status !== 'failed') throw conflict('Only failed deliveries can be retried');
+  if (original.status !== 'failed') throw badRequest('Only failed deliveries can be retried');
   const delivery = await withTransaction(ctx, async (tx) => {
     const created = tx.em.create(WebhookDelivery, {
       webhookId: webhook.id,

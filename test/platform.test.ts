@@ -77,7 +77,9 @@ describe('OpenAPI', () => {
     // Routes land in the document from the same zod schemas that validate them.
     const login = res.body.paths['/api/v1/auth/login'].post;
     expect(login.security).toEqual([]);
+    expect(login.requestBody.required).toBe(true);
     expect(login.requestBody.content['application/json'].schema.required).toEqual(['email', 'password']);
+    expect(res.body.paths['/api/v1/auth/logout'].post.requestBody.required).toBe(false);
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/api/v1/webhooks', '/api/v1/sso/providers/{id}', '/api/v1/orgs/organizations', '/api/v1/users/me']));
   });
 });

@@ -38,7 +38,8 @@ export class OpenApiRegistry {
         },
       };
       if (route.public) operation.security = [];
-      if (route.body) operation.requestBody = { required: true, content: { 'application/json': { schema: jsonSchema(route.body) } } };
+      // A body whose every field is optional may be left out.
+      if (route.body) operation.requestBody = { required: !route.body.safeParse({}).success, content: { 'application/json': { schema: jsonSchema(route.body) } } };
       (paths[oaPath] ??= {})[route.method] = operation;
     }
     return {

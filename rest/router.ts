@@ -66,7 +66,7 @@ export class RestRouter {
     this.openapi.add({ method, path: `/api/v1${path}`, summary: spec.summary, tag: this.tag, public: !!spec.public, status, body: spec.body, query: spec.query });
     this.router[method](path, async (req: Request, res: Response) => {
       const ctx = req.ctx;
-      if (!spec.public && !ctx.principal) throw unauthenticated();
+      if (!spec.public && !ctx.principal) throw req.authError ?? unauthenticated();
       const body = (spec.body ? parseInput(spec.body, req.body ?? {}) : undefined) as Parsed<B>;
       const query = (spec.query ? parseInput(spec.query, req.query) : undefined) as Parsed<Q>;
       const result = await handler(ctx, { body, query, params: req.params as Record<string, string>, req, res });

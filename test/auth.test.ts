@@ -547,3 +547,13 @@ describe('housekeeping and suspended tenants', () => {
     expect(res.body).toEqual({ code: 'FORBIDDEN', message: 'Your organization is suspended' });
   });
 });
+
+test('a stale bearer token does not stop a public route such as login, but still fails a protected one', async () => {
+  const headers = { authorization: 'Bearer expired.or.forged' };
+  const login = await rest(app).post('/auth/login', { email: ADMIN_EMAIL, password: ADMIN_PASSWORD }, headers);
+  expect(login.status).toBe(200);
+  expect(login.body.accessToken).toEqual(expect.any(String));
+  const me = await rest(app).get('/users/me', headers);
+  expect(me.status).toBe(401);
+  expect(me.body).toEqual({ code: 'UNAUTHENTICATED', message: 'Invalid or expired access token' });
+});

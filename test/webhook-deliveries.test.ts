@@ -347,7 +347,7 @@ test('GraphQL: test mutation, deliveries connection with keyset cursors and stat
   expect((await api.get(`/webhooks/${id}/deliveries?limit=101`)).status).toBe(400);
   expect((await api.get(`/webhooks/${id}/deliveries?status=bogus`)).status).toBe(400);
   expect((await api.get(`/webhooks/${id}/deliveries?status=failed`)).body.data).toEqual([]);
-  expect((await api.post(`/webhooks/${id}/test`, { event: 'not.in.catalog' })).status).toBe(400);
+  expect((await api.post(`/webhooks/${id}/test`, { event: '' })).status).toBe(400);
 });
 
 test('a receiver that never answers times out (timeout shortened for the test through webhookInternals)', async () => {

@@ -41,6 +41,12 @@ export function formatGraphqlError(runtime: Runtime, formatted: GraphQLFormatted
   };
 }
 
+/** connection_init may carry `Bearer <token>` or the bare token. */
+function bearer(value: unknown): string | null {
+  if (typeof value !== 'string' || !value) return null;
+  return /^Bearer\s/i.test(value) ? value : `Bearer ${value}`;
+}
+
 /**
  * Apollo Server over HTTP at /graphql and graphql-ws subscriptions on the same path and port.
  * Credentials: Bearer or X-API-Key headers on HTTP; `authorization`/`apiKey` in connection_init
@@ -57,7 +63,7 @@ export async function startGraphql(runtime: Runtime, httpServer: http.Server, sc
         const params = socket.connectionParams ?? {};
         try {
           socket.extra.principal = await authenticate(runtime, {
-            authorization: (params.authorization ?? params.Authorization ?? (params.token ? `Bearer ${String(params.token)}` : null)) as string | null,
+            authorization: bearer(params.authorization ?? params.Authorization ?? params.token),
             apiKey: (params.apiKey ?? params['x-api-key'] ?? params['X-API-Key'] ?? null) as string | null,
           });
         } catch {

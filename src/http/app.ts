@@ -62,7 +62,15 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): expres
   app.use(
     '/api/v1',
     async (req, _res, next) => {
-      const principal = await authenticate(runtime, { authorization: req.get('authorization'), apiKey: req.get('x-api-key') });
+      // A stale token must not stop a public route (login, refresh, SSO): routes that need a caller raise the error.
+      let principal = null;
+      req.authError = null;
+      try {
+        principal = await authenticate(runtime, { authorization: req.get('authorization'), apiKey: req.get('x-api-key') });
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        req.authError = error;
+      }
       req.ctx = RequestContext.create(runtime, principal, clientMeta(req));
       next();
     },

@@ -125,7 +125,7 @@ const EventsInput = z
 
 const Name = z.string().trim().min(1).max(255);
 const Url = z.string().min(1).max(2048);
-const Secret = z.string().min(8).max(512);
+const Secret = z.string().min(1).max(512);
 
 export const CreateWebhookInput = z.strictObject({
   orgId: uuid().optional(),
@@ -233,11 +233,12 @@ const SENSITIVE_PARAM_PATTERN = /token|secret|passw|signature|credential|api[-_]
 /** The URL as responses show it: no `user:pass@`, no credential-bearing query parameters. */
 export function redactUrl(raw: string): string {
   const url = new URL(raw);
+  const sensitive = [...url.searchParams.keys()].filter((name) => SENSITIVE_PARAMS.has(name.toLowerCase()) || SENSITIVE_PARAM_PATTERN.test(name));
+  // Untouched URLs come back exactly as written (URL serialization would add a trailing slash, re-encode the query).
+  if (!url.username && !url.password && sensitive.length === 0) return raw;
   url.username = '';
   url.password = '';
-  for (const name of [...url.searchParams.keys()]) {
-    if (SENSITIVE_PARAMS.has(name.toLowerCase()) || SENSITIVE_PARAM_PATTERN.test(name)) url.searchParams.delete(name);
-  }
+  for (const name of sensitive) url.searchParams.delete(name);
   return url.toString();
 }
 

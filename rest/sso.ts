@@ -54,10 +54,14 @@ const formField = (req: Request, name: string): string | undefined => {
 export function ssoRouter(openapi: OpenApiRegistry): RestRouter {
   const r = new RestRouter(openapi, 'Single sign-on');
 
-  // Public login routes: per client IP, per instance.
+  // Public login routes: per client IP and route (one login passes through several), per instance.
   r.router.use(
     ['/sso/check', '/sso/login', '/sso/callback', '/sso/saml/acs', '/sso/exchange'],
-    rateLimit({ windowMs: 60_000, limit: (req) => req.ctx.runtime.config.ssoRateLimitPerMinute }),
+    rateLimit({
+      windowMs: 60_000,
+      limit: (req) => req.ctx.runtime.config.ssoRateLimitPerMinute,
+      key: (req) => `${req.ip ?? 'unknown'} ${req.originalUrl.split('?')[0]!.split('/').slice(0, 5).join('/')}`,
+    }),
   );
 
   r.get('/sso/presets', { summary: 'Provider presets with their default scopes and attribute mappings' }, async (ctx) => ({ data: listSsoPresets(ctx) }));

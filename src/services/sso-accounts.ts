@@ -116,15 +116,17 @@ export async function failedLoginUrl(ctx: RequestContext, error: unknown, provid
   const code = error instanceof SsoLoginError ? error.code : 'sso_error';
   ctx.log.warn({ code, providerId: provider?.id, err: (error as Error).message }, 'SSO login refused');
   if (provider) {
-    await recordAudit(ctx, {
-      action: 'auth.login',
-      resourceType: 'sso_provider',
-      resourceId: provider.id,
-      orgId: provider.orgId,
-      partnerId: await ctx.partnerOfOrg(provider.orgId),
-      result: 'failure',
-      details: { method: 'sso', type: provider.type, reason: code },
-    }).catch((auditError: Error) => ctx.log.error({ err: auditError.message }, 'could not audit an SSO login failure'));
+    // A refused login still ends in the error redirect, even when the audit write fails.
+    await (async () =>
+      recordAudit(ctx, {
+        action: 'auth.login',
+        resourceType: 'sso_provider',
+        resourceId: provider.id,
+        orgId: provider.orgId,
+        partnerId: await ctx.partnerOfOrg(provider.orgId),
+        result: 'failure',
+        details: { method: 'sso', type: provider.type, reason: code },
+      }))().catch((auditError: Error) => ctx.log.error({ err: auditError.message }, 'could not audit an SSO login failure'));
   }
   return loginErrorUrl(ctx, code);
 }
@@ -229,12 +231,13 @@ async function issueExchangeCode(tx: RequestContext, tokens: SessionTokens): Pro
   return code;
 }
 
-export const ExchangeInput = z.object({ code: z.string().min(1).max(256) }).strict();
+// Any string: a missing, empty or mangled code gets the spec's message from the lookup below, not a schema error.
+export const ExchangeInput = z.object({ code: z.string().max(4096).optional() }).strict();
 
 /** `POST /sso/exchange`: single use (the row is deleted by the statement that reads it), 2 minutes. */
 export async function redeemExchangeCode(ctx: RequestContext, body: z.input<typeof ExchangeInput>): Promise<{ accessToken: string; refreshToken: string }> {
   skipAuthorization(ctx, 'the one-time exchange code is the credential');
-  const { code } = parseInput(ExchangeInput, body);
+  const { code = '' } = parseInput(ExchangeInput, body);
   const [row] = (await (ctx.em as EntityManager).execute(`delete from sso_exchange_code where code_hash = ? returning tokens, expires_at`, [sha256Hex(code)])) as {
     tokens: string;
     expires_at: Date;

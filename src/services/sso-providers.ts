@@ -16,7 +16,7 @@ import {
 } from '../../entities/sso.js';
 import type { RequestContext } from '../auth/context.js';
 import { discoverOidcEndpoints, type OidcEndpoints, type OidcFetch } from '../auth/oidc-toolkit.js';
-import { authenticated, authorize, isUuid, requirePrincipal, targetOrgId } from '../auth/policy.js';
+import { authenticated, authorize, isUuid, requirePrincipal, targetOrgId, visibleOrgIds } from '../auth/policy.js';
 import { normalizeCertificate, parseIdpMetadata } from '../auth/saml-toolkit.js';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/transaction.js';
@@ -145,6 +145,8 @@ const commonFields = {
   defaultRoleId: uuid().nullable(),
   allowedDomains: allowedDomains.nullable(),
   enforceSSO: z.boolean(),
+  // Kept for every provider (spec default email/name); SAML logins read the spec's attribute URI table.
+  attributeMapping: AttributeMappingInput,
 };
 const oidcFields = {
   issuer: httpsUrl.nullable(),
@@ -155,7 +157,6 @@ const oidcFields = {
   userInfoUrl: httpsUrl.nullable(),
   jwksUrl: httpsUrl.nullable(),
   scopes,
-  attributeMapping: AttributeMappingInput,
 };
 const samlFields = {
   entityId: z.string().trim().min(1).max(500).nullable(),
@@ -301,9 +302,11 @@ async function loadProvider(ctx: RequestContext, id: string, permission: string,
 
 export async function listSsoProviders(ctx: RequestContext, query: z.input<typeof ListSsoProvidersQuery>): Promise<Page<SsoProviderView>> {
   const input = parseInput(ListSsoProvidersQuery, query);
-  const orgId = await targetOrgId(ctx, input.orgId);
-  await authorize(ctx, 'organizations:read', { orgId, resource: 'Organization' });
-  const [rows, total] = await ctx.em.findAndCount(SsoProvider, { orgId }, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageOptions(input) });
+  await authorize(ctx, 'organizations:read', { orgId: input.orgId ?? null, resource: 'Organization' });
+  // Without `orgId`, partner and system callers see the providers of every organization they can see.
+  const orgIds = await visibleOrgIds(ctx, input.orgId);
+  const where = orgIds === null ? {} : { orgId: { $in: orgIds } };
+  const [rows, total] = await ctx.em.findAndCount(SsoProvider, where, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageOptions(input) });
   return toPage(rows.map(ssoProviderView), total, input);
 }
 
@@ -373,9 +376,9 @@ export async function createSsoProvider(ctx: RequestContext, body: CreateSsoProv
   if (preset && preset.type !== type) throw badRequest(`preset: ${preset.id} is a ${preset.type} preset`);
 
   const changes = columnsFrom(ctx, type, fields);
+  changes.attributeMapping ??= { ...(preset?.attributeMapping ?? DEFAULT_MAPPING) };
   if (type === 'oidc') {
     changes.scopes ??= preset?.scopes ?? DEFAULT_SCOPES;
-    changes.attributeMapping ??= { ...(preset?.attributeMapping ?? DEFAULT_MAPPING) };
     if (changes.issuer) Object.assign(changes, endpointColumns(await discover(ctx, changes.issuer), changes));
   }
 

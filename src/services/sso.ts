@@ -31,7 +31,8 @@ export async function checkSso(ctx: RequestContext, orgId: string): Promise<SsoC
   };
 }
 
-export const LoginQuery = z.object({ redirect: RedirectPath.optional() }).strict();
+// Not strict: links from portals and emails often carry tracking parameters.
+export const LoginQuery = z.object({ redirect: RedirectPath.optional() });
 
 /** `GET /sso/login/:orgId`: where to send the browser (and the cookie to set) for the organization's active provider. */
 export async function startSsoLogin(ctx: RequestContext, orgId: string, query: z.input<typeof LoginQuery>): Promise<LoginRedirect> {
@@ -50,11 +51,16 @@ async function sweepExpired(em: EntityManager): Promise<void> {
   }
 }
 
-/** Password login is refused while any organization the user belongs to has an active provider that enforces SSO. */
+/**
+ * Password login is refused when the organization it signs into (the user's first membership, as
+ * login uses) has an active provider that enforces SSO. Another tenant that adds the same person
+ * cannot lock them out of their own organization this way.
+ */
 async function passwordLoginAllowed(em: EntityManager, user: User): Promise<boolean> {
   const enforced = await em.execute(
-    `select 1 from membership m join sso_provider p on p.org_id = m.org_id
-      where m.user_id = ? and m.scope = 'organization' and p.status = 'active' and p.enforce_sso limit 1`,
+    `select 1 from (select org_id from membership where user_id = ? order by created_at, id limit 1) m
+       join sso_provider p on p.org_id = m.org_id
+      where p.status = 'active' and p.enforce_sso limit 1`,
     [user.id],
   );
   return enforced.length === 0;

@@ -151,6 +151,32 @@ describe('an organization review from start to completion', () => {
   });
 });
 
+describe('who may revoke whom', () => {
+  test('a reviewer cannot revoke their own access or that of someone whose role grants more', async () => {
+    const { org, admin } = await team();
+    const reviewerRole = await rest(app, admin.as).post('/roles', { name: 'Reviewer', scope: 'organization', orgId: org.id, permissions: ['access_reviews:*', 'users:read'] });
+    expect(reviewerRole.status).toBe(201);
+    const reviewer = await buildUser(app, { orgId: org.id, role: reviewerRole.body.id });
+    const decideAll = async (reviewId: string, items: any[], revoke: string) => {
+      for (const item of items) {
+        await rest(app, reviewer.as).patch(`/access-reviews/${reviewId}/items/${item.id}`, { decision: item.userId === revoke ? 'revoked' : 'approved' });
+      }
+    };
+
+    const overAdmin = (await rest(app, reviewer.as).post('/access-reviews', { name: 'upward' })).body;
+    await decideAll(overAdmin.id, overAdmin.items, admin.user.id);
+    const refused = await rest(app, reviewer.as).post(`/access-reviews/${overAdmin.id}/complete`);
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toMatch(/^You cannot manage a user whose role grants permissions you do not hold/);
+    expect((await rest(app, admin.as).get('/users/me')).status).toBe(200);
+
+    const overSelf = (await rest(app, reviewer.as).post('/access-reviews', { name: 'self' })).body;
+    await decideAll(overSelf.id, overSelf.items, reviewer.user.id);
+    const self = await rest(app, reviewer.as).post(`/access-reviews/${overSelf.id}/complete`);
+    expect(self.body).toEqual({ code: 'VALIDATION_ERROR', message: 'You cannot revoke your own access' });
+  });
+});
+
 describe('access', () => {
   test('another organization’s review is 404; without the permission 403; completing needs MFA', async () => {
     const { admin, alice } = await team();

@@ -7,11 +7,11 @@ import { Membership, User } from '../../entities/user.js';
 import type { RequestContext } from '../auth/context.js';
 import { authorize, isUuid, requirePrincipal, targetOrgId, visibleOrgIds, type AuthorizeOptions } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
-import { conflict, notFound } from '../errors.js';
+import { badRequest, conflict, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
-import { applyStatus } from './users.js';
+import { applyStatus, assertOutranks } from './users.js';
 
 export const CreateAccessReviewInput = z
   .object({
@@ -253,9 +253,12 @@ export async function completeAccessReview(ctx: RequestContext, id: string): Pro
     const count = (decision: AccessReviewDecision) => items.filter((i) => i.decision === decision).length;
     const pending = count('pending');
     if (pending > 0) throw conflict('All items must be decided before completing', { pending });
+    const revoked = items.filter((i) => i.decision === 'revoked');
+    if (revoked.some((i) => i.userId === principal.userId)) throw badRequest('You cannot revoke your own access');
+    await assertOutranks(tx, principal, await tx.em.find(Membership, { id: { $in: revoked.map((i) => i.membershipId) } }));
     let applied = 0;
-    for (const item of items) {
-      if (item.decision === 'revoked' && (await revokeMembership(tx, review, item))) applied++;
+    for (const item of revoked) {
+      if (await revokeMembership(tx, review, item)) applied++;
     }
     review.status = 'completed';
     review.completedAt = new Date();

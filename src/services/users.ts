@@ -193,7 +193,8 @@ async function rolesOf(ctx: RequestContext, memberships: Membership[]): Promise<
 }
 
 /** Nobody manages a member whose role grants more than they hold themselves. */
-async function assertOutranks(ctx: RequestContext, principal: Principal, memberships: Membership[]): Promise<void> {
+/** Nobody removes or changes the access of someone whose role grants more than they hold. */
+export async function assertOutranks(ctx: RequestContext, principal: Principal, memberships: Membership[]): Promise<void> {
   const roles = await rolesOf(ctx, memberships);
   for (const m of memberships) assertCanGrant(principal, m.scope, roles.get(m.roleId)?.permissions ?? [], 'You cannot manage a user whose role grants permissions you do not hold');
 }

@@ -144,6 +144,12 @@ describe('create', () => {
 
     const fromMetadata = await rest(app, admin.as).post('/sso/providers', { name: 'SAML', type: 'saml', metadataXml: samlIdp.metadataXml });
     expect(fromMetadata.body).toMatchObject({ entityId: samlIdp.entityId, ssoUrl: samlIdp.ssoUrl, certificate: fromFields.body.certificate, allowIdpInitiated: false, forceAuthn: false });
+
+    // Values read from metadata get the field rules too: an over-long SSO URL is a 400, not a database error.
+    const longUrl = `${samlIdp.ssoUrl}?${'x'.repeat(600)}`;
+    const tooLong = await rest(app, admin.as).post('/sso/providers', { name: 'SAML', type: 'saml', metadataXml: samlIdp.metadataXml.split(samlIdp.ssoUrl).join(longUrl) });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.code).toBe('VALIDATION_ERROR');
   });
 
   test.each<[string, Record<string, unknown>, string]>([

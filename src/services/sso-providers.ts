@@ -168,6 +168,12 @@ const samlFields = {
   forceAuthn: z.boolean(),
   nameIdFormat: z.string().trim().min(1).max(255).nullable(),
 };
+const DiscoveredEndpoints = z.object({
+  authorizationUrl: oidcFields.authorizationUrl,
+  tokenUrl: oidcFields.tokenUrl,
+  userInfoUrl: oidcFields.userInfoUrl,
+  jwksUrl: oidcFields.jwksUrl,
+});
 const OIDC_ONLY = Object.keys(oidcFields);
 const SAML_ONLY = Object.keys(samlFields);
 
@@ -331,8 +337,10 @@ function columnsFrom(ctx: RequestContext, type: SsoProviderType, input: z.output
     } catch (error) {
       throw badRequest(`metadataXml: ${(error as Error).message}`);
     }
-    changes.entityId = input.entityId ?? metadata.entityId;
-    changes.ssoUrl = input.ssoUrl ?? metadata.ssoUrl;
+    // Values read from the document get the same checks as values typed in.
+    const read = parseInput(z.object({ entityId: samlFields.entityId, ssoUrl: samlFields.ssoUrl }), { entityId: metadata.entityId, ssoUrl: metadata.ssoUrl });
+    changes.entityId = input.entityId ?? read.entityId;
+    changes.ssoUrl = input.ssoUrl ?? read.ssoUrl;
     changes.certificate = input.certificate ?? metadata.certificate;
   }
   return changes;
@@ -341,7 +349,11 @@ function columnsFrom(ctx: RequestContext, type: SsoProviderType, input: z.output
 /** Discovery for a new or changed issuer; a failure is logged and the provider saved without endpoints. */
 async function discover(ctx: RequestContext, issuer: string): Promise<OidcEndpoints | null> {
   try {
-    return await discoverOidcEndpoints(issuer, idpFetch(ctx.runtime.config));
+    const found = await discoverOidcEndpoints(issuer, idpFetch(ctx.runtime.config));
+    // A discovery document is outside input too: its URLs get the same checks as URLs typed in.
+    const checked = DiscoveredEndpoints.safeParse(found);
+    if (!checked.success) throw new Error(`unusable endpoint in the discovery document: ${checked.error.issues[0]?.path.join('.')}`);
+    return found;
   } catch (error) {
     ctx.log.warn({ issuer, err: (error as Error).message }, 'OIDC discovery failed; endpoints can be set by PATCH');
     return null;

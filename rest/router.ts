@@ -1,7 +1,7 @@
 import express, { type Request, type Response } from 'express';
 import type { ZodType, z } from 'zod';
 import type { RequestContext } from '../src/auth/context.js';
-import { unauthenticated } from '../src/errors.js';
+import { requirePrincipal } from '../src/auth/policy.js';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import { parseInput } from '../src/validation.js';
 
@@ -66,7 +66,7 @@ export class RestRouter {
     this.openapi.add({ method, path: `/api/v1${path}`, summary: spec.summary, tag: this.tag, public: !!spec.public, status, body: spec.body, query: spec.query });
     this.router[method](path, async (req: Request, res: Response) => {
       const ctx = req.ctx;
-      if (!spec.public && !ctx.principal) throw req.authError ?? unauthenticated();
+      if (!spec.public) requirePrincipal(ctx);
       const body = (spec.body ? parseInput(spec.body, req.body ?? {}) : undefined) as Parsed<B>;
       const query = (spec.query ? parseInput(spec.query, req.query) : undefined) as Parsed<Q>;
       const result = await handler(ctx, { body, query, params: req.params as Record<string, string>, req, res });

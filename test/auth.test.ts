@@ -556,4 +556,11 @@ test('a stale bearer token does not stop a public route such as login, but still
   const me = await rest(app).get('/users/me', headers);
   expect(me.status).toBe(401);
   expect(me.body).toEqual({ code: 'UNAUTHENTICATED', message: 'Invalid or expired access token' });
+
+  // The same through GraphQL: the login mutation works, a field that needs a caller reports the refused token.
+  const stale = { token: 'expired.or.forged' };
+  const viaGraphql = await gql(app, stale, 'mutation($e: String!, $p: String!) { login(email: $e, password: $p) { accessToken } }', { e: ADMIN_EMAIL, p: ADMIN_PASSWORD });
+  expect(viaGraphql.body.data?.login.accessToken).toEqual(expect.any(String));
+  const meViaGraphql = await gql(app, stale, '{ me { id } }');
+  expect(meViaGraphql.body.errors?.[0]).toMatchObject({ message: 'Invalid or expired access token', extensions: { code: 'UNAUTHENTICATED' } });
 });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Scope } from '../../entities/role.js';
 import type { ActorType } from '../../entities/audit-log.js';
+import type { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Runtime } from '../runtime.js';
 import { Loaders } from './loaders.js';
@@ -36,6 +37,8 @@ export interface RequestMeta {
   requestId: string;
   ip: string | null;
   userAgent: string | null;
+  /** credentials were sent but refused: raised by the first operation that needs a caller, so public ones still work */
+  authError: AppError | null;
 }
 
 /** Marked by authorize()/skipAuthorization(); shared by every copy of one request's context. */
@@ -69,7 +72,7 @@ export class RequestContext {
 
   static create(runtime: Runtime, principal: Principal | null, meta: Partial<RequestMeta> = {}): RequestContext {
     const em = runtime.orm.em.fork() as EntityManager;
-    const full: RequestMeta = { requestId: meta.requestId ?? randomUUID(), ip: meta.ip ?? null, userAgent: meta.userAgent ?? null };
+    const full: RequestMeta = { requestId: meta.requestId ?? randomUUID(), ip: meta.ip ?? null, userAgent: meta.userAgent ?? null, authError: meta.authError ?? null };
     return new RequestContext(runtime, em, principal, full, runtime.log.child({ reqId: full.requestId }), new AuthorizationMark(), new Loaders(em), new CommitHooks());
   }
 

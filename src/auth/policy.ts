@@ -54,7 +54,7 @@ export function skipAuthorization(ctx: RequestContext, reason: string): void {
 }
 
 export function requirePrincipal(ctx: RequestContext): Principal {
-  if (!ctx.principal) throw unauthenticated();
+  if (!ctx.principal) throw ctx.meta.authError ?? unauthenticated();
   return ctx.principal;
 }
 

@@ -8,8 +8,8 @@ import { WebSocketServer } from 'ws';
 import type { RequestHandler } from 'express';
 import { authenticate } from '../auth/authenticate.js';
 import { RequestContext } from '../auth/context.js';
-import { AppError, toAppError } from '../errors.js';
-import { clientMeta } from '../http/app.js';
+import { toAppError } from '../errors.js';
+import { contextFor } from '../http/app.js';
 import type { Runtime } from '../runtime.js';
 import type { GraphqlContext } from './context.js';
 import { queryLimits } from './limits.js';
@@ -103,14 +103,7 @@ export async function startGraphql(runtime: Runtime, httpServer: http.Server, sc
   });
   await apollo.start();
   const middleware = expressMiddleware(apollo, {
-    context: async ({ req }) => {
-      const principal = await authenticate(runtime, { authorization: req.get('authorization'), apiKey: req.get('x-api-key') }).catch((error: unknown) => {
-        // Apollo wraps context errors; rethrow in a form formatError maps to UNAUTHENTICATED.
-        if (error instanceof AppError) throw new GraphQLError(error.message, { extensions: { code: error.code, http: { status: error.status } } });
-        throw error;
-      });
-      return { ctx: RequestContext.create(runtime, principal, clientMeta(req)) };
-    },
+    context: async ({ req }) => ({ ctx: await contextFor(runtime, req) }),
   });
   return {
     middleware,

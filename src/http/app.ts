@@ -62,16 +62,7 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): expres
   app.use(
     '/api/v1',
     async (req, _res, next) => {
-      // A stale token must not stop a public route (login, refresh, SSO): routes that need a caller raise the error.
-      let principal = null;
-      req.authError = null;
-      try {
-        principal = await authenticate(runtime, { authorization: req.get('authorization'), apiKey: req.get('x-api-key') });
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        req.authError = error;
-      }
-      req.ctx = RequestContext.create(runtime, principal, clientMeta(req));
+      req.ctx = await contextFor(runtime, req);
       next();
     },
     apiRouter(openapi, config.serviceVersion),
@@ -81,6 +72,21 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): expres
   app.use((req, _res, next) => next(new AppError(404, 'NOT_FOUND', `Route ${req.method} ${req.path} not found`)));
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => sendError(runtime, req, res, error));
   return app;
+}
+
+/**
+ * The request's context from its Bearer token or API key. Refused credentials do not fail the
+ * request here: a stale token must not stop a public operation (login, refresh, SSO); the first
+ * operation that needs a caller raises the refusal (`requirePrincipal`).
+ */
+export async function contextFor(runtime: Runtime, req: Request): Promise<RequestContext> {
+  try {
+    const principal = await authenticate(runtime, { authorization: req.get('authorization'), apiKey: req.get('x-api-key') });
+    return RequestContext.create(runtime, principal, clientMeta(req));
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    return RequestContext.create(runtime, null, { ...clientMeta(req), authError: error });
+  }
 }
 
 export function sendError(runtime: Runtime, req: Request, res: Response, error: unknown): void {

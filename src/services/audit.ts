@@ -82,10 +82,11 @@ export async function recordDenied(
   });
 }
 
-export function auditHash(row: AuditLog): string {
-  const content = canonicalJson({
+/** Everything an entry says except its place in the chain: what the hash covers and the view shows. */
+function entryContent(row: AuditLog) {
+  return {
     seq: String(row.seq),
-    createdAt: row.createdAt,
+    createdAt: row.createdAt.toISOString(),
     actorType: row.actorType,
     actorId: row.actorId,
     actorEmail: row.actorEmail,
@@ -99,7 +100,11 @@ export function auditHash(row: AuditLog): string {
     result: row.result,
     changes: row.changes,
     details: row.details,
-  });
+  };
+}
+
+export function auditHash(row: AuditLog): string {
+  const content = canonicalJson(entryContent(row));
   return crypto.createHash('sha256').update(row.prevHash).update('\n').update(content).digest('hex');
 }
 
@@ -193,26 +198,7 @@ export interface AuditLogView {
 }
 
 export function auditLogView(row: AuditLog): AuditLogView {
-  return {
-    id: row.id,
-    seq: String(row.seq),
-    createdAt: row.createdAt.toISOString(),
-    actorType: row.actorType,
-    actorId: row.actorId,
-    actorEmail: row.actorEmail,
-    action: row.action,
-    resourceType: row.resourceType,
-    resourceId: row.resourceId,
-    orgId: row.orgId,
-    partnerId: row.partnerId,
-    ip: row.ip,
-    userAgent: row.userAgent,
-    result: row.result,
-    changes: row.changes,
-    details: row.details,
-    prevHash: row.prevHash,
-    hash: row.hash,
-  };
+  return { id: row.id, ...entryContent(row), prevHash: row.prevHash, hash: row.hash };
 }
 
 export async function listAuditLogs(ctx: RequestContext, query: AuditListQuery): Promise<Page<AuditLogView>> {

@@ -7,7 +7,7 @@ import { withTransaction } from '../src/db/transaction.js';
 import { emit } from '../src/events/outbox.js';
 import type { DomainEvent, EventSubscriber } from '../src/events/types.js';
 import type { Runtime } from '../src/runtime.js';
-import { createTestApp, eventually, type TestApp } from './support/app.js';
+import { createTestApp, eventually } from './support/app.js';
 import { createTestDatabase } from './support/database.js';
 import { buildOrg, buildUser } from './support/factories.js';
 

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import { createTestApp, eventually, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
-import { buildOrg, buildPartner, buildRole, buildSite, buildUser, systemRole, type BuiltUser } from './support/factories.js';
+import { buildOrg, buildPartner, buildRole, buildSite, buildUser, systemRole } from './support/factories.js';
 
 let app: TestApp;
 

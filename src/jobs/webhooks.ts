@@ -3,7 +3,7 @@ import { RequestContext } from '../auth/context.js';
 import { DELIVER_JOB, deliver, SWEEP_JOB, sweepDeliveries } from '../services/webhook-deliveries.js';
 import type { JobDefinition } from './types.js';
 
-const DeliverData = z.object({ deliveryId: z.uuid(), eventId: z.string().min(1).max(100) });
+const DeliverData = z.object({ deliveryId: z.uuid() });
 
 export const webhookJobs: JobDefinition<never>[] = [
   {

@@ -19,7 +19,6 @@ export const DELIVERY_UPDATED_TOPIC = 'webhook-delivery-updated';
 export const WEBHOOK_USER_AGENT = 'Service-Webhooks/1.0';
 const MAX_STORED_RESPONSE_CHARS = 1000;
 const MAX_DELIVERY_PAGE = 100;
-// Advisory lock class (first key) for "the deliveries of this event are being written"; the second key is hashtext(eventId).
 // Agenda may fire a job a moment before the stored due time; within this margin the claim still succeeds.
 const CLAIM_EARLY_TOLERANCE_MS = 500;
 // A claim outlives the request timeout by this much, and stays under the job's lock lifetime (60 s).
@@ -87,7 +86,6 @@ export interface DeliveryUpdate {
 
 export interface DeliverJobData {
   deliveryId: string;
-  eventId: string;
 }
 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
@@ -324,8 +322,8 @@ interface AttemptOutcome {
 
 const refused = (error: string): AttemptOutcome => ({ responseStatus: null, responseBody: null, responseTimeMs: null, error, final: true });
 
-async function queue(ctx: RequestContext, delivery: { id: string; eventId: string }, when = new Date()): Promise<void> {
-  const data: DeliverJobData = { deliveryId: delivery.id, eventId: delivery.eventId };
+async function queue(ctx: RequestContext, delivery: { id: string }, when = new Date()): Promise<void> {
+  const data: DeliverJobData = { deliveryId: delivery.id };
   await ctx.runtime.jobs.schedule(DELIVER_JOB, data as unknown as Record<string, unknown>, when);
 }
 
@@ -335,28 +333,27 @@ function publish(ctx: RequestContext, d: DeliveryUpdate): void {
 }
 
 /** For committed deliveries: a job lost here is picked up by the sweep. */
-async function queueAndAnnounce(ctx: RequestContext, delivery: DeliveryUpdate & { eventId: string }): Promise<void> {
+async function queueAndAnnounce(ctx: RequestContext, delivery: DeliveryUpdate): Promise<void> {
   await queue(ctx, delivery);
   publish(ctx, delivery);
 }
 
+/** One conditional update: of several jobs for one delivery, only one gets the lease. */
 async function claim(ctx: RequestContext, job: DeliverJobData, leaseUntil: Date): Promise<WebhookDelivery | null> {
-  return withTransaction(ctx, async (tx) => {
-    const now = new Date();
-    const claimed = await tx.em.nativeUpdate(
-      WebhookDelivery,
-      {
-        id: job.deliveryId,
-        status: { $in: ['pending', 'retrying'] },
-        $and: [
-          { $or: [{ nextAttemptAt: null }, { nextAttemptAt: { $lte: new Date(now.getTime() + CLAIM_EARLY_TOLERANCE_MS) } }] },
-          { $or: [{ lockedUntil: null }, { lockedUntil: { $lte: now } }] },
-        ],
-      },
-      { lockedUntil: leaseUntil },
-    );
-    return claimed === 1 ? tx.em.findOneOrFail(WebhookDelivery, { id: job.deliveryId }) : null;
-  });
+  const now = new Date();
+  const claimed = await ctx.em.nativeUpdate(
+    WebhookDelivery,
+    {
+      id: job.deliveryId,
+      status: { $in: ['pending', 'retrying'] },
+      $and: [
+        { $or: [{ nextAttemptAt: null }, { nextAttemptAt: { $lte: new Date(now.getTime() + CLAIM_EARLY_TOLERANCE_MS) } }] },
+        { $or: [{ lockedUntil: null }, { lockedUntil: { $lte: now } }] },
+      ],
+    },
+    { lockedUntil: leaseUntil },
+  );
+  return claimed === 1 ? ctx.em.findOneOrFail(WebhookDelivery, { id: job.deliveryId }) : null;
 }
 
 function basicAuthorization(url: string): string | null {

@@ -5,6 +5,7 @@ import { Partner } from './partner.js';
 import { Role, type Scope } from './role.js';
 
 export type UserStatus = 'active' | 'invited' | 'disabled';
+export type MembershipStatus = 'active' | 'pending';
 
 /** A person. Emails are stored lower-cased, so lookups are case-insensitive. */
 @Entity()
@@ -57,7 +58,7 @@ export class User extends BaseEntity<
 /** What a user may do where: one row per partner or organization the user belongs to (system admins hold a system row). */
 @Entity()
 @Unique({ properties: ['userId', 'partnerId', 'orgId'] })
-export class Membership extends BaseEntity<'partnerId' | 'orgId' | 'orgAccess' | 'orgIds' | 'siteIds'> {
+export class Membership extends BaseEntity<'partnerId' | 'orgId' | 'orgAccess' | 'orgIds' | 'siteIds' | 'status' | 'inviteTokenHash' | 'inviteExpiresAt' | 'invitedName'> {
   @ManyToOne(() => User, { mapToPk: true, fieldName: 'user_id', deleteRule: 'cascade' })
   @Index()
   userId!: string;
@@ -87,4 +88,23 @@ export class Membership extends BaseEntity<'partnerId' | 'orgId' | 'orgAccess' |
   /** Organization memberships: restrict to these sites (empty = all sites). */
   @Property({ type: 'json' })
   siteIds: string[] = [];
+
+  /**
+   * `pending`: another tenant invited an existing account, and the account's owner has not accepted
+   * yet. A pending membership grants nothing: no login, no session, no API key acts through it.
+   */
+  @Property({ type: 'string', length: 20 })
+  status: MembershipStatus = 'active';
+
+  /** SHA-256 of the one-time link that accepts a pending membership (with the account's own password). */
+  @Property({ type: 'string', length: 64, nullable: true, hidden: true })
+  @Index()
+  inviteTokenHash: string | null = null;
+
+  @Property({ type: 'timestamptz', nullable: true })
+  inviteExpiresAt: Date | null = null;
+
+  /** The name the inviter typed: what the inviting tenant sees until the owner accepts, never the account's own. */
+  @Property({ type: 'string', length: 255, nullable: true })
+  invitedName: string | null = null;
 }

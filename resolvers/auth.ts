@@ -1,4 +1,4 @@
-import { Arg, Ctx, Field, Int, Mutation, ObjectType, Resolver } from 'type-graphql';
+import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Resolver } from 'type-graphql';
 import type { GraphqlContext } from '../src/graphql/context.js';
 import {
   changePassword,
@@ -8,9 +8,12 @@ import {
   logout,
   refresh,
   setupMfa,
+  switchMembership,
   verifyMfa,
+  type AuthSession,
   type LoginResult,
   type MfaSetup,
+  type PasswordChanged,
   type SessionTokens,
 } from '../src/services/auth.js';
 import { UserObject } from './user-types.js';
@@ -25,6 +28,18 @@ class SessionTokensObject implements SessionTokens {
 
   @Field(() => Int, { description: 'access-token lifetime in seconds' })
   expiresIn!: number;
+}
+
+@ObjectType('PasswordChanged', { description: 'The new session, and how many API keys went with the old password.' })
+class PasswordChangedObject extends SessionTokensObject implements PasswordChanged {
+  @Field(() => Int, { description: 'API keys revoked with the old password (0 when kept)' })
+  apiKeysRevoked!: number;
+}
+
+@ObjectType('AuthSession', { description: 'Tokens of a session and the user as that session sees them.' })
+class AuthSessionObject extends SessionTokensObject implements AuthSession {
+  @Field(() => UserObject)
+  user!: UserObject;
 }
 
 @ObjectType('LoginResult', { description: 'Either a session (tokens and user) or, when mfaRequired, an mfaToken for verifyMfa.' })
@@ -71,8 +86,18 @@ function loginResult(result: LoginResult): LoginResultObject {
 @Resolver()
 export class AuthResolver {
   @Mutation(() => LoginResultObject, { description: 'Password login; the same error for every refusal.' })
-  async login(@Ctx() { ctx }: GraphqlContext, @Arg('email', () => String) email: string, @Arg('password', () => String) password: string) {
-    return loginResult(await login(ctx, { email, password }));
+  async login(
+    @Ctx() { ctx }: GraphqlContext,
+    @Arg('email', () => String) email: string,
+    @Arg('password', () => String) password: string,
+    @Arg('membershipId', () => ID, { nullable: true, description: 'the membership to act in; default: the one used last' }) membershipId?: string | null,
+  ) {
+    return loginResult(await login(ctx, { email, password, ...(membershipId ? { membershipId } : {}) }));
+  }
+
+  @Mutation(() => AuthSessionObject, { description: 'The same session acting through another of your memberships (REST `POST /auth/switch-membership`).' })
+  switchMembership(@Ctx() { ctx }: GraphqlContext, @Arg('membershipId', () => ID) membershipId: string) {
+    return switchMembership(ctx, { membershipId });
   }
 
   @Mutation(() => LoginResultObject, { description: 'Second login step with a TOTP or recovery code.' })
@@ -91,18 +116,19 @@ export class AuthResolver {
     return true;
   }
 
-  @Mutation(() => SessionTokensObject, { description: 'Ends every session of the user and returns a new one for the caller.' })
+  @Mutation(() => PasswordChangedObject, { description: 'Ends every session of the user and returns a new one for the caller; API keys are revoked unless apiKeys is keep.' })
   changePassword(
     @Ctx() { ctx }: GraphqlContext,
     @Arg('currentPassword', () => String) currentPassword: string,
     @Arg('newPassword', () => String) newPassword: string,
+    @Arg('apiKeys', () => String, { nullable: true, description: 'revoke (default) or keep' }) apiKeys?: string | null,
   ) {
-    return changePassword(ctx, { currentPassword, newPassword });
+    return changePassword(ctx, { currentPassword, newPassword, ...(apiKeys ? { apiKeys: apiKeys as 'revoke' | 'keep' } : {}) });
   }
 
-  @Mutation(() => MfaSetupObject, { description: 'A new TOTP secret; MFA turns on with enableMfa.' })
-  setupMfa(@Ctx() { ctx }: GraphqlContext) {
-    return setupMfa(ctx);
+  @Mutation(() => MfaSetupObject, { description: 'A new TOTP secret; MFA turns on with enableMfa. An SSO session also gives currentPassword.' })
+  setupMfa(@Ctx() { ctx }: GraphqlContext, @Arg('currentPassword', () => String, { nullable: true }) currentPassword?: string | null) {
+    return setupMfa(ctx, currentPassword ? { currentPassword } : {});
   }
 
   @Mutation(() => MfaRecoveryCodesObject)

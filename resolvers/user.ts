@@ -4,15 +4,19 @@ import type { AuthSession } from '../src/services/auth.js';
 import { assignableRoles } from '../src/services/roles.js';
 import {
   acceptInvite,
+  acceptMyInvitation,
+  declineMyInvitation,
   deleteUser,
   getMe,
   getUser,
   inviteUser,
+  listMyInvitations,
   listUsers,
   resendInvite,
   setUserRole,
   updateMe,
   updateUser,
+  type InvitationView,
   type InviteResult,
   type MeView,
   type MembershipView,
@@ -49,6 +53,9 @@ class MembershipObject implements MembershipView {
 
   @Field(() => [ID], { description: 'organization memberships: limited to these sites (empty: every site)' })
   siteIds!: string[];
+
+  @Field(() => String, { description: 'active, or pending: an invitation not accepted yet' })
+  status!: MembershipView['status'];
 }
 
 @ObjectType('Me', { description: 'The caller (REST `GET /users/me`).' })
@@ -67,8 +74,41 @@ class InviteResultObject implements InviteResult {
   @Field(() => UserObject)
   user!: UserObject;
 
-  @Field(() => String, { nullable: true, description: 'one-time link to set a password; null when the person already had an account' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'one-time link: sets a new account\'s password, or accepts the membership with an existing account\'s own password',
+  })
   inviteUrl!: string | null;
+}
+
+@ObjectType('Invitation', { description: 'A membership another organization or partner offered to the caller, not accepted yet.' })
+class InvitationObject implements InvitationView {
+  @Field(() => ID, { description: 'the pending membership: accept or decline it by this id' })
+  id!: string;
+
+  @Field(() => String, { description: 'partner or organization' })
+  scope!: InvitationView['scope'];
+
+  @Field(() => ID, { nullable: true })
+  partnerId!: string | null;
+
+  @Field(() => ID, { nullable: true })
+  orgId!: string | null;
+
+  @Field(() => String, { description: "the organization's or partner's name" })
+  tenantName!: string;
+
+  @Field(() => ID)
+  roleId!: string;
+
+  @Field(() => String)
+  roleName!: string;
+
+  @Field(() => String, { description: 'ISO 8601' })
+  invitedAt!: string;
+
+  @Field(() => String, { nullable: true, description: 'ISO 8601' })
+  expiresAt!: string | null;
 }
 
 @ObjectType('AcceptedInvitation', { description: 'The session that accepting an invitation starts.' })
@@ -145,8 +185,11 @@ class AcceptInviteInput {
   @Field(() => String)
   token!: string;
 
-  @Field(() => String, { description: '12 to 256 characters' })
+  @Field(() => String, { description: "a new account's new password (12 to 256 characters), or an existing account's own password" })
   password!: string;
+
+  @Field(() => String, { nullable: true, description: 'existing accounts with MFA: a TOTP or recovery code' })
+  code?: string;
 }
 
 @ArgsType()
@@ -208,7 +251,23 @@ export class UserResolver {
     return updateMe(ctx, input);
   }
 
-  @Mutation(() => AcceptedInvitationObject, { description: 'Public: sets the password with an invitation token and starts a session.' })
+  @Query(() => [InvitationObject], { description: "The caller's pending invitations (REST `GET /users/me/invitations`)." })
+  async myInvitations(@Ctx() { ctx }: GraphqlContext) {
+    return (await listMyInvitations(ctx)).data;
+  }
+
+  @Mutation(() => MembershipObject, { description: 'Accepts a pending invitation; an SSO session also needs currentPassword.' })
+  acceptInvitation(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('currentPassword', () => String, { nullable: true }) currentPassword?: string | null) {
+    return acceptMyInvitation(ctx, id, currentPassword ? { currentPassword } : {});
+  }
+
+  @Mutation(() => Boolean, { description: 'Declines a pending invitation.' })
+  async declineInvitation(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string): Promise<boolean> {
+    await declineMyInvitation(ctx, id);
+    return true;
+  }
+
+  @Mutation(() => AcceptedInvitationObject, { description: 'Public: accepts an invitation link and starts a session.' })
   acceptInvite(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => AcceptInviteInput) input: AcceptInviteInput) {
     return acceptInvite(ctx, input);
   }

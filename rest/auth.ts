@@ -4,7 +4,9 @@ import {
   LoginInput,
   LogoutInput,
   MfaCodeInput,
+  MfaSetupInput,
   RefreshInput,
+  SwitchMembershipInput,
   VerifyMfaInput,
   changePassword,
   disableMfa,
@@ -13,6 +15,7 @@ import {
   logout,
   refresh,
   setupMfa,
+  switchMembership,
   verifyMfa,
 } from '../src/services/auth.js';
 import { RestRouter } from './router.js';
@@ -34,7 +37,12 @@ export function authRouter(openapi: OpenApiRegistry): RestRouter {
   r.post('/auth/change-password', { summary: 'Change the password; ends every other session', body: ChangePasswordInput }, (ctx, { body }) =>
     changePassword(ctx, body),
   );
-  r.post('/auth/mfa/setup', { summary: 'Start MFA setup: a new TOTP secret and otpauth URL' }, (ctx) => setupMfa(ctx));
+  r.post('/auth/switch-membership', { summary: 'Act through another of your memberships in the same session: new tokens', body: SwitchMembershipInput }, (ctx, { body }) =>
+    switchMembership(ctx, body),
+  );
+  r.post('/auth/mfa/setup', { summary: 'Start MFA setup: a new TOTP secret and otpauth URL (an SSO session also gives currentPassword)', body: MfaSetupInput }, (ctx, { body }) =>
+    setupMfa(ctx, body),
+  );
   r.post('/auth/mfa/enable', { summary: 'Confirm a TOTP code and turn MFA on; returns one-time recovery codes', body: MfaCodeInput }, (ctx, { body }) =>
     enableMfa(ctx, body),
   );

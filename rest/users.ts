@@ -2,6 +2,7 @@ import type { OpenApiRegistry } from '../src/http/openapi.js';
 import { AssignableRolesQuery, assignableRoles } from '../src/services/roles.js';
 import {
   AcceptInviteSchema,
+  AcceptMyInvitationSchema,
   InviteUserSchema,
   ResendInviteSchema,
   SetUserRoleSchema,
@@ -9,10 +10,13 @@ import {
   UpdateUserSchema,
   UserListQuery,
   acceptInvite,
+  acceptMyInvitation,
+  declineMyInvitation,
   deleteUser,
   getMe,
   getUser,
   inviteUser,
+  listMyInvitations,
   listUsers,
   resendInvite,
   setUserRole,
@@ -25,13 +29,18 @@ import { RestRouter } from './router.js';
 export function usersRouter(openapi: OpenApiRegistry): RestRouter {
   const r = new RestRouter(openapi, 'Users');
 
-  r.post('/auth/accept-invite', { summary: 'Set a password with an invitation token; answers a session', body: AcceptInviteSchema, public: true }, (ctx, { body }) =>
+  r.post('/auth/accept-invite', { summary: "Accept an invitation link (a new account's new password, or an existing account's own); answers a session", body: AcceptInviteSchema, public: true }, (ctx, { body }) =>
     acceptInvite(ctx, body),
   );
 
   // Before `/users/:id`, which would otherwise take `me` and `roles` as ids.
   r.get('/users/me', { summary: 'The caller: profile, effective permissions and memberships' }, (ctx) => getMe(ctx));
   r.patch('/users/me', { summary: "Update the caller's own profile", body: UpdateMeSchema }, (ctx, { body }) => updateMe(ctx, body));
+  r.get('/users/me/invitations', { summary: 'Memberships other organizations or partners offered the caller, not accepted yet' }, (ctx) => listMyInvitations(ctx));
+  r.post('/users/me/invitations/:id/accept', { summary: 'Accept a pending invitation (an SSO session also gives currentPassword)', body: AcceptMyInvitationSchema }, (ctx, { params, body }) =>
+    acceptMyInvitation(ctx, params.id!, body),
+  );
+  r.post('/users/me/invitations/:id/decline', { summary: 'Decline a pending invitation', status: 204 }, (ctx, { params }) => declineMyInvitation(ctx, params.id!));
   r.get('/users/roles', { summary: 'Roles the caller may assign', query: AssignableRolesQuery }, async (ctx, { query }) => ({ data: await assignableRoles(ctx, query) }));
 
   r.get('/users', { summary: 'List users the caller reaches', query: UserListQuery }, (ctx, { query }) => listUsers(ctx, query));

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { ApiKey } from '../entities/api-key.js';
 import { generateApiKey } from '../src/auth/api-key-format.js';
+import { signAccessToken } from '../src/auth/tokens.js';
 import { passwordLoginPolicies } from '../src/services/auth.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
@@ -59,6 +60,12 @@ function wrongCode(secret: string): string {
   let n = 0;
   while (near.has(String(n).padStart(6, '0'))) n++;
   return String(n).padStart(6, '0');
+}
+
+/** An MFA access token outside any login session (as an API key's creator would hold after a second factor). */
+async function tokenWithMfa(userId: string, membershipId: string, ver: number): Promise<string> {
+  const [m] = await sql(app, `select scope, org_id, partner_id, role_id from membership where id = ?`, [membershipId]);
+  return signAccessToken(app.server.runtime.config, { sub: userId, mid: membershipId, scope: m.scope, partnerId: m.partner_id, orgId: m.org_id, roleId: m.role_id, mfa: true, ver });
 }
 
 /** Sets up and enables MFA for a signed-in user; returns the secret, the step used and the recovery codes. */
@@ -147,7 +154,7 @@ describe('password login', () => {
     const invited = await orgUser(app, { status: 'invited' });
     const disabled = await orgUser(app, { status: 'disabled' });
     const ssoOnly = await orgUser();
-    const policy = async (_em: unknown, user: { id: string }) => user.id !== ssoOnly.user.id;
+    const policy = async (_em: unknown, membership: { userId: string }) => membership.userId !== ssoOnly.user.id;
     passwordLoginPolicies.push(policy);
     try {
       const attempts = [
@@ -236,7 +243,8 @@ describe('lockout and throttling', () => {
   });
 
   test('an IP with too many failures gets 429 with Retry-After; successes do not count', async () => {
-    const limited = await createTestApp({ env: { LOGIN_MAX_FAILURES_PER_IP: '5' } });
+    // The addresses come from X-Forwarded-For, believed only from a configured proxy.
+    const limited = await createTestApp({ env: { LOGIN_MAX_FAILURES_PER_IP: '5', TRUST_PROXY: 'loopback' } });
     try {
       const u = await orgUser(limited);
       const from = { 'x-forwarded-for': '203.0.113.7' };
@@ -345,7 +353,7 @@ describe('password change and disabled users', () => {
 
     const res = await rest(app, { token: mine.accessToken }).post('/auth/change-password', { currentPassword: u.password, newPassword });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ accessToken: expect.any(String), refreshToken: expect.any(String), expiresIn: 900 });
+    expect(res.body).toEqual({ accessToken: expect.any(String), refreshToken: expect.any(String), expiresIn: 900, apiKeysRevoked: 0 });
     expect(jwtPayload(res.body.accessToken).ver).toBe(1);
 
     for (const token of [mine.accessToken, elsewhere.accessToken]) {
@@ -360,6 +368,49 @@ describe('password change and disabled users', () => {
     await loginOk(app, u.user.email, newPassword);
     const [audit] = await sql(app, `select actor_id from audit_log where action = 'auth.password.change' and result = 'success' and resource_id = ?`, [u.user.id]);
     expect(audit.actor_id).toBe(u.user.id);
+  });
+
+  test('API keys made under the old password are revoked by the change, unless the user keeps them', async () => {
+    const u = await orgUser();
+    const session = await loginOk(app, u.user.email, u.password);
+    const makeKey = async (token: string) => (await rest(app, { token }).post('/api-keys', { name: 'script', scopes: ['users:read'] })).body.key as string;
+    const mfaSession = { token: u.token };
+    const revoked = await makeKey(mfaSession.token);
+    expect((await rest(app, { apiKey: revoked }).get('/users/me')).status).toBe(200);
+
+    const changed = await rest(app, { token: session.accessToken }).post('/auth/change-password', { currentPassword: u.password, newPassword: 'first new passphrase' });
+    expect(changed.body.apiKeysRevoked).toBe(1);
+    expect((await rest(app, { apiKey: revoked }).get('/users/me')).status).toBe(401);
+    const [event] = await sql(app, `select data from outbox_event where type = 'user.password_changed' and data->>'userId' = ?`, [u.user.id]);
+    expect(event.data).toEqual({ userId: u.user.id, apiKeysRevoked: 1 });
+
+    const kept = await makeKey((await buildUser(app, { orgId: u.membership.orgId!, email: `k-${crypto.randomUUID()}@example.test` })).token);
+    const own = await makeKey(await tokenWithMfa(u.user.id, u.membership.id, 1));
+    const again = await rest(app, { token: changed.body.accessToken }).post('/auth/change-password', {
+      currentPassword: 'first new passphrase',
+      newPassword: 'second new passphrase',
+      apiKeys: 'keep',
+    });
+    expect(again.body.apiKeysRevoked).toBe(0);
+    expect((await rest(app, { apiKey: own }).get('/users/me')).status).toBe(200);
+    expect((await rest(app, { apiKey: kept }).get('/users/me')).status).toBe(200);
+    expect((await rest(app, { token: again.body.accessToken }).post('/auth/change-password', { currentPassword: 'x', newPassword: 'third new passphrase', apiKeys: 'maybe' })).status).toBe(400);
+  });
+
+  test('a session that signed in through SSO needs the account’s own password to enrol a second factor', async () => {
+    const u = await orgUser(app, { mfa: false });
+    const familyId = crypto.randomUUID();
+    await sql(app, `insert into refresh_token (id, created_at, updated_at, user_id, membership_id, family_id, token_hash, mfa, method, token_version, expires_at)
+      values (?, now(), now(), ?, ?, ?, ?, false, 'sso', 0, now() + interval '1 day')`, [crypto.randomUUID(), u.user.id, u.membership.id, familyId, crypto.randomBytes(32).toString('hex')]);
+    const ssoToken = await signAccessToken(app.server.runtime.config, {
+      sub: u.user.id, mid: u.membership.id, scope: 'organization', partnerId: null, orgId: u.membership.orgId, roleId: u.membership.roleId, mfa: false, ver: 0, sid: familyId,
+    });
+    const sso = rest(app, { token: ssoToken });
+    expect(await sso.post('/auth/mfa/setup', {})).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
+    expect(await sso.post('/auth/mfa/setup', { currentPassword: 'not the password' })).toMatchObject({ status: 400, body: { message: 'Current password is incorrect' } });
+    expect((await sso.post('/auth/mfa/setup', { currentPassword: u.password })).status).toBe(200);
+    // nor does it reach the account's other memberships
+    expect((await sso.post('/auth/switch-membership', { membershipId: u.membership.id })).status).toBe(403);
   });
 
   test('a disabled user’s access and refresh tokens stop working', async () => {

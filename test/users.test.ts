@@ -58,6 +58,7 @@ describe('the caller’s own profile', () => {
         orgAccess: 'all',
         orgIds: [],
         siteIds: [],
+        status: 'active',
       },
     ]);
     expect(res.body).not.toHaveProperty('passwordHash');
@@ -175,24 +176,21 @@ describe('invitations', () => {
     expect(partnerRole.status).toBe(404);
   });
 
-  test('a person who already has an account elsewhere gets a membership, not a new account or a link', async () => {
+  test('inviting someone who has an account elsewhere makes a pending membership that grants nothing until they accept', async () => {
     const { orgA, adminA, adminB, techA } = await twoOrgs();
-    const added = await rest(app, adminB.as).post('/users/invite', { email: techA.user.email, name: 'Ignored', roleId: VIEWER });
+    const added = await rest(app, adminB.as).post('/users/invite', { email: techA.user.email, name: 'As B Typed It', roleId: VIEWER });
     expect(added.status).toBe(201);
-    expect(added.body).toMatchObject({ inviteUrl: null, user: { id: techA.user.id, status: 'active', orgId: adminB.membership.orgId, roleId: VIEWER } });
-    expect((await rest(app, techA.as).get('/users/me')).body.memberships).toHaveLength(2);
+    expect(added.body).toMatchObject({ user: { id: techA.user.id, name: 'As B Typed It', status: 'invited', mfaEnabled: false, lastLoginAt: null, orgId: adminB.membership.orgId } });
+    expect(added.body.inviteUrl).toMatch(/accept-invite\?token=/);
+    const memberships = (await rest(app, techA.as).get('/users/me')).body.memberships;
+    expect(memberships.map((m: { status: string }) => m.status).sort()).toEqual(['active', 'pending']);
 
-    // the shared account is not B's to disable; B removes only its own membership
-    const disable = await rest(app, adminB.as).patch(`/users/${techA.user.id}`, { status: 'disabled' });
-    expect(disable).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
+    // B manages only its invitation: not the account, and revoking the invitation leaves the account alone
+    expect(await rest(app, adminB.as).patch(`/users/${techA.user.id}`, { status: 'disabled' })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
+    expect(await rest(app, adminB.as).patch(`/users/${techA.user.id}`, { name: 'Renamed' })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
     expect((await rest(app, adminB.as).delete(`/users/${techA.user.id}`)).status).toBe(204);
     expect((await rest(app, adminB.as).get(`/users/${techA.user.id}`)).status).toBe(404);
-    expect((await rest(app, adminA.as).get(`/users/${techA.user.id}`)).body).toMatchObject({ id: techA.user.id, orgId: orgA.id });
-
-    // a pending invitation from another organization must be accepted first
-    const pending = await rest(app, adminA.as).post('/users/invite', { email: `pending-${unique()}@example.test`, name: 'P', roleId: VIEWER });
-    const second = await rest(app, adminB.as).post('/users/invite', { email: pending.body.user.email, name: 'P', roleId: VIEWER });
-    expect(second).toMatchObject({ status: 409, body: { code: 'CONFLICT' } });
+    expect((await rest(app, adminA.as).get(`/users/${techA.user.id}`)).body).toMatchObject({ id: techA.user.id, orgId: orgA.id, status: 'active' });
   });
 
   test('partner users invite partner-level members, limited to their own selection of organizations', async () => {
@@ -297,6 +295,34 @@ describe('managing users', () => {
     expect(await api.post(`/users/${techA.user.id}/role`, { roleId: mighty.id })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
     expect(await api.post(`/users/${admin.user.id}/role`, { roleId: VIEWER })).toMatchObject({ status: 400 });
     expect(await auditOf(techA.user.id)).toEqual([{ action: 'user.role.change', org_id: orgA.id, actor_id: admin.user.id, changes: ['roleId'] }]);
+  });
+
+  test('a caller with narrower reach cannot change or remove a member who holds the same role with wider reach', async () => {
+    const partner = await buildPartner(app);
+    const org1 = await buildOrg(app, { partnerId: partner.id });
+    const org2 = await buildOrg(app, { partnerId: partner.id });
+    const narrow = await buildUser(app, { partnerId: partner.id, orgAccess: 'selected', orgIds: [org1.id] });
+    const full = await buildUser(app, { partnerId: partner.id });
+    const peer = await buildUser(app, { partnerId: partner.id, orgAccess: 'selected', orgIds: [org1.id] });
+    const api = rest(app, narrow.as);
+    expect(await api.patch(`/users/${full.user.id}`, { status: 'disabled' })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
+    expect(await api.post(`/users/${full.user.id}/role`, { roleId: systemRole('Partner Viewer') })).toMatchObject({ status: 403 });
+    expect(await api.delete(`/users/${full.user.id}`)).toMatchObject({ status: 403 });
+    expect((await rest(app, full.as).get('/users/me')).status).toBe(200);
+    expect((await api.patch(`/users/${peer.user.id}`, { name: 'Peer' })).status).toBe(200);
+
+    // the same for an organization member limited to some sites
+    const site1 = await buildSite(app, org2.id);
+    const site2 = await buildSite(app, org2.id);
+    const siteAdmin = await buildUser(app, { orgId: org2.id });
+    const everySite = await buildUser(app, { orgId: org2.id });
+    const sameSite = await buildUser(app, { orgId: org2.id });
+    await sql(`update membership set site_ids = ? where id in (?, ?)`, [JSON.stringify([site1.id]), siteAdmin.membership.id, sameSite.membership.id]);
+    const siteApi = rest(app, siteAdmin.as);
+    expect(await siteApi.patch(`/users/${everySite.user.id}`, { siteIds: [site1.id] })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
+    expect(await siteApi.delete(`/users/${everySite.user.id}`)).toMatchObject({ status: 403 });
+    expect((await siteApi.patch(`/users/${sameSite.user.id}`, { name: 'Same site' })).status).toBe(200);
+    expect((await siteApi.patch(`/users/${sameSite.user.id}`, { siteIds: [site2.id] })).status).toBe(403);
   });
 
   test('deleting removes the account with its last membership', async () => {

@@ -7,7 +7,7 @@ import { forbidden, unauthenticated } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { safeEqual } from '../secrets.js';
 import { apiKeyPrefix, hashApiKey } from './api-key-format.js';
-import type { Principal } from './context.js';
+import type { Principal, SessionMethod } from './context.js';
 import { expandPermissions } from './permissions.js';
 import { verifyAccessToken } from './tokens.js';
 
@@ -32,10 +32,11 @@ export async function authenticate(runtime: Runtime, credentials: Credentials): 
     if (!claims) throw unauthenticated('Invalid or expired access token');
     const user = await em.findOne(User, { id: claims.sub });
     if (!user || user.status !== 'active' || user.tokenVersion !== claims.ver) throw unauthenticated('Invalid or expired access token');
-    const membership = await em.findOne(Membership, { id: claims.mid, userId: user.id });
+    const membership = await em.findOne(Membership, { id: claims.mid, userId: user.id, status: 'active' });
     if (!membership) throw unauthenticated('Invalid or expired access token');
-    if (claims.sid && !(await sessionActive(em, claims.sid, user.id))) throw unauthenticated('Invalid or expired access token');
-    return principalFor(em, user, membership, { kind: 'user', id: user.id, mfa: claims.mfa, sessionId: claims.sid ?? null });
+    const method = claims.sid ? await activeSessionMethod(em, claims.sid, user.id) : 'password';
+    if (!method) throw unauthenticated('Invalid or expired access token');
+    return principalFor(em, user, membership, { kind: 'user', id: user.id, mfa: claims.mfa, sessionId: claims.sid ?? null, sessionMethod: method });
   }
   if (credentials.apiKey) {
     const prefix = apiKeyPrefix(credentials.apiKey);
@@ -45,7 +46,7 @@ export async function authenticate(runtime: Runtime, credentials: Credentials): 
       throw unauthenticated('Invalid or expired API key');
     }
     const user = await em.findOne(User, { id: key.userId });
-    const membership = await em.findOne(Membership, { id: key.membershipId });
+    const membership = await em.findOne(Membership, { id: key.membershipId, status: 'active' });
     if (!user || user.status !== 'active' || !membership) throw unauthenticated('Invalid or expired API key');
     if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > LAST_USED_GRANULARITY_MS) {
       await em.nativeUpdate(ApiKey, { id: key.id }, { lastUsedAt: now });
@@ -56,13 +57,16 @@ export async function authenticate(runtime: Runtime, credentials: Credentials): 
   return null;
 }
 
-/** A session ends when any token of its family is revoked (logout, reuse detection, password change). */
-async function sessionActive(em: ReturnType<Runtime['orm']['em']['fork']>, familyId: string, userId: string): Promise<boolean> {
+/**
+ * How the session of `familyId` signed in, or null when it has ended: a session ends when any token
+ * of its family is revoked (logout, reuse detection, password change).
+ */
+async function activeSessionMethod(em: ReturnType<Runtime['orm']['em']['fork']>, familyId: string, userId: string): Promise<SessionMethod | null> {
   const [row] = (await em.execute(
-    `select count(*)::int as tokens, bool_or(revoked_at is not null) as revoked from refresh_token where family_id = ? and user_id = ?`,
+    `select count(*)::int as tokens, bool_or(revoked_at is not null) as revoked, min(method) as method from refresh_token where family_id = ? and user_id = ?`,
     [familyId, userId],
-  )) as { tokens: number; revoked: boolean | null }[];
-  return !!row && row.tokens > 0 && !row.revoked;
+  )) as { tokens: number; revoked: boolean | null; method: SessionMethod }[];
+  return row && row.tokens > 0 && !row.revoked ? row.method : null;
 }
 
 /** The Principal of `user` acting through `membership` (also used to name a user as actor while their session is created). */
@@ -70,7 +74,7 @@ export async function principalFor(
   em: ReturnType<Runtime['orm']['em']['fork']>,
   user: User,
   membership: Membership,
-  as: { kind: 'user' | 'apiKey'; id: string; mfa: boolean; scopes?: string[]; sessionId?: string | null },
+  as: { kind: 'user' | 'apiKey'; id: string; mfa: boolean; scopes?: string[]; sessionId?: string | null; sessionMethod?: SessionMethod | null },
 ): Promise<Principal> {
   const role = await em.findOneOrFail(Role, { id: membership.roleId });
   const org = membership.orgId ? await em.findOne(Organization, { id: membership.orgId }) : null;
@@ -96,5 +100,6 @@ export async function principalFor(
     mfa: as.mfa,
     mfaForced: role.requireMfa || !!org?.requireMfa || !!partner?.requireMfa,
     sessionId: as.sessionId ?? null,
+    sessionMethod: as.sessionMethod ?? null,
   };
 }

@@ -31,7 +31,11 @@ export interface Principal {
   mfaForced: boolean;
   /** the login session (refresh-token family) of a bearer token; null for API keys and the system */
   sessionId: string | null;
+  /** how that session signed in: an SSO session acts in its provider's organization only */
+  sessionMethod: SessionMethod | null;
 }
+
+export type SessionMethod = 'password' | 'sso';
 
 export interface RequestMeta {
   requestId: string;
@@ -148,5 +152,6 @@ export function systemPrincipal(): Principal {
     mfa: true,
     mfaForced: false,
     sessionId: null,
+    sessionMethod: null,
   };
 }

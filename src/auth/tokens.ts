@@ -20,6 +20,8 @@ export interface AccessClaims {
 export interface MfaClaims {
   sub: string;
   ver: number;
+  /** the membership the login asked for; the second step signs in through it */
+  mid?: string;
 }
 
 const ISSUER = 'rmm-service';
@@ -70,5 +72,6 @@ export async function signMfaToken(config: Config, claims: MfaClaims): Promise<s
 
 export async function verifyMfaToken(config: Config, token: string): Promise<MfaClaims | null> {
   const payload = await verify(config, MFA_AUDIENCE, token);
-  return payload ? { sub: payload.sub!, ver: payload.ver as number } : null;
+  if (!payload || (payload.mid !== undefined && typeof payload.mid !== 'string')) return null;
+  return { sub: payload.sub!, ver: payload.ver as number, ...(payload.mid ? { mid: payload.mid as string } : {}) };
 }

@@ -20,6 +20,10 @@ export interface DomainEventMap {
   'user.updated': { userId: string; changes: string[] };
   'user.deleted': { userId: string; email: string; accountDeleted: boolean };
   'user.role_changed': { userId: string; membershipId: string; previousRoleId: string; roleId: string };
+  'user.password_changed': { userId: string; apiKeysRevoked: number };
+  'user.membership_accepted': { userId: string; membershipId: string; partnerId: string | null };
+  'user.membership_declined': { userId: string; membershipId: string; partnerId: string | null };
+  'api_key.revoked': { apiKeyId: string; userId: string; reason: string };
   'role.created': { roleId: string; name: string; scope: string; clonedFrom?: string };
   'role.updated': { roleId: string; name: string; scope: string; changes: string[] };
   'role.deleted': { roleId: string; name: string; scope: string };

@@ -9,7 +9,7 @@ import { authorize, isUuid, requirePrincipal, targetOrgId, visibleOrgIds, type A
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
-import { parseInput, uuid } from '../validation.js';
+import { isoDateTime, parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyStatus, assertOutranks } from './users.js';
 
@@ -20,7 +20,7 @@ export const CreateAccessReviewInput = z
     orgId: uuid().optional(),
     /** review a partner's own staff instead of an organization */
     partnerId: uuid().optional(),
-    dueAt: z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time' }).optional(),
+    dueAt: isoDateTime().optional(),
   })
   .strict()
   .refine((v) => !(v.orgId && v.partnerId), { message: 'give orgId or partnerId, not both', path: ['partnerId'] });
@@ -184,7 +184,8 @@ export async function createAccessReview(ctx: RequestContext, rawInput: CreateAc
   const principal = requirePrincipal(ctx);
   return withTransaction(ctx, async (tx) => {
     const review = tx.em.create(AccessReview, { name: input.name, orgId, partnerId, dueAt: input.dueAt ? new Date(input.dueAt) : null, createdBy: principal.userId });
-    const memberships = await tx.em.find(Membership, orgId ? { orgId } : { partnerId, orgId: null });
+    // Pending invitations grant nothing yet, so there is no access of theirs to review.
+    const memberships = await tx.em.find(Membership, orgId ? { orgId, status: 'active' } : { partnerId, orgId: null, status: 'active' });
     const users = new Map((await tx.em.find(User, { id: { $in: memberships.map((m) => m.userId) } })).map((u) => [u.id, u]));
     const roles = new Map((await tx.em.find(Role, { id: { $in: memberships.map((m) => m.roleId) } })).map((r) => [r.id, r]));
     const items = memberships.map((m) =>

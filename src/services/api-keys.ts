@@ -8,7 +8,8 @@ import { authenticated, authorize, isUuid, requirePrincipal, visibleOrgIds, type
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
-import { parseInput, uuid } from '../validation.js';
+import { isoDateTime, parseInput, uuid } from '../validation.js';
+import { emit } from '../events/outbox.js';
 import { recordAudit } from './audit.js';
 
 export type ApiKeyStatus = 'active' | 'revoked' | 'expired';
@@ -35,9 +36,7 @@ export interface ApiKeyWithSecret extends ApiKeyView {
 }
 
 // Kept as text (the service converts) so that parsing twice, in the adapter and the service, is harmless.
-const futureDate = z.iso
-  .datetime({ offset: true, message: 'must be an ISO 8601 date-time' })
-  .refine((s) => Date.parse(s) > Date.now(), 'must be in the future');
+const futureDate = isoDateTime().refine((s) => Date.parse(s) > Date.now(), 'must be in the future');
 const scopeList = z.array(z.string().min(1).max(100)).min(1, 'at least one scope is required').max(100);
 
 export const CreateApiKeyInput = z
@@ -137,6 +136,8 @@ export async function createApiKey(ctx: RequestContext, rawInput: CreateApiKeyIn
   const principal = await authorize(ctx, 'api_keys:write', { mfa: true });
   const input = parseInput(CreateApiKeyInput, rawInput);
   checkScopes(principal, input.scopes);
+  const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
+  await checkExpiryWithinCallingKey(ctx, principal, expiresAt);
   if (!principal.userId || !principal.membershipId) throw forbidden('API keys belong to a user');
   const material = generateApiKey();
   return withTransaction(ctx, async (tx) => {
@@ -149,7 +150,7 @@ export async function createApiKey(ctx: RequestContext, rawInput: CreateApiKeyIn
       membershipId: principal.membershipId!,
       orgId: principal.orgId,
       partnerId: principal.partnerId,
-      expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
+      expiresAt,
     });
     await tx.em.flush();
     await recordAudit(tx, {
@@ -165,6 +166,7 @@ export async function updateApiKey(ctx: RequestContext, id: string, rawInput: Up
   const principal = await authorize(ctx, 'api_keys:write', { ...keyTenant(await loadKey(ctx, id)), mfa: true });
   const input = parseInput(UpdateApiKeyInput, rawInput);
   if (input.scopes) checkScopes(principal, input.scopes);
+  if (input.expiresAt !== undefined) await checkExpiryWithinCallingKey(ctx, principal, input.expiresAt === null ? null : new Date(input.expiresAt));
   const changes = (Object.keys(input) as (keyof typeof input)[]).filter((k) => input[k] !== undefined);
   return withTransaction(ctx, async (tx) => {
     const key = await lockKey(tx, id);
@@ -187,8 +189,25 @@ export async function revokeApiKey(ctx: RequestContext, id: string): Promise<Api
     key.revokedAt = new Date();
     await tx.em.flush();
     await recordAudit(tx, { ...auditTarget(key), action: 'api_key.revoke', details: { prefix: key.prefix } });
+    await emit(tx, { type: 'api_key.revoked', orgId: key.orgId, data: { apiKeyId: key.id, userId: key.userId, reason: 'revoked' } });
     return apiKeyView(key);
   });
+}
+
+/**
+ * Revokes every live key of a user inside the caller's transaction (a password change that did not
+ * keep them). Returns how many were revoked.
+ */
+export async function revokeKeysOfUser(tx: RequestContext, userId: string, reason: string): Promise<number> {
+  const keys = await tx.em.find(ApiKey, { userId, revokedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  const now = new Date();
+  for (const key of keys) {
+    key.revokedAt = now;
+    await recordAudit(tx, { ...auditTarget(key), action: 'api_key.revoke', details: { prefix: key.prefix, reason } });
+    await emit(tx, { type: 'api_key.revoked', orgId: key.orgId, data: { apiKeyId: key.id, userId, reason } });
+  }
+  await tx.em.flush();
+  return keys.length;
 }
 
 /**
@@ -239,6 +258,19 @@ function canSeeKeyTenant(principal: Principal, key: ApiKey): boolean {
 function keyTenant(key: ApiKey): AuthorizeOptions {
   if (key.orgId) return { orgId: key.orgId, resource: 'API key' };
   return { partnerId: key.partnerId, resource: 'API key' };
+}
+
+/**
+ * A request made with an API key cannot give any key (itself included) a longer life than the calling
+ * key has: otherwise a leaked, expiring key could lift its own expiry, or mint a successor that never
+ * expires. No expiry (null) counts as the longest. Scopes are bounded the same way by `checkScopes`.
+ */
+async function checkExpiryWithinCallingKey(ctx: RequestContext, principal: Principal, expiresAt: Date | null): Promise<void> {
+  if (principal.kind !== 'apiKey') return;
+  const calling = await ctx.em.findOne(ApiKey, { id: principal.id });
+  const limit = calling?.expiresAt;
+  if (!limit || (expiresAt !== null && expiresAt <= limit)) return;
+  throw forbidden(`A request made with an API key cannot set an expiry later than that key's own: expiresAt must be at most ${limit.toISOString()}`);
 }
 
 /** Scopes must name catalog permissions (400) and stay within what the creator holds (403). */

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { LockMode } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
@@ -9,12 +9,13 @@ import { RequestContext, type Principal } from '../auth/context.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import { authenticated, skipAuthorization } from '../auth/policy.js';
 import { signAccessToken, signMfaToken, verifyMfaToken } from '../auth/tokens.js';
-import { base32Encode, generateTotpSecret, matchTotp, otpauthUrl } from '../auth/totp.js';
+import { generateTotpSecret, matchTotp, otpauthUrl, randomBase32 } from '../auth/totp.js';
 import { withTransaction } from '../db/transaction.js';
-import { badRequest, conflict, forbidden, rateLimited, unauthenticated } from '../errors.js';
+import { badRequest, conflict, forbidden, notFound, rateLimited, unauthenticated } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import { randomToken, safeEqual, sha256Hex } from '../secrets.js';
-import { parseInput } from '../validation.js';
+import { parseInput, uuid } from '../validation.js';
+import { revokeKeysOfUser } from './api-keys.js';
 import { recordAudit } from './audit.js';
 import { userView, type UserView } from './user-view.js';
 
@@ -41,18 +42,28 @@ export interface MfaSetup {
  * Checks that may refuse password login for a user whose password is right (e.g. SSO enforced for the
  * user's organization). Each returns false to refuse; the caller then sees the generic login failure.
  */
-export const passwordLoginPolicies: ((em: EntityManager, user: User) => Promise<boolean>)[] = [];
+export const passwordLoginPolicies: ((em: EntityManager, membership: Membership) => Promise<boolean>)[] = [];
 
-export async function passwordLoginAllowed(em: EntityManager, user: User): Promise<boolean> {
-  for (const allowed of passwordLoginPolicies) if (!(await allowed(em, user))) return false;
+/** Whether a password session may act through `membership` (e.g. not when its organization enforces SSO). */
+export async function passwordLoginAllowed(em: EntityManager, membership: Membership): Promise<boolean> {
+  for (const allowed of passwordLoginPolicies) if (!(await allowed(em, membership))) return false;
   return true;
 }
+
+export const SSO_ENFORCED = 'Your organization signs in through single sign-on';
 
 const mfaCode = z.string({ message: 'MFA code is required' }).trim().min(1, 'MFA code is required').max(64);
 // Passwords are only compared at login: the cap bounds hashing work, not what a password may be.
 const givenPassword = z.string().min(1).max(1024);
 
-export const LoginInput = z.object({ email: z.string().trim().min(1).max(255), password: givenPassword }).strict();
+export const LoginInput = z
+  .object({
+    email: z.string().trim().min(1).max(255),
+    password: givenPassword,
+    /** which of the user's memberships the session acts in; default: the one used last, else the oldest */
+    membershipId: uuid().optional(),
+  })
+  .strict();
 export type LoginInput = z.input<typeof LoginInput>;
 
 export const VerifyMfaInput = z.object({ mfaToken: z.string().min(1).max(4096), code: mfaCode }).strict();
@@ -68,12 +79,30 @@ export const ChangePasswordInput = z
   .object({
     currentPassword: givenPassword,
     newPassword: z.string().min(12, 'must be at least 12 characters').max(256, 'must be at most 256 characters'),
+    /** the user's API keys: revoked with the old password (default), or kept by the user's choice */
+    apiKeys: z.enum(['revoke', 'keep']).default('revoke'),
   })
   .strict();
 export type ChangePasswordInput = z.input<typeof ChangePasswordInput>;
 
 export const MfaCodeInput = z.object({ code: mfaCode }).strict();
 export type MfaCodeInput = z.input<typeof MfaCodeInput>;
+
+export const MfaSetupInput = z
+  .object({
+    /** required when the session signed in through SSO and the account has a password of its own */
+    currentPassword: givenPassword.optional(),
+  })
+  .strict();
+export type MfaSetupInput = z.input<typeof MfaSetupInput>;
+
+export const SwitchMembershipInput = z.object({ membershipId: uuid() }).strict();
+export type SwitchMembershipInput = z.input<typeof SwitchMembershipInput>;
+
+export interface PasswordChanged extends SessionTokens {
+  /** API keys revoked with the old password (0 when the user kept them) */
+  apiKeysRevoked: number;
+}
 
 const INVALID_LOGIN = 'Invalid email or password';
 const INVALID_MFA_CODE = 'Invalid MFA code';
@@ -160,9 +189,18 @@ async function revokeFamilies(em: EntityManager, where: { familyId?: string | { 
   return em.nativeUpdate(RefreshToken, { ...where, revokedAt: null }, { revokedAt: new Date() });
 }
 
-/** The membership a password login signs in through: the user's first. */
-async function loginMembership(em: EntityManager, userId: string): Promise<Membership | null> {
-  return em.findOne(Membership, { userId }, { orderBy: { createdAt: 'asc', id: 'asc' } });
+/**
+ * The membership a password login signs in through: the one asked for, else the one the user signed
+ * in through last, else the oldest. Only active memberships: a pending invitation grants nothing.
+ */
+async function loginMembership(em: EntityManager, userId: string, requested?: string): Promise<Membership | null> {
+  if (requested) return em.findOne(Membership, { id: requested, userId, status: 'active' });
+  const [last] = (await em.execute(
+    `select m.id from refresh_token r join membership m on m.id = r.membership_id and m.status = 'active' where r.user_id = ? order by r.created_at desc limit 1`,
+    [userId],
+  )) as { id: string }[];
+  const found = last ? await em.findOne(Membership, { id: last.id }) : null;
+  return found ?? em.findOne(Membership, { userId, status: 'active' }, { orderBy: { createdAt: 'asc', id: 'asc' } });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -224,7 +262,7 @@ async function recordFailure(ctx: RequestContext, failure: { action: string; ema
 /** `POST /auth/login`: every refusal answers the same 401, after the same password-hashing work. */
 export async function login(ctx: RequestContext, input: LoginInput): Promise<LoginResult> {
   skipAuthorization(ctx, 'password login');
-  const { password, ...parsed } = parseInput(LoginInput, input);
+  const { password, membershipId, ...parsed } = parseInput(LoginInput, input);
   const email = parsed.email.toLowerCase();
   await refuseThrottledIp(ctx);
 
@@ -238,12 +276,12 @@ export async function login(ctx: RequestContext, input: LoginInput): Promise<Log
   if (!user) return refuse('unknown_email');
   if (!passwordOk) return refuse('wrong_password');
   if (user.status !== 'active') return refuse(`user_${user.status}`);
-  const membership = await loginMembership(ctx.em, user.id);
+  const membership = await loginMembership(ctx.em, user.id, membershipId);
   if (!membership) return refuse('no_membership');
-  if (!(await passwordLoginAllowed(ctx.em, user))) return refuse('password_login_not_allowed');
+  if (!(await passwordLoginAllowed(ctx.em, membership))) return refuse('password_login_not_allowed');
 
   if (user.mfaEnabled) {
-    return { mfaRequired: true, mfaToken: await signMfaToken(ctx.runtime.config, { sub: user.id, ver: user.tokenVersion }) };
+    return { mfaRequired: true, mfaToken: await signMfaToken(ctx.runtime.config, { sub: user.id, ver: user.tokenVersion, mid: membership.id }) };
   }
   return withTransaction(ctx, (tx) => completeLogin(tx, user, membership, false));
 }
@@ -265,7 +303,7 @@ export async function verifyMfa(ctx: RequestContext, input: VerifyMfaInput): Pro
 
   const outcome = await withTransaction(ctx, async (tx) => {
     const user = await lockUser(tx, claims.sub);
-    const membership = user ? await loginMembership(tx.em, user.id) : null;
+    const membership = user ? await loginMembership(tx.em, user.id, claims.mid) : null;
     if (!user || !membership || user.status !== 'active' || user.tokenVersion !== claims.ver || !user.mfaEnabled) return { refused: 'token' as const };
     if (await emailLocked(tx, user.email)) return { refused: 'locked_out' as const, user };
     if (!(await consumeSecondFactor(tx, user, code))) return { refused: 'invalid_mfa_code' as const, user };
@@ -285,7 +323,7 @@ async function lockUser(tx: RequestContext, id: string): Promise<User | null> {
  * Accepts a TOTP code of a time step not used before, or an unused recovery code, and consumes it on the
  * user (locked by the caller, so two requests cannot both spend the same code).
  */
-async function consumeSecondFactor(tx: RequestContext, user: User, code: string): Promise<boolean> {
+export async function consumeSecondFactor(tx: RequestContext, user: User, code: string): Promise<boolean> {
   if (!user.mfaSecret) return false;
   if (/^\d{6}$/.test(code)) {
     const step = matchTotp(tx.runtime.secrets.decrypt(user.mfaSecret), code, user.mfaLastUsedStep);
@@ -313,7 +351,7 @@ function hashRecoveryCode(code: string): string {
 }
 
 function generateRecoveryCode(): string {
-  const text = base32Encode(randomBytes(5)).toLowerCase();
+  const text = randomBase32(5).toLowerCase();
   return `${text.slice(0, 4)}-${text.slice(4)}`;
 }
 
@@ -332,7 +370,7 @@ export async function refresh(ctx: RequestContext, input: RefreshInput): Promise
     if (!row) return null;
     const familyRevoked = (await tx.em.count(RefreshToken, { familyId: row.familyId, revokedAt: { $ne: null } })) > 0;
     const user = await tx.em.findOne(User, { id: row.userId });
-    const membership = await tx.em.findOne(Membership, { id: row.membershipId });
+    const membership = await tx.em.findOne(Membership, { id: row.membershipId, status: 'active' });
     const usable = !row.usedAt && !familyRevoked && row.expiresAt > new Date() && user?.status === 'active' && user.tokenVersion === row.tokenVersion;
     if (!usable || !user || !membership) {
       await revokeFamilies(tx.em, { familyId: row.familyId });
@@ -390,6 +428,36 @@ export async function logout(ctx: RequestContext, input: LogoutInput = {}): Prom
   });
 }
 
+/**
+ * `POST /auth/switch-membership`: the same session acting through another of the user's active
+ * memberships, without signing in again. The session's earlier refresh tokens are superseded (marked
+ * used). An SSO session stays in the organization whose IdP started it.
+ */
+export async function switchMembership(ctx: RequestContext, input: SwitchMembershipInput): Promise<AuthSession> {
+  const principal = sessionUser(ctx);
+  const { membershipId } = parseInput(SwitchMembershipInput, input);
+  if (principal.sessionMethod === 'sso') throw forbidden('A single sign-on session acts in its organization only: sign in with your password to use another membership');
+  const familyId = principal.sessionId;
+  if (!familyId) throw forbidden('This operation needs a login session');
+  return withTransaction(ctx, async (tx) => {
+    const user = (await lockUser(tx, principal.userId))!;
+    const membership = await tx.em.findOne(Membership, { id: membershipId, userId: user.id, status: 'active' });
+    if (!membership) throw notFound('Membership');
+    if (!(await passwordLoginAllowed(tx.em, membership))) throw forbidden(SSO_ENFORCED);
+    await tx.em.nativeUpdate(RefreshToken, { familyId, usedAt: null }, { usedAt: new Date() });
+    const tokens = await mintTokens(tx, user, membership, { familyId, method: 'password', mfa: principal.mfa });
+    // Acting as the new membership also refuses a suspended organization or partner (403).
+    await recordAudit(await actingAs(tx, user, membership, principal.mfa), {
+      action: 'auth.membership.switch',
+      resourceType: 'user',
+      resourceId: user.id,
+      orgId: membership.orgId,
+      details: { fromMembershipId: principal.membershipId, membershipId: membership.id },
+    });
+    return { ...tokens, user: userView(user, membership) };
+  });
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Password and MFA management (the caller's own account)
 
@@ -402,9 +470,9 @@ async function refuseLockedAccount(ctx: RequestContext, email: string): Promise<
  * `POST /auth/change-password`: bumps the token version (every access token stops working), revokes every
  * session of the user and returns a new one for the caller.
  */
-export async function changePassword(ctx: RequestContext, input: ChangePasswordInput): Promise<SessionTokens> {
+export async function changePassword(ctx: RequestContext, input: ChangePasswordInput): Promise<PasswordChanged> {
   const principal = sessionUser(ctx);
-  const { currentPassword, newPassword } = parseInput(ChangePasswordInput, input);
+  const { currentPassword, newPassword, apiKeys } = parseInput(ChangePasswordInput, input);
   const user = await ctx.em.findOneOrFail(User, { id: principal.userId });
   await refuseLockedAccount(ctx, user.email);
   if (!(await verifyPassword(currentPassword, user.passwordHash))) {
@@ -419,14 +487,35 @@ export async function changePassword(ctx: RequestContext, input: ChangePasswordI
     await revokeFamilies(tx.em, { userId: locked.id });
     const membership = await tx.em.findOneOrFail(Membership, { id: principal.membershipId });
     const tokens = await mintTokens(tx, locked, membership, { familyId: randomUUID(), method: 'password', mfa: principal.mfa });
-    await recordAudit(tx, { action: 'auth.password.change', resourceType: 'user', resourceId: locked.id, orgId: principal.orgId, changes: ['password'] });
-    return tokens;
+    // Keys made while the old password was in use may be in the hands of whoever knew it.
+    const apiKeysRevoked = apiKeys === 'revoke' ? await revokeKeysOfUser(tx, locked.id, 'password_changed') : 0;
+    await recordAudit(tx, { action: 'auth.password.change', resourceType: 'user', resourceId: locked.id, orgId: principal.orgId, changes: ['password'], details: { apiKeys } });
+    await emit(tx, { type: 'user.password_changed', orgId: principal.orgId, data: { userId: locked.id, apiKeysRevoked } });
+    return { ...tokens, apiKeysRevoked };
   });
 }
 
+/**
+ * An SSO session shows what the organization's IdP vouched for, not that the caller holds the account's
+ * own credentials: enrolling a second factor on an account with a password takes that password too.
+ */
+async function proveOwnCredentials(ctx: RequestContext, principal: SessionPrincipal, currentPassword: string | undefined): Promise<void> {
+  if (principal.sessionMethod !== 'sso') return;
+  const user = await ctx.em.findOneOrFail(User, { id: principal.userId });
+  if (!user.passwordHash) return;
+  if (!currentPassword) throw forbidden('Confirm your current password (currentPassword) to change how this account signs in');
+  await refuseLockedAccount(ctx, user.email);
+  if (!(await verifyPassword(currentPassword, user.passwordHash))) {
+    await recordFailure(ctx, { action: 'auth.mfa.setup', email: user.email, user, reason: 'wrong_password' });
+    throw badRequest('Current password is incorrect');
+  }
+}
+
 /** `POST /auth/mfa/setup`: a new TOTP secret, stored encrypted; MFA stays off until a code from it is confirmed. */
-export async function setupMfa(ctx: RequestContext): Promise<MfaSetup> {
+export async function setupMfa(ctx: RequestContext, input: MfaSetupInput = {}): Promise<MfaSetup> {
   const principal = sessionUser(ctx);
+  const { currentPassword } = parseInput(MfaSetupInput, input);
+  await proveOwnCredentials(ctx, principal, currentPassword);
   return withTransaction(ctx, async (tx) => {
     const user = (await lockUser(tx, principal.userId))!;
     if (user.mfaEnabled) throw conflict('MFA is already enabled; disable it before setting up a new authenticator');

@@ -3,7 +3,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import type { SsoProviderType } from '../../entities/sso.js';
-import type { User } from '../../entities/user.js';
+import type { Membership } from '../../entities/user.js';
 import type { RequestContext } from '../auth/context.js';
 import { skipAuthorization } from '../auth/policy.js';
 import { AppError } from '../errors.js';
@@ -52,17 +52,12 @@ async function sweepExpired(em: EntityManager): Promise<void> {
 }
 
 /**
- * Password login is refused when the organization it signs into (the user's first membership, as
- * login uses) has an active provider that enforces SSO. Another tenant that adds the same person
- * cannot lock them out of their own organization this way.
+ * Password login is refused when the organization it signs into has an active provider that enforces
+ * SSO. Another tenant that adds the same person cannot lock them out of their own organization this way.
  */
-async function passwordLoginAllowed(em: EntityManager, user: User): Promise<boolean> {
-  const enforced = await em.execute(
-    `select 1 from (select org_id from membership where user_id = ? order by created_at, id limit 1) m
-       join sso_provider p on p.org_id = m.org_id
-      where p.status = 'active' and p.enforce_sso limit 1`,
-    [user.id],
-  );
+async function passwordLoginAllowed(em: EntityManager, membership: Membership): Promise<boolean> {
+  if (!membership.orgId) return true;
+  const enforced = await em.execute(`select 1 from sso_provider where org_id = ? and status = 'active' and enforce_sso limit 1`, [membership.orgId]);
   return enforced.length === 0;
 }
 

@@ -17,7 +17,27 @@ export interface UserView {
   roleId: string | null;
 }
 
+/**
+ * Seen through a pending membership, a user is only what the inviter typed: the account belongs to
+ * someone the inviting tenant does not reach (yet), so its name, MFA and sign-in history stay private.
+ */
 export function userView(user: User, membership: Membership | null): UserView {
+  if (membership?.status === 'pending') {
+    return {
+      id: user.id,
+      email: user.email,
+      name: membership.invitedName ?? user.email,
+      status: 'invited',
+      mfaEnabled: false,
+      lastLoginAt: null,
+      createdAt: membership.createdAt.toISOString(),
+      updatedAt: membership.updatedAt.toISOString(),
+      scope: membership.scope,
+      partnerId: membership.partnerId,
+      orgId: membership.orgId,
+      roleId: membership.roleId,
+    };
+  }
   return {
     id: user.id,
     email: user.email,

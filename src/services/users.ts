@@ -5,7 +5,7 @@ import { Role, type Scope } from '../../entities/role.js';
 import { Site } from '../../entities/site.js';
 import { Membership, User } from '../../entities/user.js';
 import type { Principal, RequestContext } from '../auth/context.js';
-import { hashPassword } from '../auth/passwords.js';
+import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import { authenticated, authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, skipAuthorization, targetOrgId, visibleOrgIds } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound, unauthenticated } from '../errors.js';
@@ -14,7 +14,7 @@ import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { randomToken, sha256Hex } from '../secrets.js';
 import { parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
-import { issueSession, passwordLoginAllowed, type AuthSession } from './auth.js';
+import { consumeSecondFactor, issueSession, passwordLoginAllowed, SSO_ENFORCED, type AuthSession } from './auth.js';
 import { sendMail } from './mailer.js';
 import { assertCanGrant, assignableRole, effectivePermissionsAt, readableRole, type MembershipTarget } from './roles.js';
 import { userView, type UserView } from './user-view.js';
@@ -57,7 +57,10 @@ export const SetUserRoleSchema = z.object({ roleId: uuid() }).strict();
 export const AcceptInviteSchema = z
   .object({
     token: z.string().min(1).max(200),
-    password: z.string().min(12, 'must be at least 12 characters').max(256, 'must be at most 256 characters'),
+    /** a new account's new password (12-256 characters), or an existing account's own password */
+    password: z.string().min(1).max(1024),
+    /** existing accounts with MFA: a TOTP or recovery code */
+    code: z.string().trim().min(1).max(64).optional(),
   })
   .strict();
 
@@ -81,7 +84,32 @@ export interface MembershipView {
   orgAccess: Membership['orgAccess'];
   orgIds: string[];
   siteIds: string[];
+  /** `pending`: an invitation the caller has not accepted yet (see `GET /users/me/invitations`) */
+  status: Membership['status'];
 }
+
+/** A pending membership as its invitee sees it. */
+export interface InvitationView {
+  /** the pending membership's id: accept or decline it by this id */
+  id: string;
+  scope: Scope;
+  partnerId: string | null;
+  orgId: string | null;
+  /** the organization's (or, for partner-level memberships, the partner's) name */
+  tenantName: string;
+  roleId: string;
+  roleName: string;
+  invitedAt: string;
+  expiresAt: string | null;
+}
+
+/** `POST /auth/accept-invite` for a membership invitation: the account's own password, or a second step when it has MFA. */
+export const AcceptMyInvitationSchema = z
+  .object({
+    /** required when the session signed in through SSO and the account has a password */
+    currentPassword: z.string().min(1).max(1024).optional(),
+  })
+  .strict();
 
 /** `GET /users/me`: the caller, what it may do through the current membership, and every membership it holds. */
 export interface MeView extends UserView {
@@ -92,9 +120,15 @@ export interface MeView extends UserView {
 
 export interface InviteResult {
   user: UserView;
-  /** the one-time link to set a password; null when the person already has an account (they sign in as before) */
+  /**
+   * The one-time invitation link. For a new account it sets the password; for an existing account it
+   * only accepts the membership, and asks for that account's own password. The answer has the same
+   * shape either way, so it tells the inviter nothing about accounts outside their reach.
+   */
   inviteUrl: string | null;
 }
+
+const NewPassword = z.object({ password: z.string().min(12, 'must be at least 12 characters').max(256, 'must be at most 256 characters') });
 
 const INVITE_TTL_MS = 7 * 24 * 3600 * 1000;
 const INVALID_INVITATION = 'Invalid or expired invitation';
@@ -123,12 +157,15 @@ function mailAfterCommit(ctx: RequestContext, to: string, subject: string, text:
   });
 }
 
-function invitationMail(ctx: RequestContext, user: User, invitation: Invitation): void {
+function invitationMail(ctx: RequestContext, to: string, name: string, invitation: Invitation, existingAccount: boolean): void {
+  const action = existingAccount
+    ? 'Sign in and accept it under your invitations, or open this link and confirm with your password'
+    : 'Choose a password to activate your account';
   mailAfterCommit(
     ctx,
-    user.email,
+    to,
     'You have been invited to rmm-service',
-    `Hello ${user.name},\n\nYou have been invited to rmm-service. Choose a password to activate your account:\n\n${invitation.url}\n\nThe link works once and expires in 7 days.\n`,
+    `Hello ${name},\n\nYou have been invited to rmm-service. ${action}:\n\n${invitation.url}\n\nThe link works once and expires in 7 days.\n`,
   );
 }
 
@@ -137,6 +174,11 @@ async function reaches(ctx: RequestContext, principal: Principal, membership: Me
   if (membership.orgId) return canAccessOrg(ctx, membership.orgId);
   if (membership.partnerId) return canAccessPartner(principal, membership.partnerId);
   return principal.scope === 'system';
+}
+
+async function reachesAll(ctx: RequestContext, principal: Principal, memberships: Membership[]): Promise<boolean> {
+  for (const m of memberships) if (!(await reaches(ctx, principal, m))) return false;
+  return true;
 }
 
 /** The memberships a caller's lists reach (null: all, for system callers), optionally within one organization. */
@@ -148,9 +190,13 @@ async function reachableMemberships(ctx: RequestContext, principal: Principal, o
   return { $or: clauses };
 }
 
-/** The membership a user is shown and managed through: one at the caller's own level if any (a partner member's partner row), else the oldest. */
+/**
+ * The membership a user is shown and managed through: an active one before a pending invitation, one
+ * at the caller's own level if any (a partner member's partner row), else the oldest.
+ */
 function primaryMembership(principal: Principal, memberships: Membership[]): Membership | null {
-  return memberships.find((m) => m.scope === principal.scope) ?? memberships[0] ?? null;
+  const ordered = [...memberships.filter((m) => m.status === 'active'), ...memberships.filter((m) => m.status !== 'active')];
+  return ordered.find((m) => m.scope === principal.scope) ?? ordered[0] ?? null;
 }
 
 /** authorize() options for acting on a membership's tenant. */
@@ -192,11 +238,26 @@ async function rolesOf(ctx: RequestContext, memberships: Membership[]): Promise<
   return new Map(roles.map((r) => [r.id, r]));
 }
 
-/** Nobody manages a member whose role grants more than they hold themselves. */
-/** Nobody removes or changes the access of someone whose role grants more than they hold. */
+/**
+ * Nobody removes or changes the access of someone whose role grants more than they hold, or whose
+ * reach is wider than theirs: a partner member limited to selected organizations, or an organization
+ * member limited to some sites, only manages members limited at least as narrowly.
+ */
 export async function assertOutranks(ctx: RequestContext, principal: Principal, memberships: Membership[]): Promise<void> {
   const roles = await rolesOf(ctx, memberships);
-  for (const m of memberships) assertCanGrant(principal, m.scope, roles.get(m.roleId)?.permissions ?? [], 'You cannot manage a user whose role grants permissions you do not hold');
+  for (const m of memberships) {
+    assertCanGrant(principal, m.scope, roles.get(m.roleId)?.permissions ?? [], 'You cannot manage a user whose role grants permissions you do not hold');
+    if (!reachCovers(principal, m)) throw forbidden('You cannot manage a user whose access reaches further than yours');
+  }
+}
+
+function reachCovers(principal: Principal, m: Membership): boolean {
+  const within = (limited: string[], mine: string[]) => limited.length > 0 && limited.every((id) => mine.includes(id));
+  if (m.scope === 'partner' && principal.scope === 'partner' && principal.orgAccess === 'selected') {
+    return m.orgAccess === 'selected' && (m.orgIds.length === 0 || m.orgIds.every((id) => principal.orgIds.includes(id)));
+  }
+  if (m.scope === 'organization' && principal.scope === 'organization' && principal.siteIds.length > 0) return within(m.siteIds, principal.siteIds);
+  return true;
 }
 
 /**
@@ -207,6 +268,8 @@ async function assertAccountControl(ctx: RequestContext, target: ManagedUser): P
   if (target.managed.length < target.all.length) {
     throw forbidden('This user also belongs to another organization or partner: only their membership here can be changed');
   }
+  // An invitation the owner has not accepted gives the inviter no say over the account.
+  if (target.managed.some((m) => m.status === 'pending')) throw forbidden('This user has not accepted the invitation yet: only the invitation can be changed');
   await assertOutranks(ctx, target.principal, target.managed);
 }
 
@@ -221,6 +284,7 @@ function membershipView(membership: Membership, roles: Map<string, Role>): Membe
     orgAccess: membership.orgAccess,
     orgIds: membership.orgIds,
     siteIds: membership.siteIds,
+    status: membership.status,
   };
 }
 
@@ -231,7 +295,9 @@ export async function getMe(ctx: RequestContext): Promise<MeView> {
   const principal = authenticated(ctx);
   const user = principal.userId ? await ctx.em.findOne(User, { id: principal.userId }) : null;
   if (!user) throw unauthenticated();
-  const memberships = await ctx.em.find(Membership, { userId: user.id }, { orderBy: MEMBERSHIP_ORDER });
+  // An SSO session acts in its provider's organization only and carries nothing of the account's other tenants.
+  const where = principal.sessionMethod === 'sso' ? { id: principal.membershipId } : { userId: user.id };
+  const memberships = await ctx.em.find(Membership, where, { orderBy: MEMBERSHIP_ORDER });
   const roles = await rolesOf(ctx, memberships);
   return {
     ...userView(user, memberships.find((m) => m.id === principal.membershipId) ?? null),
@@ -319,10 +385,11 @@ function inheritedLimits(principal: Principal, target: MembershipTarget): Partia
 }
 
 /**
- * `POST /users/invite`. A new email gets an account in status `invited` and a one-time link; an
- * email that already has an account (another tenant's user) gets a membership here and no link,
- * since the link sets the password and the account is not the inviter's to take over. A pending
- * account invited elsewhere is refused for the same reason.
+ * `POST /users/invite`. A new email gets an account in status `invited` and a one-time link that sets
+ * its password. An email that already has an account gets a `pending` membership: it grants nothing
+ * until the account's owner accepts it, signed in (`POST /users/me/invitations/:id/accept`) or through
+ * the link with their own password. Both answers look alike, so an invite reveals nothing about
+ * accounts outside the inviter's reach.
  */
 export async function inviteUser(ctx: RequestContext, rawInput: unknown): Promise<InviteResult> {
   const input = parseInput(InviteUserSchema, rawInput);
@@ -337,23 +404,26 @@ export async function inviteUser(ctx: RequestContext, rawInput: unknown): Promis
   const result = await withTransaction(ctx, async (tx) => {
     let user = await tx.em.findOne(User, { email: input.email }, { lockMode: LockMode.PESSIMISTIC_WRITE });
     const newAccount = !user;
-    let issued: Invitation | null = invitation;
+    // An account this inviter's own tenants created and nobody has claimed yet is still theirs to extend.
+    let ownUnclaimed = false;
     if (user) {
       const existing = await tx.em.find(Membership, { userId: user.id });
       if (existing.some((m) => m.orgId === target.orgId && (m.orgId !== null || m.partnerId === target.partnerId))) {
         throw conflict(`A user with this email already belongs to this ${target.scope === 'partner' ? 'partner' : 'organization'}`);
       }
-      if (user.status === 'invited') {
-        for (const m of existing) if (!(await reaches(tx, principal, m))) throw conflict('This person has a pending invitation from another organization: they must accept it first');
-        await assertOutranks(tx, principal, existing);
-        Object.assign(user, { inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt });
-      } else {
-        issued = null;
-      }
+      ownUnclaimed = user.status === 'invited' && existing.every((m) => m.status === 'active') && (await reachesAll(tx, principal, existing));
+      if (ownUnclaimed) Object.assign(user, { inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt });
     } else {
       user = tx.em.create(User, { email: input.email, name: input.name, status: 'invited', inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt });
     }
-    const membership = tx.em.create(Membership, { userId: user.id, ...target, roleId: role.id, ...inheritedLimits(principal, target) });
+    const pending = !newAccount && !ownUnclaimed;
+    const membership = tx.em.create(Membership, {
+      userId: user.id,
+      ...target,
+      roleId: role.id,
+      ...inheritedLimits(principal, target),
+      ...(pending ? { status: 'pending', inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt, invitedName: input.name } : {}),
+    });
     await tx.em.flush();
     await recordAudit(tx, {
       action: 'user.invite',
@@ -365,35 +435,44 @@ export async function inviteUser(ctx: RequestContext, rawInput: unknown): Promis
       details: { email: user.email, membershipId: membership.id, roleId: role.id, newAccount },
     });
     await emit(tx, { type: 'user.invited', orgId: target.orgId, data: { userId: user.id, email: user.email, roleId: role.id, partnerId: target.partnerId, newAccount } });
-    return { user, membership, issued };
+    return { user, membership };
   });
-  if (result.issued) invitationMail(ctx, result.user, result.issued);
-  else mailAfterCommit(ctx, result.user.email, 'You have been added to rmm-service', `Hello ${result.user.name},\n\nYou now have access to another organization in rmm-service. Sign in as usual:\n\n${ctx.runtime.config.publicUrl}\n`);
-  return { user: userView(result.user, result.membership), inviteUrl: result.issued?.url ?? null };
+  invitationMail(ctx, result.user.email, input.name, invitation, result.membership.status === 'pending');
+  return { user: userView(result.user, result.membership), inviteUrl: invitation.url };
 }
 
-/** A new link for a user who has not accepted yet; the previous link stops working. */
+/**
+ * A new link for an invitation not accepted yet (a new account's, or a pending membership's); the
+ * previous link stops working.
+ */
 export async function resendInvite(ctx: RequestContext, rawInput: unknown): Promise<InviteResult> {
   const input = parseInput(ResendInviteSchema, rawInput);
   const invitation = newInvitation(ctx);
   const target = await withTransaction(ctx, async (tx) => {
     const found = await loadManagedUser(tx, input.userId, 'users:write', true);
-    if (found.user.status !== 'invited') throw conflict(`Only invited users can get a new invitation (this user is ${found.user.status})`);
-    await assertAccountControl(tx, found);
-    Object.assign(found.user, { inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt });
+    const pending = found.managed.find((m) => m.status === 'pending');
+    if (pending) {
+      await assertOutranks(tx, found.principal, [pending]);
+      Object.assign(pending, { inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt });
+    } else {
+      if (found.user.status !== 'invited') throw conflict(`Only invited users can get a new invitation (this user is ${found.user.status})`);
+      await assertAccountControl(tx, found);
+      Object.assign(found.user, { inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt });
+    }
     await tx.em.flush();
+    const membership = pending ?? found.primary;
     await recordAudit(tx, {
       action: 'user.invite.resend',
       resourceType: 'user',
       resourceId: found.user.id,
-      ...tenantOf(found.primary),
+      ...tenantOf(membership),
       changes: ['inviteExpiresAt'],
-      details: { email: found.user.email },
+      details: { email: found.user.email, membershipId: membership?.id ?? null },
     });
-    return found;
+    return { user: found.user, membership };
   });
-  invitationMail(ctx, target.user, invitation);
-  return { user: userView(target.user, target.primary), inviteUrl: invitation.url };
+  invitationMail(ctx, target.user.email, userView(target.user, target.membership).name, invitation, target.membership?.status === 'pending');
+  return { user: userView(target.user, target.membership), inviteUrl: invitation.url };
 }
 
 /** Disabling ends every token at once and kills a pending invitation; re-enabling a never-used account makes it invited again. */
@@ -478,7 +557,8 @@ export async function deleteUser(ctx: RequestContext, id: string): Promise<void>
     if (user.id === principal.userId) throw badRequest('You cannot delete yourself');
     await assertOutranks(tx, principal, managed);
     await tx.em.nativeDelete(Membership, { id: { $in: managed.map((m) => m.id) } });
-    const accountDeleted = managed.length === all.length;
+    // Revoking an invitation never deletes the account it was sent to.
+    const accountDeleted = managed.length === all.length && managed.every((m) => m.status === 'active');
     if (accountDeleted) await tx.em.nativeDelete(User, { id: user.id });
     await recordAudit(tx, {
       action: 'user.delete',
@@ -519,21 +599,27 @@ export async function setUserRole(ctx: RequestContext, id: string, rawInput: unk
 }
 
 /**
- * `POST /auth/accept-invite` (public: the token is the credential). Sets the password, activates the
- * account, spends the token and starts a session through the account's first membership.
+ * `POST /auth/accept-invite` (public: the token is the credential). A new account's token sets the
+ * password, activates the account and starts a session through its first membership. A pending
+ * membership's token accepts that membership, and only with the account's own password (so the
+ * inviter, who holds the link too, cannot); accounts with MFA then take the second step as at login.
  */
 export async function acceptInvite(ctx: RequestContext, rawInput: unknown): Promise<AuthSession> {
   skipAuthorization(ctx, 'the invitation token is the credential');
   const input = parseInput(AcceptInviteSchema, rawInput);
-  const passwordHash = await hashPassword(input.password);
+  const tokenHash = sha256Hex(input.token);
+  const pending = await ctx.em.findOne(Membership, { inviteTokenHash: tokenHash, status: 'pending' });
+  if (pending) return acceptMembershipWithPassword(ctx, pending, input);
+  const { password } = parseInput(NewPassword, { password: input.password });
+  const passwordHash = await hashPassword(password);
   return withTransaction(ctx, async (tx) => {
     // The row lock makes a token good once even when two requests present it together.
-    const user = await tx.em.findOne(User, { inviteTokenHash: sha256Hex(input.token) }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const user = await tx.em.findOne(User, { inviteTokenHash: tokenHash }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (!user || user.status !== 'invited' || !user.inviteExpiresAt || user.inviteExpiresAt <= new Date()) throw badRequest(INVALID_INVITATION);
-    // A password would be a way around the organization's enforced SSO: the invitation is accepted by signing in through the IdP instead.
-    if (!(await passwordLoginAllowed(tx.em, user))) throw forbidden('Your organization signs in through single sign-on: accept the invitation by signing in with your identity provider');
-    const membership = await tx.em.findOne(Membership, { userId: user.id }, { orderBy: MEMBERSHIP_ORDER });
+    const membership = await tx.em.findOne(Membership, { userId: user.id, status: 'active' }, { orderBy: MEMBERSHIP_ORDER });
     if (!membership) throw badRequest(INVALID_INVITATION);
+    // A password would be a way around the organization's enforced SSO: the invitation is accepted by signing in through the IdP instead.
+    if (!(await passwordLoginAllowed(tx.em, membership))) throw forbidden(`${SSO_ENFORCED}: accept the invitation by signing in with your identity provider`);
     Object.assign(user, { passwordHash, status: 'active', inviteTokenHash: null, inviteExpiresAt: null });
     await tx.em.flush();
     await recordAudit(tx, {
@@ -547,5 +633,124 @@ export async function acceptInvite(ctx: RequestContext, rawInput: unknown): Prom
     await emit(tx, { type: 'user.invite_accepted', orgId: membership.orgId, data: { userId: user.id, email: user.email } });
     const session = await issueSession(tx, user, membership, { method: 'password', mfa: false });
     return { ...session, user: userView(user, membership) };
+  });
+}
+
+/**
+ * The link of a pending membership: a wrong password answers like a wrong token; an account with MFA
+ * gives its code in the same request.
+ */
+async function acceptMembershipWithPassword(ctx: RequestContext, pending: Membership, input: z.output<typeof AcceptInviteSchema>): Promise<AuthSession> {
+  const user = await ctx.em.findOne(User, { id: pending.userId });
+  if (!user || user.status !== 'active' || !(await verifyPassword(input.password, user.passwordHash))) throw badRequest(INVALID_INVITATION);
+  if (!(await passwordLoginAllowed(ctx.em, pending))) throw forbidden(`${SSO_ENFORCED}: sign in and accept the invitation under your invitations`);
+  return withTransaction(ctx, async (tx) => {
+    const locked = await tx.em.findOneOrFail(User, { id: user.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const membership = await lockPendingMembership(tx, { inviteTokenHash: pending.inviteTokenHash, userId: user.id });
+    if (locked.mfaEnabled && !(input.code && (await consumeSecondFactor(tx, locked, input.code)))) throw badRequest('Invalid MFA code');
+    await activateMembership(tx, locked, membership);
+    return { ...(await issueSession(tx, locked, membership, { method: 'password', mfa: locked.mfaEnabled })), user: userView(locked, membership) };
+  });
+}
+
+async function lockPendingMembership(tx: RequestContext, where: FilterQuery<Membership>): Promise<Membership> {
+  const membership = await tx.em.findOne(Membership, { ...(where as object), status: 'pending' }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  if (!membership || !membership.inviteExpiresAt || membership.inviteExpiresAt <= new Date()) throw badRequest(INVALID_INVITATION);
+  return membership;
+}
+
+async function activateMembership(tx: RequestContext, user: User, membership: Membership): Promise<void> {
+  Object.assign(membership, { status: 'active', inviteTokenHash: null, inviteExpiresAt: null, invitedName: null });
+  await tx.em.flush();
+  await recordAudit(tx, {
+    action: 'user.membership.accept',
+    resourceType: 'user',
+    resourceId: user.id,
+    ...tenantOf(membership),
+    changes: ['status'],
+    details: { email: user.email, membershipId: membership.id },
+  });
+  await emit(tx, { type: 'user.membership_accepted', orgId: membership.orgId, data: { userId: user.id, membershipId: membership.id, partnerId: membership.partnerId } });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The caller's own invitations: pending memberships another tenant offered to this account
+
+/** The caller's own account, from a user session (an API key acts for a membership, not for the account). */
+function accountOwner(ctx: RequestContext): Principal & { userId: string } {
+  const principal = authenticated(ctx);
+  if (principal.kind !== 'user' || !principal.userId) throw forbidden('This operation needs a user session, not an API key');
+  return principal as Principal & { userId: string };
+}
+
+/** `GET /users/me/invitations`: pending memberships not yet expired, newest first. */
+export async function listMyInvitations(ctx: RequestContext): Promise<{ data: InvitationView[] }> {
+  const principal = accountOwner(ctx);
+  if (principal.sessionMethod === 'sso') return { data: [] };
+  const rows = (await ctx.em.execute(
+    `select m.id, m.scope, m.partner_id, m.org_id, m.role_id, r.name as role_name, m.created_at, m.invite_expires_at,
+            coalesce(o.name, p.name) as tenant_name
+       from membership m
+       join role r on r.id = m.role_id
+       left join organization o on o.id = m.org_id
+       left join partner p on p.id = m.partner_id
+      where m.user_id = ? and m.status = 'pending' and m.invite_expires_at > now()
+      order by m.created_at desc, m.id`,
+    [principal.userId],
+  )) as { id: string; scope: Scope; partner_id: string | null; org_id: string | null; role_id: string; role_name: string; created_at: Date; invite_expires_at: Date | null; tenant_name: string | null }[];
+  return {
+    data: rows.map((r) => ({
+      id: r.id,
+      scope: r.scope,
+      partnerId: r.partner_id,
+      orgId: r.org_id,
+      tenantName: r.tenant_name ?? '',
+      roleId: r.role_id,
+      roleName: r.role_name,
+      invitedAt: new Date(r.created_at).toISOString(),
+      expiresAt: r.invite_expires_at ? new Date(r.invite_expires_at).toISOString() : null,
+    })),
+  };
+}
+
+/**
+ * `POST /users/me/invitations/:id/accept`: the signed-in owner joins the tenant. A session started
+ * through an organization's IdP proves that IdP's word, not the account's own credentials, so it
+ * needs the account's password as well (and cannot accept at all for an account without one).
+ */
+export async function acceptMyInvitation(ctx: RequestContext, id: string, rawInput: unknown): Promise<MembershipView> {
+  const input = parseInput(AcceptMyInvitationSchema, rawInput);
+  const principal = accountOwner(ctx);
+  if (principal.sessionMethod === 'sso') {
+    const user = await ctx.em.findOneOrFail(User, { id: principal.userId });
+    if (!input.currentPassword) throw forbidden('Confirm your current password (currentPassword) to join another organization from a single sign-on session');
+    if (!(await verifyPassword(input.currentPassword, user.passwordHash))) throw badRequest('Current password is incorrect');
+  }
+  return withTransaction(ctx, async (tx) => {
+    const user = await tx.em.findOneOrFail(User, { id: principal.userId });
+    if (!isUuid(id)) throw notFound('Invitation');
+    const membership = await lockPendingMembership(tx, { id, userId: user.id }).catch(() => {
+      throw notFound('Invitation');
+    });
+    await activateMembership(tx, user, membership);
+    return membershipView(membership, await rolesOf(tx, [membership]));
+  });
+}
+
+/** `POST /users/me/invitations/:id/decline`: the pending membership is removed. */
+export async function declineMyInvitation(ctx: RequestContext, id: string): Promise<void> {
+  const principal = accountOwner(ctx);
+  await withTransaction(ctx, async (tx) => {
+    const membership = isUuid(id) ? await tx.em.findOne(Membership, { id, userId: principal.userId, status: 'pending' }) : null;
+    if (!membership) throw notFound('Invitation');
+    await tx.em.nativeDelete(Membership, { id: membership.id });
+    await recordAudit(tx, {
+      action: 'user.membership.decline',
+      resourceType: 'user',
+      resourceId: principal.userId,
+      ...tenantOf(membership),
+      details: { membershipId: membership.id },
+    });
+    await emit(tx, { type: 'user.membership_declined', orgId: membership.orgId, data: { userId: principal.userId, membershipId: membership.id, partnerId: membership.partnerId } });
   });
 }

@@ -107,9 +107,13 @@ export class SsoProvider extends BaseEntity<
   createdBy: string | null = null;
 }
 
-/** Links a local user to their identity at one provider; created on the first SSO login, refreshed on every one. */
+/**
+ * Links a local user to their identity at one provider; created on the first SSO login, refreshed on every one.
+ * A login is matched by (provider, subject): one subject signs in one account, and an account has one subject per provider.
+ */
 @Entity()
 @Unique({ properties: ['userId', 'providerId'] })
+@Unique({ properties: ['providerId', 'externalId'] })
 export class SsoIdentity extends BaseEntity<'profile' | 'accessToken' | 'refreshToken' | 'tokenExpiresAt' | 'lastLoginAt'> {
   @ManyToOne(() => User, { mapToPk: true, fieldName: 'user_id', deleteRule: 'cascade' })
   userId!: string;
@@ -144,7 +148,7 @@ export class SsoIdentity extends BaseEntity<'profile' | 'accessToken' | 'refresh
 
 /** Server-side state of one OIDC login attempt; consumed (deleted) by the callback. */
 @Entity()
-export class SsoSession extends BaseEntity {
+export class SsoSession extends BaseEntity<'linkUserId'> {
   @ManyToOne(() => SsoProvider, { mapToPk: true, fieldName: 'provider_id', deleteRule: 'cascade' })
   @Index()
   providerId!: string;
@@ -161,6 +165,10 @@ export class SsoSession extends BaseEntity {
 
   @Property({ type: 'string', length: 500 })
   redirectPath!: string;
+
+  /** A link the account's owner confirmed while signed in: the login links its subject to this user. */
+  @ManyToOne(() => User, { mapToPk: true, fieldName: 'link_user_id', nullable: true, deleteRule: 'cascade' })
+  linkUserId: string | null = null;
 
   @Property({ type: 'timestamptz' })
   @Index()
@@ -186,7 +194,7 @@ export class SsoExchangeCode extends BaseEntity {
 
 /** A pending SAML AuthnRequest: its id (checked against InResponseTo) and the RelayState key it was sent with. */
 @Entity()
-export class SamlRequest extends BaseEntity {
+export class SamlRequest extends BaseEntity<'linkUserId'> {
   @ManyToOne(() => SsoProvider, { mapToPk: true, fieldName: 'provider_id', deleteRule: 'cascade' })
   @Index()
   providerId!: string;
@@ -201,6 +209,10 @@ export class SamlRequest extends BaseEntity {
 
   @Property({ type: 'string', length: 500 })
   redirectPath!: string;
+
+  /** A link the account's owner confirmed while signed in: the login links its subject to this user. */
+  @ManyToOne(() => User, { mapToPk: true, fieldName: 'link_user_id', nullable: true, deleteRule: 'cascade' })
+  linkUserId: string | null = null;
 
   @Property({ type: 'timestamptz' })
   @Index()

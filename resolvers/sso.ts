@@ -1,6 +1,7 @@
 import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { GraphqlContext } from '../src/graphql/context.js';
 import { checkSso } from '../src/services/sso.js';
+import { startSsoLink } from '../src/services/sso-links.js';
 import {
   createSsoProvider,
   deleteSsoProvider,
@@ -236,6 +237,12 @@ class SsoProviderTestResultObject {
   saml!: SsoSamlTestObject | null;
 }
 
+@ObjectType('SsoLinkStart', { description: 'Open url in the browser: it starts the IdP login that links the signed-in account.' })
+class SsoLinkStartObject {
+  @Field(() => String, { description: 'single-use, valid for two minutes' })
+  url!: string;
+}
+
 // Mirror the zod inputs in src/services/sso-providers.ts, which parse them again. The shared base is not
 // reachable from any operation, so it stays out of the schema.
 @InputType('SsoProviderFieldsInput')
@@ -374,5 +381,14 @@ export class SsoResolver {
   @Mutation(() => SsoProviderTestResultObject)
   testSsoProvider(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string) {
     return testSsoProvider(ctx, id);
+  }
+
+  @Mutation(() => SsoLinkStartObject, { description: "Links the signed-in account to its identity at the organization's IdP (user sessions only)." })
+  startSsoLink(
+    @Ctx() { ctx }: GraphqlContext,
+    @Arg('orgId', () => ID) orgId: string,
+    @Arg('redirect', () => String, { nullable: true, description: 'a path on the dashboard to return to' }) redirect?: string | null,
+  ) {
+    return startSsoLink(ctx, orgId, { redirect });
   }
 }

@@ -3,6 +3,7 @@ import type { OpenApiRegistry } from '../src/http/openapi.js';
 import { rateLimit } from '../src/http/rate-limit.js';
 import { LoginQuery, checkSso, startSsoLogin } from '../src/services/sso.js';
 import { ExchangeInput, redeemExchangeCode, type LoginRedirect } from '../src/services/sso-accounts.js';
+import { SsoLinkInput, openSsoLink, startSsoLink } from '../src/services/sso-links.js';
 import { STATE_COOKIE, completeOidcLogin } from '../src/services/sso-oidc.js';
 import {
   CreateSsoProviderInput,
@@ -56,7 +57,7 @@ export function ssoRouter(openapi: OpenApiRegistry): RestRouter {
 
   // Public login routes: per client IP and route (one login passes through several), per instance.
   r.router.use(
-    ['/sso/check', '/sso/login', '/sso/callback', '/sso/saml/acs', '/sso/exchange'],
+    ['/sso/check', '/sso/login', '/sso/link', '/sso/callback', '/sso/saml/acs', '/sso/exchange'],
     rateLimit({
       windowMs: 60_000,
       limit: (req) => req.ctx.runtime.config.ssoRateLimitPerMinute,
@@ -91,6 +92,12 @@ export function ssoRouter(openapi: OpenApiRegistry): RestRouter {
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
     redirectWith(res, 302, await completeOidcLogin(ctx, { originalUrl: req.originalUrl, state, cookie: readCookie(req, STATE_COOKIE) }));
   });
+  r.post('/sso/link/:orgId', { summary: "Link the signed-in account to its identity at the organization's IdP: a URL to open in the browser", body: SsoLinkInput }, (ctx, { params, body }) =>
+    startSsoLink(ctx, params.orgId!, body),
+  );
+  r.get('/sso/link', { summary: 'Open a link started by POST /sso/link/:orgId (once, in the browser): redirect to the IdP', public: true, status: 302 }, async (ctx, { req, res }) =>
+    redirectWith(res, 302, await openSsoLink(ctx, typeof req.query.token === 'string' ? req.query.token : undefined)),
+  );
   r.post('/sso/exchange', { summary: 'Trade the one-time #ssoCode for an access and refresh token', body: ExchangeInput, public: true }, (ctx, { body }) =>
     redeemExchangeCode(ctx, body),
   );

@@ -2,10 +2,11 @@
 // HTTPS on loopback) through check, login, IdP sign-in, callback and code exchange.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { Membership } from '../entities/user.js';
 import { freePort } from '../src/db/embedded.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { Browser, loginAtIdp } from './support/browser.js';
-import { rest } from './support/clients.js';
+import { gql, rest } from './support/clients.js';
 import { buildOrg, buildRole, buildUser, systemRole } from './support/factories.js';
 import { startOidcIdp, type TestAccountClaims, type TestOidcIdp } from './support/oidc-idp.js';
 
@@ -412,5 +413,178 @@ describe('invitations in an organization that enforces SSO', () => {
     expect(me.body).toMatchObject({ email: person.email, status: 'active' });
     // The invitation is spent: it cannot be used for a password afterwards either.
     expect((await rest(app).post('/auth/accept-invite', { token, password: 'a long enough password' })).status).toBe(400);
+  });
+});
+
+/** A further membership for an existing user (the factories build users with one). */
+async function addMembership(userId: string, orgId: string, status: 'active' | 'pending' = 'active'): Promise<void> {
+  const em = app.server.runtime.orm.em.fork();
+  em.create(Membership, { userId, scope: 'organization', orgId, roleId: systemRole('Organization Viewer'), status });
+  await em.flush();
+}
+
+async function signedInAs(target: string): Promise<string> {
+  const tokens = await exchange(ssoCode(target));
+  expect(tokens.status).toBe(200);
+  return (await rest(app, { token: tokens.body.accessToken }).get('/users/me')).body.id;
+}
+
+const links = async (providerId: string) =>
+  (await db.query(`select user_id, external_id, email from sso_identity where provider_id = $1 order by created_at`, [providerId])).rows;
+
+describe('accounts the organization does not own', () => {
+  test("an IdP asserting the email of a platform admin or of another tenant's user gets no session on that account", async () => {
+    const { orgId, providerId } = await setup();
+    const platformAdmin = await buildUser(app, { email: `root-${randomUUID()}@corp.test` });
+    const otherTenantUser = await buildUser(app, { orgId: (await buildOrg(app)).id, email: `other-${randomUUID()}@corp.test` });
+    for (const victim of [platformAdmin, otherTenantUser]) {
+      // Both hold a membership of this organization too: before, that was all the email match needed.
+      await addMembership(victim.user.id, orgId);
+      const { target } = await login(orgId, account({ email: victim.user.email }).id);
+      expect(target).toBe(`${publicUrl}/login?error=account_link_required`);
+    }
+    expect(await links(providerId)).toEqual([]);
+    const audit = await db.query(`select details from audit_log where action = 'auth.login' and result = 'failure' and resource_id = $1`, [providerId]);
+    expect(audit.rows.map((r) => r.details.reason)).toEqual(['account_link_required', 'account_link_required']);
+  });
+
+  test("a pending membership of the provider's organization lets no login in", async () => {
+    const { orgId } = await setup();
+    const invitee = await buildUser(app, { orgId: (await buildOrg(app)).id, email: `invitee-${randomUUID()}@corp.test` });
+    await db.query(`delete from membership where user_id = $1`, [invitee.user.id]);
+    await addMembership(invitee.user.id, orgId, 'pending');
+    expect(errorOf((await login(orgId, account({ email: invitee.user.email }).id)).target)).toBe('no_org_access');
+  });
+});
+
+describe('identities are matched by (provider, subject)', () => {
+  test('a linked subject signs in its user whatever email it asserts later; another subject cannot take over a linked account', async () => {
+    const { orgId, providerId } = await setup();
+    const member = await buildUser(app, { orgId, role: 'Organization Viewer', email: `member-${randomUUID()}@corp.test` });
+    const colleague = await buildUser(app, { orgId, email: `colleague-${randomUUID()}@corp.test` });
+    const acct = account({ email: member.user.email });
+    expect(await signedInAs((await login(orgId, acct.id)).target)).toBe(member.user.id);
+    const linked = await db.query(`select details from audit_log where action = 'sso.identity.link' and org_id = $1`, [orgId]);
+    expect(linked.rows.map((r) => r.details)).toEqual([
+      { userId: member.user.id, providerId, externalId: acct.id, email: member.user.email, ownerConfirmed: false },
+    ]);
+
+    // The IdP now asserts the colleague's email for the same subject: still the member, and the link follows the claim.
+    idp.setAccount(acct.id, { email: colleague.user.email, email_verified: true, name: 'Pat Example' });
+    expect(await signedInAs((await login(orgId, acct.id)).target)).toBe(member.user.id);
+    expect(await links(providerId)).toEqual([{ user_id: member.user.id, external_id: acct.id, email: colleague.user.email }]);
+
+    // A second subject asserting the member's email is refused; the member's link is untouched.
+    const impostor = account({ email: member.user.email });
+    expect(errorOf((await login(orgId, impostor.id)).target)).toBe('account_link_required');
+    expect(await links(providerId)).toEqual([{ user_id: member.user.id, external_id: acct.id, email: colleague.user.email }]);
+  });
+});
+
+describe('confirming a link while signed in', () => {
+  /** A user of another tenant who is also an active member of the provider's organization. */
+  async function outsideUser(orgId: string) {
+    const user = await buildUser(app, { orgId: (await buildOrg(app)).id, email: `linker-${randomUUID()}@corp.test` });
+    await addMembership(user.user.id, orgId);
+    return user;
+  }
+
+  /** Opens the link URL in `browser`, signs in at the IdP as `accountId`, and returns the service's redirect target. */
+  async function followLink(browser: Browser, url: string, accountId: string): Promise<string> {
+    const open = await browser.get(url, { stopAt: isIdp });
+    expect(open.status).toBe(302);
+    return finish(browser, await loginAtIdp(browser, open.location!, accountId, isCallback));
+  }
+
+  test('the owner links the identity, signs in, and the link then serves plain logins; the URL is good once', async () => {
+    const { orgId, providerId } = await setup();
+    const owner = await outsideUser(orgId);
+    const acct = account({ email: owner.user.email });
+    expect(errorOf((await login(orgId, acct.id)).target)).toBe('account_link_required');
+
+    const started = await rest(app, owner.as).post(`/sso/link/${orgId}`, { redirect: '/settings/sso' });
+    expect(started.status).toBe(200);
+    expect(started.body).toEqual({ url: expect.stringMatching(new RegExp(`^${publicUrl}/api/v1/sso/link\\?token=`)) });
+    const url = started.body.url.replace(publicUrl, app.url);
+    const browser = new Browser();
+    const target = await followLink(browser, url, acct.id);
+    expect(target).toMatch(new RegExp(`^${publicUrl}/settings/sso#ssoCode=`));
+    expect(await signedInAs(target)).toBe(owner.user.id);
+    expect(await links(providerId)).toEqual([{ user_id: owner.user.id, external_id: acct.id, email: owner.user.email }]);
+    const audit = await db.query(`select action, details from audit_log where action like 'sso.identity.link%' and org_id = $1 order by seq`, [orgId]);
+    expect(audit.rows).toEqual([
+      { action: 'sso.identity.link.start', details: { userId: owner.user.id, type: 'oidc' } },
+      { action: 'sso.identity.link', details: { userId: owner.user.id, providerId, externalId: acct.id, email: owner.user.email, ownerConfirmed: true } },
+    ]);
+
+    expect(await signedInAs((await login(orgId, acct.id)).target)).toBe(owner.user.id);
+    // The link URL started one login: opened again, by anyone, it starts none.
+    const again = await new Browser().get(url, { stopAt: (location) => isIdp(location) || isDashboard(location) });
+    expect(again.location).toBe(`${publicUrl}/login?error=session_expired`);
+  });
+
+  test('a link URL found by someone else is worthless once opened, or after two minutes', async () => {
+    const { orgId } = await setup();
+    const owner = await outsideUser(orgId);
+    const stopped = (location: string) => isIdp(location) || isDashboard(location);
+    const opened = (await rest(app, owner.as).post(`/sso/link/${orgId}`)).body.url.replace(publicUrl, app.url);
+    expect((await new Browser().get(opened, { stopAt: stopped })).location).toMatch(new RegExp(`^${idp.issuer}`));
+    expect((await new Browser().get(opened, { stopAt: stopped })).location).toBe(`${publicUrl}/login?error=session_expired`);
+
+    const stale = (await rest(app, owner.as).post(`/sso/link/${orgId}`)).body.url.replace(publicUrl, app.url);
+    await db.query(`update sso_session set expires_at = now() - interval '1 second' where link_user_id = $1`, [owner.user.id]);
+    expect((await new Browser().get(stale, { stopAt: stopped })).location).toBe(`${publicUrl}/login?error=session_expired`);
+
+    const fresh = new URL((await rest(app, owner.as).post(`/sso/link/${orgId}`)).body.url.replace(publicUrl, app.url));
+    const token = fresh.searchParams.get('token')!;
+    fresh.searchParams.set('token', `${token.slice(0, token.lastIndexOf('.'))}.${'A'.repeat(43)}`);
+    expect((await new Browser().get(fresh.href, { stopAt: stopped })).location).toBe(`${publicUrl}/login?error=session_expired`);
+  });
+
+  test('a subject linked to another account is not linked to the signed-in one', async () => {
+    const { orgId, providerId } = await setup();
+    const member = await buildUser(app, { orgId, email: `member-${randomUUID()}@corp.test` });
+    const acct = account({ email: member.user.email });
+    expect(await signedInAs((await login(orgId, acct.id)).target)).toBe(member.user.id);
+
+    const other = await outsideUser(orgId);
+    const url = (await rest(app, other.as).post(`/sso/link/${orgId}`)).body.url.replace(publicUrl, app.url);
+    expect(errorOf(await followLink(new Browser(), url, acct.id))).toBe('account_link_required');
+    expect(await links(providerId)).toEqual([{ user_id: member.user.id, external_id: acct.id, email: member.user.email }]);
+  });
+
+  test('only a user session with an active membership of the organization starts a link; GraphQL too', async () => {
+    const { orgId, admin } = await setup();
+    const key = await rest(app, admin.as).post('/api-keys', { name: 'automation', scopes: ['organizations:read'] });
+    expect(key.status).toBe(201);
+    const byKey = await rest(app, { apiKey: key.body.key }).post(`/sso/link/${orgId}`);
+    expect(byKey.status).toBe(403);
+    expect(byKey.body).toEqual({ code: 'FORBIDDEN', message: 'This operation needs a user session, not an API key' });
+
+    const invitee = await buildUser(app, { orgId: (await buildOrg(app)).id });
+    await addMembership(invitee.user.id, orgId, 'pending');
+    for (const path of [`/sso/link/${orgId}`, `/sso/link/${(await buildOrg(app)).id}`, '/sso/link/not-a-uuid']) {
+      const res = await rest(app, invitee.as).post(path);
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ code: 'NOT_FOUND', message: 'Organization not found' });
+    }
+    expect((await rest(app).post(`/sso/link/${orgId}`)).status).toBe(401);
+    expect((await rest(app, admin.as).post(`/sso/link/${orgId}`, { redirect: 'https://evil.test/' })).status).toBe(400);
+
+    const viaGql = await gql(app, admin.as, `mutation($orgId: ID!) { startSsoLink(orgId: $orgId, redirect: "/devices") { url } }`, { orgId });
+    expect(viaGql.body.errors).toBeUndefined();
+    const opened = await new Browser().get(viaGql.body.data!.startSsoLink.url.replace(publicUrl, app.url), { stopAt: isIdp });
+    expect(opened.location).toMatch(new RegExp(`^${idp.issuer}/auth\\?`));
+  });
+
+  test('a session signed in through one organization\'s IdP starts no link in another organization', async () => {
+    const a = await setup();
+    const b = await setup();
+    const member = await buildUser(app, { orgId: a.orgId, email: `member-${randomUUID()}@corp.test` });
+    const viaA = await exchange(ssoCode((await login(a.orgId, account({ email: member.user.email }).id)).target));
+    expect(viaA.status).toBe(200);
+    await addMembership(member.user.id, b.orgId);
+    expect((await rest(app, { token: viaA.body.accessToken }).post(`/sso/link/${b.orgId}`)).status).toBe(404);
+    expect((await rest(app, { token: viaA.body.accessToken }).post(`/sso/link/${a.orgId}`)).status).toBe(200);
   });
 });

@@ -6,6 +6,7 @@ import { FixedWindowLimiter } from '../src/http/rate-limit.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { buildOrg, buildPartner, buildRole, buildUser, systemRole, type BuiltUser } from './support/factories.js';
+import { startHttpsReceiver } from './support/https-receiver.js';
 import { startOidcIdp, type TestOidcIdp } from './support/oidc-idp.js';
 import { createSamlIdp } from './support/saml-idp.js';
 
@@ -482,6 +483,92 @@ describe('rate limit of the public login routes', () => {
       expect((await rest(limited).get('/sso/presets')).status).toBe(401);
     } finally {
       await limited.stop();
+    }
+  });
+});
+
+describe('default role of provisioned users', () => {
+  test('a caller sets only a default role it could grant itself', async () => {
+    const org = await buildOrg(app);
+    const ssoManager = await buildRole(app, { scope: 'organization', orgId: org.id, permissions: ['organizations:read', 'organizations:write'] });
+    const manager = await buildUser(app, { orgId: org.id, role: ssoManager.id });
+    const as = rest(app, manager.as);
+    const escalate = await as.post('/sso/providers', { name: 'x', type: 'oidc', defaultRoleId: systemRole('Organization Admin') });
+    expect(escalate.status).toBe(403);
+    expect(escalate.body).toMatchObject({ code: 'FORBIDDEN', message: expect.stringMatching(/^You cannot grant permissions you do not hold: /) });
+    expect((await db.query(`select 1 from sso_provider where org_id = $1`, [org.id])).rowCount).toBe(0);
+
+    const created = await as.post('/sso/providers', { name: 'x', type: 'oidc', defaultRoleId: ssoManager.id });
+    expect(created.status).toBe(201);
+    const patched = await as.patch(`/sso/providers/${created.body.id}`, { defaultRoleId: systemRole('Organization Admin') });
+    expect(patched.status).toBe(403);
+    expect((await as.get(`/sso/providers/${created.body.id}`)).body.defaultRoleId).toBe(ssoManager.id);
+  });
+});
+
+describe('who may configure the sign-in of an organization', () => {
+  test('a role that cannot grant what the organization’s members hold cannot create, change or switch on their IdP', async () => {
+    const org = await buildOrg(app);
+    const ssoManager = await buildRole(app, { scope: 'organization', orgId: org.id, permissions: ['organizations:read', 'organizations:write'] });
+    const manager = await buildUser(app, { orgId: org.id, role: ssoManager.id });
+    const as = rest(app, manager.as);
+    const created = await as.post('/sso/providers', { name: 'x', type: 'oidc' });
+    expect(created.status).toBe(201);
+
+    // an Organization Admin joins: an IdP the manager controls would sign in as that admin
+    const admin = await buildUser(app, { orgId: org.id });
+    const refusal = { status: 403, body: { code: 'FORBIDDEN', message: expect.stringMatching(/^An identity provider signs in the organization's members/) } };
+    expect(await as.post('/sso/providers', { name: 'y', type: 'oidc' })).toMatchObject(refusal);
+    expect(await as.patch(`/sso/providers/${created.body.id}`, { issuer: null })).toMatchObject(refusal);
+    expect(await as.post(`/sso/providers/${created.body.id}/status`, { status: 'active' })).toMatchObject(refusal);
+    expect((await as.post(`/sso/providers/${created.body.id}/status`, { status: 'inactive' })).status).toBe(200);
+    expect((await rest(app, admin.as).patch(`/sso/providers/${created.body.id}`, { name: 'by the admin' })).status).toBe(200);
+  });
+});
+
+describe('IdP URLs the browser is sent to', () => {
+  test('an http authorizationUrl or ssoUrl is refused, typed or from SAML metadata; loopback http passes with ALLOW_PRIVATE_NETWORK_TARGETS', async () => {
+    const { admin } = await orgWithAdmin();
+    const as = rest(app, admin.as);
+    const typed = await as.post('/sso/providers', { name: 'x', type: 'oidc', authorizationUrl: 'http://login.example.test/authorize' });
+    expect(typed.status).toBe(400);
+    expect(typed.body).toEqual({ code: 'VALIDATION_ERROR', message: 'authorizationUrl: must be an https URL' });
+    const p = await createOidc(admin);
+    expect((await as.patch(`/sso/providers/${p.id}`, { authorizationUrl: 'http://login.example.test/authorize' })).body.message).toBe('authorizationUrl: must be an https URL');
+    expect((await as.post('/sso/providers', { name: 'x', type: 'saml', ssoUrl: 'http://idp.example.test/sso' })).body.message).toBe('ssoUrl: must be an https URL');
+    const fromMetadata = await as.post('/sso/providers', { name: 'x', type: 'saml', metadataXml: samlIdp.metadataXml.split(samlIdp.ssoUrl).join('http://idp.example.test/sso') });
+    expect(fromMetadata.body).toEqual({ code: 'VALIDATION_ERROR', message: 'ssoUrl: must be an https URL' });
+
+    const local = await as.post('/sso/providers', { name: 'x', type: 'oidc', authorizationUrl: 'http://127.0.0.1:8080/authorize' });
+    expect(local.status).toBe(201);
+    expect(local.body.authorizationUrl).toBe('http://127.0.0.1:8080/authorize');
+  });
+
+  test('a discovery document naming an http authorization endpoint is not used', async () => {
+    const receiver = await startHttpsReceiver();
+    try {
+      const issuer = receiver.url('').replace(/\/$/, '');
+      receiver.script('/.well-known/openid-configuration', [
+        {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            issuer,
+            authorization_endpoint: 'http://login.example.test/authorize',
+            token_endpoint: `${issuer}/token`,
+            jwks_uri: `${issuer}/jwks`,
+            response_types_supported: ['code'],
+            subject_types_supported: ['public'],
+            id_token_signing_alg_values_supported: ['RS256'],
+          }),
+        },
+      ]);
+      const { admin } = await orgWithAdmin();
+      const p = await createOidc(admin, { issuer });
+      expect(receiver.to('/.well-known/openid-configuration')).toHaveLength(1);
+      expect(p).toMatchObject({ issuer, authorizationUrl: null, tokenUrl: null, jwksUrl: null });
+    } finally {
+      await receiver.close();
     }
   });
 });

@@ -4,6 +4,7 @@ import { randomUUID, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { Membership } from '../entities/user.js';
 import { freePort } from '../src/db/embedded.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { Browser } from './support/browser.js';
@@ -267,5 +268,50 @@ describe('browser binding when PUBLIC_URL is https', () => {
     expect((await post()).headers.get('location')).toBe(`${httpsPublicUrl}/login?error=session_expired`);
     const bound = await post(setCookie.split(';')[0]);
     expect(bound.headers.get('location')).toMatch(new RegExp(`^${httpsPublicUrl}/#ssoCode=`));
+  });
+});
+
+describe('accounts the organization does not own', () => {
+  test("another tenant's user is refused by email; linked while signed in, the same NameID signs them in", async () => {
+    const { orgId, providerId } = await setup();
+    const owner = await buildUser(app, { orgId: (await buildOrg(app)).id, email: `linker-${randomUUID()}@corp.test` });
+    const em = app.server.runtime.orm.em.fork();
+    em.create(Membership, { userId: owner.user.id, scope: 'organization', orgId, roleId: systemRole('Organization Viewer') });
+    await em.flush();
+    const nameId = `persistent-${randomUUID()}`;
+    const asOwner = { nameId, attributes: { [URI.email]: owner.user.email } };
+    expect(errorOf(await loginWith(orgId, asOwner))).toBe('account_link_required');
+
+    const started = await rest(app, owner.as).post(`/sso/link/${orgId}`);
+    expect(started.status).toBe(200);
+    const browser = new Browser();
+    const opened = await browser.get(started.body.url.replace(publicUrl, app.url), { stopAt: isIdp });
+    expect(opened.status).toBe(302);
+    const request = idp.readAuthnRequest(opened.location!, await spCertificate());
+    const target = await postToAcs(browser, response(request, asOwner), request.relayState);
+    const tokens = await rest(app).post('/sso/exchange', { code: ssoCode(target) });
+    expect((await rest(app, { token: tokens.body.accessToken }).get('/users/me')).body.id).toBe(owner.user.id);
+    expect((await db.query(`select user_id, external_id from sso_identity where provider_id = $1`, [providerId])).rows).toEqual([{ user_id: owner.user.id, external_id: nameId }]);
+
+    // The link URL started one AuthnRequest; opened again it starts none.
+    const again = await new Browser().get(started.body.url.replace(publicUrl, app.url), { stopAt: (l) => isIdp(l) || isDashboard(l) });
+    expect(again.location).toBe(`${publicUrl}/login?error=session_expired`);
+    expect(ssoCode(await loginWith(orgId, asOwner))).not.toBe('');
+  });
+});
+
+describe('SSO URL over plain http', () => {
+  test('refused typed or read from metadata, loopback too while ALLOW_PRIVATE_NETWORK_TARGETS is off', async () => {
+    const admin = await buildUser(app, { orgId: (await buildOrg(app)).id });
+    const post = (fields: Record<string, unknown>) => rest(app, admin.as).post('/sso/providers', { name: 'x', type: 'saml', ...fields });
+    for (const fields of [
+      { ssoUrl: 'http://idp.test.example/sso' },
+      { ssoUrl: 'http://127.0.0.1:8443/sso' },
+      { metadataXml: idp.metadataXml.split(idp.ssoUrl).join('http://localhost:8443/sso') },
+    ]) {
+      const res = await post(fields);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ code: 'VALIDATION_ERROR', message: 'ssoUrl: must be an https URL' });
+    }
   });
 });

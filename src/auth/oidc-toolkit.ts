@@ -74,13 +74,13 @@ export async function discoverOidcEndpoints(issuer: string, fetchImpl?: OidcFetc
 /** Fresh per-login values: state (43 chars), nonce (43 chars), PKCE verifier (43 chars) and its S256 challenge. */
 export function createLoginSecrets(): OidcLoginSecrets {
   const codeVerifier = client.randomPKCECodeVerifier();
-  return {
-    state: client.randomState(),
-    nonce: client.randomNonce(),
-    codeVerifier,
-    // openid-client's calculatePKCECodeChallenge is async (WebCrypto); node:crypto keeps this synchronous.
-    codeChallenge: createHash('sha256').update(codeVerifier).digest('base64url'),
-  };
+  return { state: client.randomState(), nonce: client.randomNonce(), codeVerifier, codeChallenge: pkceChallenge(codeVerifier) };
+}
+
+/** The S256 challenge of a PKCE verifier. */
+export function pkceChallenge(codeVerifier: string): string {
+  // openid-client's calculatePKCECodeChallenge is async (WebCrypto); node:crypto keeps this synchronous.
+  return createHash('sha256').update(codeVerifier).digest('base64url');
 }
 
 export function buildAuthorizationUrl(

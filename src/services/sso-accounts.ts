@@ -1,7 +1,6 @@
 // The part of an SSO login both protocols share (spec rules 9-15): the identity the IdP vouched for becomes a
 // local user and membership, the identity link is written, a session is issued and handed to the browser as
 // a one-time exchange code.
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { SsoExchangeCode, SsoIdentity, type SsoProvider } from '../../entities/sso.js';
@@ -14,7 +13,7 @@ import { randomToken, sha256Hex } from '../secrets.js';
 import { parseInput } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { issueSession, type SessionTokens } from './auth.js';
-import { isUsableDefaultRole } from './sso-providers.js';
+import { usableDefaultRole } from './sso-providers.js';
 
 /** The `error` query values of `<publicUrl>/login?error=<code>`. */
 export type SsoErrorCode =
@@ -23,6 +22,7 @@ export type SsoErrorCode =
   | 'user_not_found'
   | 'default_role_required'
   | 'no_org_access'
+  | 'account_link_required'
   | 'email_missing'
   | 'email_not_verified'
   | 'account_disabled'
@@ -86,6 +86,8 @@ export function publicPath(ctx: RequestContext, routePath: string): string {
 }
 
 export const LOGIN_TTL_MS = 10 * 60_000;
+/** How long the URL of a link a signed-in user started stays good: the front end opens it at once. */
+export const LINK_START_TTL_MS = 2 * 60_000;
 
 /**
  * `<value>.<signature>`: HMAC-SHA256 (secrets.sign, keyed from the encryption key) over the purpose and the
@@ -142,21 +144,47 @@ function displayName(claims: SsoIdentityClaims, email: string): string {
   return (claims.name || combined || email.slice(0, email.indexOf('@'))).slice(0, 255);
 }
 
-/** Rules 10-12: domain, existing user or auto-provisioning, membership of the provider's organization. */
-async function resolveAccount(tx: RequestContext, provider: SsoProvider, claims: SsoIdentityClaims, email: string): Promise<{ user: User; membership: Membership }> {
+interface ResolvedAccount {
+  user: User;
+  membership: Membership;
+  /** the link of this (provider, subject), null on its first login */
+  identity: SsoIdentity | null;
+}
+
+/**
+ * Rules 10-12, with identities matched by (provider, subject): a linked subject signs in its user, whatever
+ * email it asserts now. A first login takes an existing account found by email only when the provider's
+ * organization owns it alone (every active membership is there: its own and invited users), or when the
+ * account's owner confirmed the link while signed in (`linkUserId`). Otherwise the organization, which runs
+ * the IdP, could sign in as anyone sharing an email with it: a platform admin, another tenant's user.
+ */
+async function resolveAccount(tx: RequestContext, provider: SsoProvider, claims: SsoIdentityClaims, email: string, linkUserId: string | null): Promise<ResolvedAccount> {
   if (!emailDomainAllowed(email, provider.allowedDomains)) throw new SsoLoginError('domain_not_allowed');
-  let user = await tx.em.findOne(User, { email });
+  const identity = await tx.em.findOne(SsoIdentity, { providerId: provider.id, externalId: claims.externalId });
+  if (identity && linkUserId && identity.userId !== linkUserId) throw new SsoLoginError('account_link_required', 'the subject is linked to another account');
+  // A linked or owner-confirmed account exists (its rows cascade with it); otherwise the email decides.
+  const boundUserId = identity?.userId ?? linkUserId;
+  let user = boundUserId ? await tx.em.findOneOrFail(User, { id: boundUserId }) : await tx.em.findOne(User, { email });
+  const matchedByEmail = !boundUserId && user !== null;
   if (!user) {
     if (!provider.autoProvision) throw new SsoLoginError('user_not_found');
-    if (!(await isUsableDefaultRole(tx.em, provider.orgId, provider.defaultRoleId))) throw new SsoLoginError('default_role_required');
+    if (!(await usableDefaultRole(tx.em, provider.orgId, provider.defaultRoleId))) throw new SsoLoginError('default_role_required');
     user = await provisionUser(tx, provider, email, displayName(claims, email));
   }
   if (user.status === 'disabled') throw new SsoLoginError('account_disabled', `user status ${user.status}`);
-  const membership = await tx.em.findOne(Membership, { userId: user.id, orgId: provider.orgId, scope: 'organization' });
+  // A pending membership is an invitation its owner has not accepted: it grants nothing, here neither.
+  const memberships = await tx.em.find(Membership, { userId: user.id, status: 'active' });
+  const membership = memberships.find((m) => m.scope === 'organization' && m.orgId === provider.orgId);
   if (!membership) throw new SsoLoginError('no_org_access');
+  if (matchedByEmail) {
+    if (memberships.some((m) => m.orgId !== provider.orgId)) throw new SsoLoginError('account_link_required', 'the account has access outside the organization');
+    if ((await tx.em.count(SsoIdentity, { providerId: provider.id, userId: user.id })) > 0) {
+      throw new SsoLoginError('account_link_required', 'the account is linked to another subject at this provider');
+    }
+  }
   // The IdP vouches for the invited person: signing in through it accepts the invitation.
   if (user.status === 'invited') Object.assign(user, { status: 'active', inviteTokenHash: null, inviteExpiresAt: null });
-  return { user, membership };
+  return { user, membership, identity };
 }
 
 /** Rule 11, auto-provisioning: a user without a password, member of the provider's organization with its default role. */
@@ -175,48 +203,62 @@ async function provisionUser(tx: RequestContext, provider: SsoProvider, email: s
   return user;
 }
 
-async function writeIdentityLink(tx: RequestContext, provider: SsoProvider, user: User, claims: SsoIdentityClaims, email: string): Promise<void> {
+/**
+ * Refreshes the link of this subject, or links it to `user`: a new row, or (the owner confirming) the row that
+ * held the account's previous subject at this provider. A new link is audited.
+ */
+async function writeIdentityLink(tx: RequestContext, provider: SsoProvider, account: ResolvedAccount, claims: SsoIdentityClaims, email: string, ownerConfirmed: boolean): Promise<void> {
   const { secrets } = tx.runtime;
+  const { user } = account;
   const tokens = claims.idpTokens;
-  const now = new Date();
-  // upsert() takes plain data: the entity's defaults (id, timestamps) are not applied, so they are given here.
-  await tx.em.upsert(
-    SsoIdentity,
-    {
-      id: randomUUID(),
-      createdAt: now,
-      updatedAt: now,
-      userId: user.id,
-      providerId: provider.id,
-      externalId: claims.externalId,
-      email,
-      profile: { ...claims.profile, groups: claims.groups },
-      accessToken: tokens ? secrets.encrypt(tokens.accessToken) : null,
-      refreshToken: tokens?.refreshToken ? secrets.encrypt(tokens.refreshToken) : null,
-      tokenExpiresAt: tokens?.expiresAt ?? null,
-      lastLoginAt: now,
-    },
-    { onConflictFields: ['userId', 'providerId'], onConflictExcludeFields: ['id', 'createdAt'] },
-  );
+  const identity =
+    account.identity ??
+    (await tx.em.findOne(SsoIdentity, { providerId: provider.id, userId: user.id })) ??
+    tx.em.create(SsoIdentity, { userId: user.id, providerId: provider.id, externalId: claims.externalId, email });
+  const previousExternalId = identity.externalId === claims.externalId ? null : identity.externalId;
+  tx.em.assign(identity, {
+    externalId: claims.externalId,
+    email,
+    profile: { ...claims.profile, groups: claims.groups },
+    accessToken: tokens ? secrets.encrypt(tokens.accessToken) : null,
+    refreshToken: tokens?.refreshToken ? secrets.encrypt(tokens.refreshToken) : null,
+    tokenExpiresAt: tokens?.expiresAt ?? null,
+    lastLoginAt: new Date(),
+  });
+  await tx.em.flush();
+  if (account.identity) return;
+  await recordAudit(tx, {
+    action: 'sso.identity.link',
+    resourceType: 'sso_identity',
+    resourceId: identity.id,
+    orgId: provider.orgId,
+    partnerId: await tx.partnerOfOrg(provider.orgId),
+    details: { userId: user.id, providerId: provider.id, externalId: claims.externalId, email, ownerConfirmed, ...(previousExternalId ? { previousExternalId } : {}) },
+  });
 }
 
 /**
  * Rules 9-14 after the IdP response was validated: returns `<publicUrl><redirectPath>#ssoCode=<code>`.
  * Throws SsoLoginError for the refusals the spec names; everything is rolled back then.
  */
-export async function finishSsoLogin(ctx: RequestContext, provider: SsoProvider, claims: SsoIdentityClaims, redirectPath: string): Promise<string> {
+export async function finishSsoLogin(
+  ctx: RequestContext,
+  provider: SsoProvider,
+  claims: SsoIdentityClaims,
+  login: { redirectPath: string; linkUserId: string | null },
+): Promise<string> {
   const email = claims.email?.trim().toLowerCase();
   if (!email || !/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 255) throw new SsoLoginError('email_missing');
   if (claims.emailVerified === false) throw new SsoLoginError('email_not_verified');
   if (!claims.externalId || claims.externalId.length > 255) throw new SsoLoginError('sso_error', 'external id missing or longer than 255');
 
   const code = await withTransaction(ctx, async (tx) => {
-    const { user, membership } = await resolveAccount(tx, provider, claims, email);
-    await writeIdentityLink(tx, provider, user, claims, email);
+    const account = await resolveAccount(tx, provider, claims, email, login.linkUserId);
+    await writeIdentityLink(tx, provider, account, claims, email, login.linkUserId !== null);
     // An IdP login is not counted as a second factor: the service cannot verify how the IdP authenticated.
-    return issueExchangeCode(tx, await issueSession(tx, user, membership, { method: 'sso', mfa: false }));
+    return issueExchangeCode(tx, await issueSession(tx, account.user, account.membership, { method: 'sso', mfa: false }));
   });
-  return `${ctx.runtime.config.publicUrl}${redirectPath}#ssoCode=${code}`;
+  return `${ctx.runtime.config.publicUrl}${login.redirectPath}#ssoCode=${code}`;
 }
 
 /** Stored as a hash with the encrypted tokens, so any instance can redeem it and a database reader cannot. */

@@ -16,6 +16,7 @@ import {
 } from '../../entities/sso.js';
 import type { RequestContext } from '../auth/context.js';
 import { discoverOidcEndpoints, type OidcEndpoints, type OidcFetch } from '../auth/oidc-toolkit.js';
+import type { Principal } from '../auth/context.js';
 import { authenticated, authorize, isUuid, requirePrincipal, targetOrgId, visibleOrgIds } from '../auth/policy.js';
 import { normalizeCertificate, parseIdpMetadata } from '../auth/saml-toolkit.js';
 import type { Config } from '../config.js';
@@ -25,6 +26,7 @@ import { createGuardedFetch } from '../net/outbound-guard.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
+import { assertCanGrant } from './roles.js';
 
 const RESOURCE = 'SSO provider';
 const DEFAULT_SCOPES = 'openid profile email';
@@ -86,8 +88,10 @@ export function listSsoPresets(ctx: RequestContext): SsoPreset[] {
 // ---------------------------------------------------------------------------------------------------------
 // Inputs
 
-const httpsUrl = z.string().max(500).pipe(z.url({ protocol: /^https$/, message: 'must be an https URL' }));
-const webUrl = z.string().max(500).pipe(z.url({ protocol: /^https?$/, message: 'must be an http or https URL' }));
+const HTTPS_ONLY = 'must be an https URL';
+const httpsUrl = z.string().max(500).pipe(z.url({ protocol: /^https$/, message: HTTPS_ONLY }));
+// Where the login sends the browser: http passes the schema only to meet assertBrowserUrl, which knows the configuration.
+const webUrl = z.string().max(500).pipe(z.url({ protocol: /^https?$/, message: HTTPS_ONLY }));
 const mappingClaim = z.string().trim().min(1).max(255);
 
 export const AttributeMappingInput = z
@@ -276,6 +280,23 @@ export function idpFetch(config: Config): OidcFetch {
   return createGuardedFetch({ allowPrivateNetworkTargets: config.allowPrivateNetworkTargets, timeoutMs: 10_000 });
 }
 
+function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/**
+ * The IdP URLs the login sends browsers to (OIDC authorizationUrl, SAML ssoUrl) are https, like those the
+ * service fetches itself; plain http only to a loopback IdP, and only with ALLOW_PRIVATE_NETWORK_TARGETS.
+ * Applied to typed values, discovered and metadata values, and again at login for rows stored before.
+ */
+export function assertBrowserUrl(config: Config, field: 'authorizationUrl' | 'ssoUrl', url: string | null | undefined): void {
+  if (!url) return;
+  const { protocol, hostname } = new URL(url);
+  if (protocol === 'https:' || (protocol === 'http:' && config.allowPrivateNetworkTargets && isLoopbackHost(hostname))) return;
+  throw badRequest(`${field}: ${HTTPS_ONLY}`);
+}
+
 export async function findActiveProvider(em: EntityManager, orgId: string): Promise<SsoProvider | null> {
   return isUuid(orgId) ? em.findOne(SsoProvider, { orgId, status: 'active' }) : null;
 }
@@ -285,14 +306,14 @@ export async function findActiveProvider(em: EntityManager, orgId: string): Prom
  * (`Organization Admin/Technician/Viewer`), a custom role of the organization, or one its partner
  * defined for all of its organizations.
  */
-export async function isUsableDefaultRole(em: EntityManager, orgId: string, roleId: string | null): Promise<boolean> {
-  if (!roleId) return false;
+export async function usableDefaultRole(em: EntityManager, orgId: string, roleId: string | null): Promise<Role | null> {
+  if (!roleId) return null;
   const role = await em.findOne(Role, { id: roleId });
-  if (!role || role.scope !== 'organization') return false;
-  if (role.isSystem || role.orgId === orgId) return true;
-  if (role.orgId !== null || role.partnerId === null) return false;
+  if (!role || role.scope !== 'organization') return null;
+  if (role.isSystem || role.orgId === orgId) return role;
+  if (role.orgId !== null || role.partnerId === null) return null;
   const org = await em.findOne(Organization, { id: orgId });
-  return org?.partnerId === role.partnerId;
+  return org?.partnerId === role.partnerId ? role : null;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -343,6 +364,8 @@ function columnsFrom(ctx: RequestContext, type: SsoProviderType, input: z.output
     changes.ssoUrl = input.ssoUrl ?? read.ssoUrl;
     changes.certificate = input.certificate ?? metadata.certificate;
   }
+  assertBrowserUrl(ctx.runtime.config, 'authorizationUrl', changes.authorizationUrl);
+  assertBrowserUrl(ctx.runtime.config, 'ssoUrl', changes.ssoUrl);
   return changes;
 }
 
@@ -353,6 +376,7 @@ async function discover(ctx: RequestContext, issuer: string): Promise<OidcEndpoi
     // A discovery document is outside input too: its URLs get the same checks as URLs typed in.
     const checked = DiscoveredEndpoints.safeParse(found);
     if (!checked.success) throw new Error(`unusable endpoint in the discovery document: ${checked.error.issues[0]?.path.join('.')}`);
+    assertBrowserUrl(ctx.runtime.config, 'authorizationUrl', found.authorizationUrl);
     return found;
   } catch (error) {
     ctx.log.warn({ issuer, err: (error as Error).message }, 'OIDC discovery failed; endpoints can be set by PATCH');
@@ -372,10 +396,30 @@ function endpointColumns(endpoints: OidcEndpoints | null, explicit: Changes): Ch
   return Object.fromEntries(Object.entries(found).filter(([k]) => explicit[k as keyof Changes] === undefined));
 }
 
-async function checkDefaultRole(em: EntityManager, orgId: string, changes: Changes): Promise<void> {
-  if (changes.defaultRoleId && !(await isUsableDefaultRole(em, orgId, changes.defaultRoleId))) {
-    throw badRequest('defaultRoleId: must be an organization-scoped role of the organization');
-  }
+/** Every user the provider provisions holds its default role: setting one grants it, so only what the caller holds. */
+async function checkDefaultRole(em: EntityManager, principal: Principal, orgId: string, changes: Changes): Promise<void> {
+  if (!changes.defaultRoleId) return;
+  const role = await usableDefaultRole(em, orgId, changes.defaultRoleId);
+  if (!role) throw badRequest('defaultRoleId: must be an organization-scoped role of the organization');
+  assertCanGrant(principal, role.scope, role.permissions);
+}
+
+/**
+ * The IdP vouches for the organization's own accounts at sign-in (an account whose every membership is
+ * in the organization is taken by its email), so configuring or switching on the IdP amounts to being
+ * able to sign in as them: only someone holding every permission their roles grant may do it.
+ */
+async function assertControlsSignIn(em: EntityManager, principal: Principal, orgId: string): Promise<void> {
+  const rows = (await em.execute(
+    `select distinct r.permissions from membership m join role r on r.id = m.role_id where m.org_id = ? and m.status = 'active'`,
+    [orgId],
+  )) as { permissions: string[] }[];
+  assertCanGrant(
+    principal,
+    'organization',
+    [...new Set(rows.flatMap((r) => r.permissions))],
+    "An identity provider signs in the organization's members: you cannot configure one for members whose roles grant permissions you do not hold",
+  );
 }
 
 export async function createSsoProvider(ctx: RequestContext, body: CreateSsoProviderInput): Promise<SsoProviderView> {
@@ -395,7 +439,8 @@ export async function createSsoProvider(ctx: RequestContext, body: CreateSsoProv
   }
 
   return withTransaction(ctx, async (tx) => {
-    await checkDefaultRole(tx.em, orgId, changes);
+    await checkDefaultRole(tx.em, principal, orgId, changes);
+    await assertControlsSignIn(tx.em, principal, orgId);
     const provider = tx.em.create(SsoProvider, { ...changes, name: fields.name, orgId, type, status: 'inactive', preset: preset?.id ?? null, createdBy: principal.userId });
     await tx.em.flush();
     await recordAudit(tx, {
@@ -419,7 +464,8 @@ export async function updateSsoProvider(ctx: RequestContext, id: string, body: U
   return withTransaction(ctx, async (tx) => {
     const provider = await tx.em.findOne(SsoProvider, { id: current.id });
     if (!provider) throw notFound(RESOURCE);
-    await checkDefaultRole(tx.em, provider.orgId, changes);
+    await checkDefaultRole(tx.em, requirePrincipal(ctx), provider.orgId, changes);
+    await assertControlsSignIn(tx.em, requirePrincipal(ctx), provider.orgId);
     const changed = (Object.keys(changes) as Column[]).filter(
       (k) => k === 'clientSecret' ? changes.clientSecret !== null || provider.clientSecret !== null : JSON.stringify(changes[k]) !== JSON.stringify(provider[k]),
     );
@@ -466,6 +512,7 @@ export async function setSsoProviderStatus(ctx: RequestContext, id: string, body
     if (status === 'active' && (await tx.em.count(SsoProvider, { orgId: provider.orgId, status: 'active', id: { $ne: provider.id } })) > 0) {
       throw alreadyActive();
     }
+    if (status === 'active') await assertControlsSignIn(tx.em, requirePrincipal(ctx), provider.orgId);
     const from = provider.status;
     provider.status = status;
     try {

@@ -22,8 +22,19 @@ import {
 import type { Config } from '../config.js';
 import { AppError, badRequest } from '../errors.js';
 import { randomToken, safeEqual } from '../secrets.js';
-import { LOGIN_TTL_MS, SsoLoginError, failedLoginUrl, finishSsoLogin, publicPath, seal, unseal, type LoginCookie, type LoginRedirect } from './sso-accounts.js';
-import { findActiveProvider } from './sso-providers.js';
+import {
+  LINK_START_TTL_MS,
+  LOGIN_TTL_MS,
+  SsoLoginError,
+  failedLoginUrl,
+  finishSsoLogin,
+  publicPath,
+  seal,
+  unseal,
+  type LoginCookie,
+  type LoginRedirect,
+} from './sso-accounts.js';
+import { assertBrowserUrl, findActiveProvider } from './sso-providers.js';
 
 export const ACS_PATH = '/api/v1/sso/saml/acs';
 export const SAML_STATE_COOKIE = 'service_saml_state';
@@ -149,9 +160,10 @@ function replayStore(em: EntityManager, providerId: string): SamlReplayStore {
 // ---------------------------------------------------------------------------------------------------------
 // Login
 
-function idpSettings(provider: SsoProvider): SamlIdpSettings {
+function idpSettings(config: Config, provider: SsoProvider): SamlIdpSettings {
   const missing = (['entityId', 'ssoUrl', 'certificate'] as const).filter((k) => !provider[k]);
   if (missing.length) throw badRequest('Provider is not fully configured', { missing });
+  assertBrowserUrl(config, 'ssoUrl', provider.ssoUrl);
   return { entityId: provider.entityId!, ssoUrl: provider.ssoUrl!, certificate: provider.certificate!, allowIdpInitiated: provider.allowIdpInitiated };
 }
 
@@ -171,7 +183,7 @@ function bindingCookie(ctx: RequestContext, value: string | null): LoginCookie |
 
 /** `GET /sso/login/:orgId` for a SAML provider: a pending request row, then the signed HTTP-Redirect AuthnRequest. */
 export async function startSamlLogin(ctx: RequestContext, provider: SsoProvider, redirectPath: string): Promise<LoginRedirect> {
-  const idp = idpSettings(provider);
+  const idp = idpSettings(ctx.runtime.config, provider);
   // RelayState may carry only 80 bytes: a random key (22) and its signature (43); the rest stays in the row.
   const relayKey = randomToken(16);
   const relayState = seal(ctx, RELAY_PURPOSE, relayKey);
@@ -181,6 +193,55 @@ export async function startSamlLogin(ctx: RequestContext, provider: SsoProvider,
     ttlMs: LOGIN_TTL_MS,
   });
   return { url, cookie: bindingCookie(ctx, relayState) };
+}
+
+/**
+ * A login bound to a signed-in user who confirms a link (`POST /sso/link/:orgId`): a pending request row whose
+ * request id is a placeholder, good for a short while, until the browser opens the link. Returns the placeholder.
+ */
+export async function prepareSamlLink(ctx: RequestContext, provider: SsoProvider, redirectPath: string, userId: string): Promise<string> {
+  idpSettings(ctx.runtime.config, provider);
+  const placeholder = `_link-${randomToken(32)}`;
+  ctx.em.create(SamlRequest, {
+    providerId: provider.id,
+    requestId: placeholder,
+    relayKey: randomToken(16),
+    redirectPath,
+    linkUserId: userId,
+    expiresAt: new Date(Date.now() + LINK_START_TTL_MS),
+  });
+  await ctx.em.flush();
+  return placeholder;
+}
+
+/**
+ * `GET /sso/link` in the browser: the AuthnRequest's id replaces the placeholder in one conditional update, so
+ * one link starts one login; null when the placeholder is unknown, spent or expired.
+ */
+export async function openSamlLink(ctx: RequestContext, placeholder: string): Promise<LoginRedirect | null> {
+  const pending = await ctx.em.findOne(SamlRequest, { requestId: placeholder, linkUserId: { $ne: null }, expiresAt: { $gt: new Date() } });
+  if (!pending) return null;
+  const provider = await ctx.em.findOne(SsoProvider, { id: pending.providerId, type: 'saml', status: 'active' });
+  if (!provider) throw new Error('provider is no longer active');
+  const relayState = seal(ctx, RELAY_PURPOSE, pending.relayKey);
+  let opened = false;
+  const { url } = await buildAuthnRequestRedirect(await spSettings(ctx.runtime.config, provider), idpSettings(ctx.runtime.config, provider), {
+    relayState,
+    // Building the AuthnRequest only saves its id: here by claiming the placeholder.
+    requestStore: {
+      ...noPendingRequests,
+      async save(requestId, expiresAt) {
+        const rows = await ctx.em.execute(`update saml_request set request_id = ?, expires_at = ? where request_id = ? and expires_at > now() returning id`, [
+          requestId,
+          expiresAt,
+          placeholder,
+        ]);
+        opened = rows.length === 1;
+      },
+    },
+    ttlMs: LOGIN_TTL_MS,
+  });
+  return opened ? { url, cookie: bindingCookie(ctx, relayState) } : null;
 }
 
 /**
@@ -205,6 +266,7 @@ async function acsTarget(ctx: RequestContext, input: SamlPost): Promise<string> 
   try {
     const relayKey = unseal(ctx, RELAY_PURPOSE, input.relayState);
     let redirectPath = '/';
+    let linkUserId: string | null = null;
     let requests = noPendingRequests;
     if (relayKey) {
       if (bindsBrowser(config) && !(input.cookie && safeEqual(input.cookie, input.relayState!))) {
@@ -215,6 +277,7 @@ async function acsTarget(ctx: RequestContext, input: SamlPost): Promise<string> 
       provider = await ctx.em.findOne(SsoProvider, { id: pending.providerId, type: 'saml', status: 'active' });
       if (!provider) throw new Error('provider is no longer active');
       redirectPath = pending.redirectPath;
+      linkUserId = pending.linkUserId;
       requests = requestStore(ctx.em, { providerId: provider.id, relayKey, redirectPath });
     } else {
       const candidate = input.relayState && isUuid(input.relayState) ? await findActiveProvider(ctx.em, input.relayState) : null;
@@ -223,7 +286,7 @@ async function acsTarget(ctx: RequestContext, input: SamlPost): Promise<string> 
     }
     if (!input.samlResponse) throw new Error('no SAMLResponse');
 
-    const result = await validateSamlResponse(await spSettings(config, provider), idpSettings(provider), input.samlResponse, {
+    const result = await validateSamlResponse(await spSettings(config, provider), idpSettings(config, provider), input.samlResponse, {
       requestStore: requests,
       replayStore: replayStore(ctx.em, provider.id),
     });
@@ -235,7 +298,7 @@ async function acsTarget(ctx: RequestContext, input: SamlPost): Promise<string> 
       ctx,
       provider,
       { ...mapped, externalId: nameId, emailVerified: null, profile: { nameId, nameIdFormat, sessionIndex, attributes }, idpTokens: null },
-      redirectPath,
+      { redirectPath, linkUserId },
     );
   } catch (error) {
     return failedLoginUrl(ctx, error, provider);

@@ -41,20 +41,25 @@ export class PgPubSub {
       .catch((error: Error) => this.log.error({ err: error.message, topic }, 'publish failed'));
   }
 
+  /** Calls `handler` with every payload published to `topic` on any instance, until the returned function is called. */
+  on(topic: string, handler: (payload: unknown) => void): () => void {
+    const handlers = this.topics.get(topic) ?? new Set();
+    handlers.add(handler);
+    this.topics.set(topic, handlers);
+    return () => handlers.delete(handler);
+  }
+
   subscribe(topic: string): AsyncIterable<unknown> {
     const queue: unknown[] = [];
     let wake: (() => void) | null = null;
     let done = false;
-    const push = (payload: unknown) => {
+    const off = this.on(topic, (payload) => {
       queue.push(payload);
       wake?.();
-    };
-    const handlers = this.topics.get(topic) ?? new Set();
-    handlers.add(push);
-    this.topics.set(topic, handlers);
+    });
     const stop = () => {
       done = true;
-      handlers.delete(push);
+      off();
       wake?.();
     };
     return {

@@ -1,38 +1,86 @@
-import { GraphQLError, Kind, type ASTVisitor, type FragmentDefinitionNode, type SelectionSetNode, type ValidationContext } from 'graphql';
+import {
+  GraphQLError,
+  Kind,
+  getNamedType,
+  getNullableType,
+  isInterfaceType,
+  isListType,
+  isObjectType,
+  type ASTVisitor,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type GraphQLNamedType,
+  type SelectionSetNode,
+  type ValidationContext,
+} from 'graphql';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../pagination.js';
+
+const SIZE_ARGS = ['first', 'limit'];
+
+/**
+ * The items list of a page type (PageOf's `data` next to `pagination`) or a connection type
+ * (ConnectionOf's `edges` next to `pageInfo`), or null for any other type.
+ */
+function pageItems(type: GraphQLNamedType | undefined): string | null {
+  if (!isObjectType(type)) return null;
+  const fields = type.getFields();
+  if (fields.pagination && fields.data && isListType(getNullableType(fields.data.type))) return 'data';
+  if (fields.pageInfo && fields.edges && isListType(getNullableType(fields.edges.type))) return 'edges';
+  return null;
+}
+
+/**
+ * How many times a field's selection is fetched: the one rule for every list. A field returning a
+ * list or a page/connection costs its size argument (`first`/`limit`) as written; a variable, whose
+ * value validation cannot see, the largest page; absent, the argument's default, else the default
+ * page size. The items list of a page is counted by the field that returned the page.
+ */
+function fetchCount(field: GraphQLField<unknown, unknown>, node: FieldNode, parent: GraphQLNamedType | undefined): number {
+  const returnsList = isListType(getNullableType(field.type));
+  if (returnsList && pageItems(parent) === field.name) return 1;
+  if (!returnsList && !pageItems(getNamedType(field.type))) return 1;
+  const sizeArg = field.args.find((a) => SIZE_ARGS.includes(a.name));
+  const given = sizeArg && node.arguments?.find((a) => a.name.value === sizeArg.name)?.value;
+  if (given?.kind === Kind.INT) return Math.max(1, Number(given.value));
+  if (given?.kind === Kind.VARIABLE) return MAX_LIMIT;
+  return typeof sizeArg?.defaultValue === 'number' ? Math.max(1, sizeArg.defaultValue) : DEFAULT_LIMIT;
+}
 
 /**
  * Query depth and cost limits, as validation rules. Cost counts every selected field, multiplied
- * by the page size (`first`/`limit` argument) of the lists above it, so one query cannot ask for
- * a million nested rows.
+ * by how many times the lists above it are fetched (`fetchCount`), so one query cannot ask for a
+ * million nested rows.
  */
 export function queryLimits(maxDepth: number, maxCost: number) {
   return (context: ValidationContext): ASTVisitor => {
+    const schema = context.getSchema();
     const fragments = new Map<string, FragmentDefinitionNode>();
     for (const def of context.getDocument().definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
 
-    const measure = (set: SelectionSetNode, depth: number, seen: Set<string>): { depth: number; cost: number } => {
+    const measure = (set: SelectionSetNode, parent: GraphQLNamedType | undefined, depth: number, seen: Set<string>): { depth: number; cost: number } => {
       let maxSeen = depth;
       let cost = 0;
       for (const sel of set.selections) {
         if (sel.kind === Kind.FIELD) {
           if (sel.name.value.startsWith('__')) continue;
-          const sizeArg = sel.arguments?.find((a) => a.name.value === 'first' || a.name.value === 'limit');
-          const multiplier = sizeArg?.value.kind === Kind.INT ? Math.max(1, Number(sizeArg.value.value)) : sizeArg ? 100 : 1;
+          // Unknown fields are reported by the standard rules; here they count as single objects.
+          const field = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields()[sel.name.value] : undefined;
           if (sel.selectionSet) {
-            const inner = measure(sel.selectionSet, depth + 1, seen);
+            const inner = measure(sel.selectionSet, field && getNamedType(field.type), depth + 1, seen);
             maxSeen = Math.max(maxSeen, inner.depth);
-            cost += 1 + multiplier * inner.cost;
+            cost += 1 + (field ? fetchCount(field, sel, parent) : 1) * inner.cost;
           } else {
             cost += 1;
           }
         } else if (sel.kind === Kind.INLINE_FRAGMENT) {
-          const inner = measure(sel.selectionSet, depth, seen);
+          const inner = measure(sel.selectionSet, sel.typeCondition ? schema.getType(sel.typeCondition.name.value) : parent, depth, seen);
           maxSeen = Math.max(maxSeen, inner.depth);
           cost += inner.cost;
         } else {
           const fragment = fragments.get(sel.name.value);
           if (!fragment || seen.has(sel.name.value)) continue;
-          const inner = measure(fragment.selectionSet, depth, new Set([...seen, sel.name.value]));
+          const inner = measure(fragment.selectionSet, schema.getType(fragment.typeCondition.name.value), depth, new Set([...seen, sel.name.value]));
           maxSeen = Math.max(maxSeen, inner.depth);
           cost += inner.cost;
         }
@@ -42,7 +90,7 @@ export function queryLimits(maxDepth: number, maxCost: number) {
 
     return {
       OperationDefinition(node) {
-        const { depth, cost } = measure(node.selectionSet, 1, new Set());
+        const { depth, cost } = measure(node.selectionSet, schema.getRootType(node.operation) ?? undefined, 1, new Set());
         if (depth > maxDepth) {
           context.reportError(new GraphQLError(`Query is too deep: depth ${depth} exceeds the limit of ${maxDepth}`, { extensions: { code: 'VALIDATION_ERROR' } }));
         }

@@ -1,0 +1,154 @@
+import crypto from 'node:crypto';
+import { createClient, type Client } from 'graphql-ws';
+import { decodeJwt } from 'jose';
+import WebSocket from 'ws';
+import { createTestApp, eventually, type TestApp } from './support/app.js';
+import { rest } from './support/clients.js';
+import { buildOrg, buildRole, buildUser, type BuiltUser } from './support/factories.js';
+
+const REVOKED = { code: 4403, reason: 'Forbidden: credentials revoked' };
+const EVENTS = 'subscription { domainEvents(types: ["organization.updated"]) { type orgId } }';
+
+interface Live {
+  client: Client;
+  events: unknown[];
+  closed: () => { code: number; reason: string } | undefined;
+}
+
+/** A tenant: an organization, its administrator, and the least-privileged role that may subscribe to its events. */
+async function tenant(app: TestApp) {
+  const org = await buildOrg(app);
+  const admin = await buildUser(app, { orgId: org.id });
+  const reader = await buildRole(app, { scope: 'organization', orgId: org.id, permissions: ['organizations:read'] });
+  return { org, admin, reader };
+}
+
+async function login(app: TestApp, user: BuiltUser): Promise<{ accessToken: string; refreshToken: string }> {
+  const res = await rest(app).post('/auth/login', { email: user.user.email, password: user.password });
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+/**
+ * A graphql-ws client on `token` with a `domainEvents` subscription that has been seen to deliver:
+ * the admin renames the organization until an event arrives (each rename also re-checks the socket,
+ * which must stay open). No retries, so a close is final.
+ */
+async function liveSocket(app: TestApp, token: string, orgId: string, admin: BuiltUser): Promise<Live> {
+  let closeEvent: { code: number; reason: string } | undefined;
+  const client = createClient({ url: `${app.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
+  client.on('closed', (event) => {
+    const { code, reason } = event as { code: number; reason: string };
+    closeEvent = { code, reason: String(reason) };
+  });
+  const events: unknown[] = [];
+  client.subscribe({ query: EVENTS }, { next: (msg) => events.push(msg.data), error: () => {}, complete: () => {} });
+  const renamer = rest(app, admin.as);
+  await eventually(
+    async () => {
+      if (events.length > 0) return true;
+      expect((await renamer.patch(`/orgs/organizations/${orgId}`, { name: `Org ${crypto.randomBytes(4).toString('hex')}` })).status).toBe(200);
+      return false;
+    },
+    10_000,
+    'a live event',
+  );
+  expect(closeEvent).toBeUndefined();
+  return { client, events, closed: () => closeEvent };
+}
+
+describe('a live socket on default settings', () => {
+  let app: TestApp;
+  let t: Awaited<ReturnType<typeof tenant>>;
+  const sockets: Client[] = [];
+
+  beforeAll(async () => {
+    app = await createTestApp();
+    t = await tenant(app);
+  });
+  afterAll(async () => {
+    await Promise.all(sockets.map((s) => s.dispose()));
+    await app.stop();
+  });
+
+  async function subscriber() {
+    const user = await buildUser(app, { orgId: t.org.id, role: t.reader.id });
+    const session = await login(app, user);
+    const live = await liveSocket(app, session.accessToken, t.org.id, t.admin);
+    sockets.push(live.client);
+    return { user, session, live };
+  }
+
+  test('logging out through REST closes it with 4403', async () => {
+    const { session, live } = await subscriber();
+    expect((await rest(app, { token: session.accessToken }).post('/auth/logout', {})).status).toBe(204);
+    expect(await eventually(live.closed, 10_000, 'the socket to close')).toEqual(REVOKED);
+  });
+
+  test('an administrator disabling the user closes it', async () => {
+    const { user, live } = await subscriber();
+    expect((await rest(app, t.admin.as).patch(`/users/${user.user.id}`, { status: 'disabled' })).status).toBe(200);
+    expect(await eventually(live.closed, 10_000, 'the socket to close')).toEqual(REVOKED);
+  });
+
+  test("changing the user's role closes it", async () => {
+    const { user, live } = await subscriber();
+    const demoted = await buildRole(app, { scope: 'organization', orgId: t.org.id, permissions: ['sites:read'] });
+    expect((await rest(app, t.admin.as).post(`/users/${user.user.id}/role`, { roleId: demoted.id })).status).toBe(200);
+    expect(await eventually(live.closed, 10_000, 'the socket to close')).toEqual(REVOKED);
+  });
+
+  test('changing the password closes it', async () => {
+    const { user, session, live } = await subscriber();
+    const res = await rest(app, { token: session.accessToken }).post('/auth/change-password', { currentPassword: user.password, newPassword: 'a brand new password 1' });
+    expect(res.status).toBe(200);
+    expect(await eventually(live.closed, 10_000, 'the socket to close')).toEqual(REVOKED);
+  });
+
+  test('a new subscribe on a socket whose session has ended is refused with the error envelope, and the socket closes', async () => {
+    const { session, live } = await subscriber();
+    // Presenting a rotated refresh token again ends the session, and emits no event: only the subscribe notices.
+    expect((await rest(app).post('/auth/refresh', { refreshToken: session.refreshToken })).status).toBe(200);
+    expect((await rest(app).post('/auth/refresh', { refreshToken: session.refreshToken })).status).toBe(401);
+
+    let answer: unknown;
+    live.client.subscribe({ query: EVENTS }, { next: (msg) => (answer = msg), error: (error) => (answer = error), complete: () => {} });
+    expect(await eventually(() => answer, 10_000, 'an answer to the subscribe')).toEqual([expect.objectContaining({ message: 'Invalid or expired access token', extensions: { code: 'UNAUTHENTICATED' } })]);
+    expect(await eventually(live.closed, 10_000, 'the socket to close')).toEqual(REVOKED);
+  });
+});
+
+test('an ended session with no event behind it closes on the periodic re-check', async () => {
+  const app = await createTestApp({ env: { GRAPHQL_WS_RECHECK_SECONDS: '1' } });
+  let client: Client | null = null;
+  try {
+    const t = await tenant(app);
+    const session = await login(app, await buildUser(app, { orgId: t.org.id, role: t.reader.id }));
+    const live = await liveSocket(app, session.accessToken, t.org.id, t.admin);
+    client = live.client;
+    expect((await rest(app).post('/auth/refresh', { refreshToken: session.refreshToken })).status).toBe(200);
+    expect((await rest(app).post('/auth/refresh', { refreshToken: session.refreshToken })).status).toBe(401);
+    expect(await eventually(live.closed, 10_000, 'the socket to close')).toEqual(REVOKED);
+  } finally {
+    await client?.dispose();
+    await app.stop();
+  }
+});
+
+test('a socket closes when its access token expires', async () => {
+  const app = await createTestApp({ env: { ACCESS_TOKEN_TTL_SECONDS: '60' } });
+  let client: Client | null = null;
+  try {
+    const t = await tenant(app);
+    const session = await login(app, await buildUser(app, { orgId: t.org.id, role: t.reader.id }));
+    const expiresAt = decodeJwt(session.accessToken).exp! * 1000;
+    const live = await liveSocket(app, session.accessToken, t.org.id, t.admin);
+    client = live.client;
+    expect(await eventually(live.closed, 75_000, 'the socket to close')).toEqual({ code: 4403, reason: 'Forbidden: access token expired' });
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAt);
+    expect(Date.now()).toBeLessThan(expiresAt + 5_000);
+  } finally {
+    await client?.dispose();
+    await app.stop();
+  }
+}, 100_000);

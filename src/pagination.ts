@@ -1,5 +1,6 @@
-import { z } from 'zod';
+import { z, type ZodType } from 'zod';
 import { badRequest } from './errors.js';
+import { isoDateTime, uuid } from './validation.js';
 
 /** Spec: list endpoints default to 100 items. */
 export const DEFAULT_LIMIT = 100;
@@ -24,8 +25,9 @@ export function toPage<T>(data: T[], total: number, input: PageInput): Page<T> {
   return { data, pagination: { page: input.page, limit: input.limit, total } };
 }
 
+/** Cursors are checked by `decodeCursor` (one message, `Invalid cursor`), not here. */
 export const CursorQuery = z.object({
-  cursor: z.string().max(500).optional(),
+  cursor: z.string().optional(),
   limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
 });
 
@@ -35,38 +37,64 @@ export const CursorQuery = z.object({
  */
 export interface CursorPosition {
   /** the sort key's value of the last row (ISO string for dates) */
-  value: string | number | null;
+  value: string | number;
   id: string;
 }
+
+/** What a sort key's value is: a cursor decodes only to the shape it was minted with. */
+const CURSOR_VALUES = {
+  uuid: uuid(),
+  date: isoDateTime(),
+  string: z.string(),
+  number: z.number(),
+} satisfies Record<string, ZodType<string | number>>;
+export type CursorKind = keyof typeof CURSOR_VALUES;
+
+const MAX_CURSOR_LENGTH = 500;
 
 export function encodeCursor(position: CursorPosition): string {
   return Buffer.from(JSON.stringify([position.value, position.id])).toString('base64url');
 }
 
-export function decodeCursor(cursor: string): CursorPosition {
+/**
+ * Anything the server did not mint (bad base64 or JSON, another shape, an object where a value
+ * belongs) is `Invalid cursor`: nothing a client writes into a cursor reaches a query as an operator.
+ */
+export function decodeCursor(cursor: string, kind: CursorKind): CursorPosition {
+  const invalid = () => badRequest('Invalid cursor');
+  if (cursor.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid();
+  let decoded: unknown;
   try {
-    const [value, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string | number | null, string];
-    if (typeof id !== 'string') throw new Error('bad cursor');
-    return { value, id };
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    throw badRequest('cursor: invalid cursor');
+    throw invalid();
   }
+  const parsed = z.tuple([CURSOR_VALUES[kind], uuid()]).safeParse(decoded);
+  if (!parsed.success) throw invalid();
+  const [value, id] = parsed.data;
+  return { value, id };
 }
 
 /**
  * MikroORM `where` fragment for rows after `cursor` in `(sortField dir, id dir)` order, and the
- * matching `orderBy`. Fetch `limit + 1` rows; `finishCursorPage` trims and builds `nextCursor`.
+ * matching `orderBy`; `kind` is the type of `sortField`'s values. Fetch `limit + 1` rows;
+ * `finishCursorPage` trims and builds `nextCursor`.
  */
-export function keysetWhere(sortField: string, dir: 'asc' | 'desc', cursor: string | undefined): { where: Record<string, unknown>; orderBy: Record<string, 'asc' | 'desc'> } {
+export function keysetWhere(
+  sortField: string,
+  kind: CursorKind,
+  dir: 'asc' | 'desc',
+  cursor: string | undefined,
+): { where: Record<string, unknown>; orderBy: Record<string, 'asc' | 'desc'> } {
   const orderBy = sortField === 'id' ? { id: dir } : { [sortField]: dir, id: dir };
   if (!cursor) return { where: {}, orderBy };
-  const { value, id } = decodeCursor(cursor);
+  const { value, id } = decodeCursor(cursor, kind);
   const op = dir === 'asc' ? '$gt' : '$lt';
   if (sortField === 'id') return { where: { id: { [op]: id } }, orderBy };
   return { where: { $or: [{ [sortField]: { [op]: value } }, { [sortField]: value, id: { [op]: id } }] }, orderBy };
 }
 
-export function finishCursorPage<T extends { id: string }>(rows: T[], limit: number, sortValue: (row: T) => string | number | null): { items: T[]; nextCursor: string | null } {
+export function finishCursorPage<T extends { id: string }>(rows: T[], limit: number, sortValue: (row: T) => string | number): { items: T[]; nextCursor: string | null } {
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
   const nextCursor = rows.length > limit && last ? encodeCursor({ value: sortValue(last), id: last.id }) : null;

@@ -324,3 +324,52 @@ describe('the hash chain', () => {
     }
   });
 });
+
+describe('date filters', () => {
+  const FAR = ['-271821-04-20T00:00:00Z', '+275760-09-13T00:00:00Z', '0000-01-01T00:00:00Z', '10000-01-01T00:00:00Z', '0001-01-01T00:00:00+01:00', '0000-01-01', 'yesterday'];
+
+  test('REST: dates outside years 0001–9999 (or not ISO 8601 date-times) are a 400 naming the field', async () => {
+    const api = rest(app, (await buildUser(app)).as);
+    for (const path of ['/audit/logs', '/audit/stats', '/audit/export', '/audit/reports/compliance']) {
+      for (const field of ['from', 'to']) {
+        for (const value of FAR) {
+          const res = await api.get(`${path}?${field}=${encodeURIComponent(value)}`);
+          expect({ path, field, value, status: res.status, code: res.body.code, fields: res.body.details?.map((d: any) => d.path) }).toEqual({
+            path,
+            field,
+            value,
+            status: 400,
+            code: 'VALIDATION_ERROR',
+            fields: [field],
+          });
+        }
+      }
+    }
+    const zero = await api.get('/audit/logs?from=0000-01-01T00:00:00Z');
+    expect(zero.body.message).toBe('from: must be between years 0001 and 9999');
+  });
+
+  test('REST: the bounds themselves are accepted, and an offset is read as the instant it names', async () => {
+    const api = rest(app, (await buildUser(app)).as);
+    const edges = await api.get(`/audit/stats?from=${encodeURIComponent('0001-01-01T00:00:00Z')}&to=${encodeURIComponent('9999-12-31T23:59:59.999Z')}`);
+    expect(edges.status).toBe(200);
+    expect(edges.body).toMatchObject({ from: '0001-01-01T00:00:00.000Z', to: '9999-12-31T23:59:59.999Z' });
+    const offset = await api.get(`/audit/stats?from=${encodeURIComponent('2026-01-01T02:00:00+02:00')}&to=${encodeURIComponent('2026-01-02T00:00:00Z')}`);
+    expect(offset.body).toMatchObject({ from: '2026-01-01T00:00:00.000Z', to: '2026-01-02T00:00:00.000Z' });
+    expect((await api.get(`/audit/logs?from=${encodeURIComponent('0001-01-01T00:00:00Z')}&to=${encodeURIComponent('9999-12-31T23:59:59Z')}`)).status).toBe(200);
+    // a date alone is its UTC midnight, a time without offset is UTC
+    expect((await api.get('/audit/stats?from=2026-01-01&to=2026-01-02T12:00')).body).toMatchObject({ from: '2026-01-01T00:00:00.000Z', to: '2026-01-02T12:00:00.000Z' });
+  });
+
+  test('GraphQL: the same bounds, as VALIDATION_ERROR', async () => {
+    const admin = await buildUser(app);
+    for (const value of FAR) {
+      const stats = await gql(app, admin.as, 'query($from: String, $to: String) { auditStats(from: $from, to: $to) { total } }', { from: value });
+      expect({ value, errors: stats.body.errors }).toEqual({ value, errors: [expect.objectContaining({ message: expect.stringMatching(/^from: /), extensions: expect.objectContaining({ code: 'VALIDATION_ERROR' }) })] });
+      const logs = await gql(app, admin.as, 'query($filters: AuditLogFilter) { auditLogs(filters: $filters) { pagination { total } } }', { filters: { to: value } });
+      expect({ value, errors: logs.body.errors }).toEqual({ value, errors: [expect.objectContaining({ message: expect.stringMatching(/^to: /), extensions: expect.objectContaining({ code: 'VALIDATION_ERROR' }) })] });
+    }
+    const ok = await gql(app, admin.as, '{ auditStats(from: "0001-01-01T00:00:00Z", to: "9999-12-31T23:59:59Z") { from to } }');
+    expect(ok.body).toEqual({ data: { auditStats: { from: '0001-01-01T00:00:00.000Z', to: '9999-12-31T23:59:59.000Z' } } });
+  });
+});

@@ -8,7 +8,7 @@ import { authorize, isUuid, requirePrincipal, visibleOrgIds } from '../auth/poli
 import { canonicalJson } from '../canonical-json.js';
 import { badRequest, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
-import { parseInput, uuid } from '../validation.js';
+import { isoDateTime, parseInput, uuid } from '../validation.js';
 import { containsPattern, escapeLike } from '../db/like.js';
 
 export interface AuditEntry {
@@ -137,7 +137,6 @@ export async function verifyAuditChain(em: EntityManager): Promise<ChainVerifica
 // (`audit.read`, `audit.export`) after the rows were read, so a list never contains its own entry.
 // ---------------------------------------------------------------------------------------------
 
-const dateTime = z.coerce.date({ message: 'must be an ISO 8601 date-time' });
 const searchText = z.string().trim().min(1).max(200);
 
 export const AuditFilters = z
@@ -150,8 +149,8 @@ export const AuditFilters = z
     resourceType: z.string().trim().min(1).max(100).optional(),
     resourceId: z.string().trim().min(1).max(100).optional(),
     result: z.enum(['success', 'denied', 'failure']).optional(),
-    from: dateTime.optional(),
-    to: dateTime.optional(),
+    from: isoDateTime().optional(),
+    to: isoDateTime().optional(),
     /** text search over action, resource type and id, actor email and details */
     q: searchText.optional(),
   })
@@ -171,7 +170,7 @@ export type AuditExportInput = z.input<typeof AuditExportInput>;
 export const AuditExportQuery = AuditFilters.extend({ format: ExportFormat.default('csv') }).strict();
 
 /** Reports cover `from`..`to`, the last 30 days by default. */
-export const AuditPeriodQuery = z.object({ orgId: uuid().optional(), from: dateTime.optional(), to: dateTime.optional() }).strict();
+export const AuditPeriodQuery = z.object({ orgId: uuid().optional(), from: isoDateTime().optional(), to: isoDateTime().optional() }).strict();
 export type AuditPeriodQuery = z.input<typeof AuditPeriodQuery>;
 export const AuditReportQuery = AuditPeriodQuery.extend({ limit: PageQuery.shape.limit }).strict();
 export type AuditReportQuery = z.input<typeof AuditReportQuery>;
@@ -352,8 +351,8 @@ export async function userActivityReport(ctx: RequestContext, query: AuditReport
   const key = (r: { actorType: string; actorId: string | null }) => `${r.actorType}:${r.actorId ?? ''}`;
   await recordRead(ctx, 'audit.read', { view: 'report:user-activity', filters: plain(filters) }, input.orgId);
   return {
-    from: filters.from.toISOString(),
-    to: filters.to.toISOString(),
+    from: filters.from,
+    to: filters.to,
     users: actors.map((a) => ({
       ...a,
       firstAt: new Date(a.firstAt).toISOString(),
@@ -407,8 +406,8 @@ export async function securityEventsReport(
   );
   await recordRead(ctx, 'audit.read', { view: 'report:security-events', filters: plain(filters) }, input.orgId);
   return {
-    from: filters.from.toISOString(),
-    to: filters.to.toISOString(),
+    from: filters.from,
+    to: filters.to,
     totals,
     events: rows.map((row) => ({ ...auditLogView(row), categories: SECURITY_CATEGORIES.filter((c) => inCategory(row, c)).map((c) => c.name) })),
   };
@@ -449,7 +448,7 @@ export async function complianceReport(ctx: RequestContext, query: AuditPeriodQu
   const chain = principal.scope === 'system' ? await verifyAuditChain(ctx.em) : null;
   await recordRead(ctx, 'audit.read', { view: 'report:compliance', filters: plain(filters) }, input.orgId);
   const { actors, exports, ...totals } = counts!;
-  return { from: filters.from.toISOString(), to: filters.to.toISOString(), totals, actors, exports, integrity, chain };
+  return { from: filters.from, to: filters.to, totals, actors, exports, integrity, chain };
 }
 
 /** Recomputes the hash of each visible entry in the period, oldest first. */
@@ -500,8 +499,8 @@ export async function auditStats(ctx: RequestContext, query: AuditPeriodQuery): 
   );
   await recordRead(ctx, 'audit.read', { view: 'stats', filters: plain(filters) }, input.orgId);
   return {
-    from: filters.from.toISOString(),
-    to: filters.to.toISOString(),
+    from: filters.from,
+    to: filters.to,
     total: byResult.reduce((sum, r) => sum + r.count, 0),
     byAction,
     byResult,
@@ -512,11 +511,11 @@ export async function auditStats(ctx: RequestContext, query: AuditPeriodQuery): 
 const RESULTS: AuditResult[] = ['success', 'denied', 'failure'];
 const DEFAULT_PERIOD_MS = 30 * 24 * 3600 * 1000;
 
-function period(input: { from?: Date; to?: Date }): { from: Date; to: Date } {
-  const to = input.to ?? new Date();
-  const from = input.from ?? new Date(to.getTime() - DEFAULT_PERIOD_MS);
+function period(input: { from?: string; to?: string }): { from: string; to: string } {
+  const to = input.to ? new Date(input.to) : new Date();
+  const from = input.from ? new Date(input.from) : new Date(to.getTime() - DEFAULT_PERIOD_MS);
   if (from > to) throw badRequest('from: must not be after to');
-  return { from, to };
+  return { from: from.toISOString(), to: to.toISOString() };
 }
 
 /**
@@ -541,8 +540,8 @@ function auditWhere(tenant: FilterQuery<AuditLog>, f: Partial<ParsedFilters>): O
   if (f.resourceType) parts.push({ resourceType: f.resourceType });
   if (f.resourceId) parts.push({ resourceId: f.resourceId });
   if (f.result) parts.push({ result: f.result });
-  if (f.from) parts.push({ createdAt: { $gte: f.from } });
-  if (f.to) parts.push({ createdAt: { $lte: f.to } });
+  if (f.from) parts.push({ createdAt: { $gte: new Date(f.from) } });
+  if (f.to) parts.push({ createdAt: { $lte: new Date(f.to) } });
   if (f.q) {
     const pattern = containsPattern(f.q);
     parts.push({
@@ -568,12 +567,12 @@ async function recordRead(ctx: RequestContext, action: 'audit.read' | 'audit.exp
   });
 }
 
-/** Filters as stored in an audit entry: dates as ISO strings, unset ones left out. */
+/** Filters as stored in an audit entry (dates are already UTC ISO text), unset ones left out. */
 function plain(filters: Partial<ParsedFilters>): Record<string, string> {
   return Object.fromEntries(
     Object.entries(filters)
       .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => [k, v instanceof Date ? v.toISOString() : String(v)]),
+      .map(([k, v]) => [k, String(v)]),
   );
 }
 

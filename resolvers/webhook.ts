@@ -135,7 +135,7 @@ class WebhookObject implements WebhookView {
   @Field(() => String)
   name!: string;
 
-  @Field(() => String, { description: 'without embedded credentials or signed query parameters' })
+  @Field(() => String, { description: 'editors (organizations:write): without embedded credentials or signed query parameters; other readers: the origin only' })
   url!: string;
 
   @Field(() => Boolean)

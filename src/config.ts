@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { z } from 'zod';
 import { packageVersion } from './paths.js';
@@ -15,6 +16,31 @@ const list = z
   .string()
   .optional()
   .transform((v) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []));
+
+/** One TRUST_PROXY entry: a proxy-addr name, an IP address, or a CIDR range. */
+function isProxyEntry(entry: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
+  const [address, bits, extra] = entry.split('/');
+  const family = net.isIP(address!);
+  if (bits === undefined) return family !== 0;
+  return family !== 0 && extra === undefined && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+/**
+ * Express's `trust proxy` forms: a hop count, or comma-separated names/addresses/CIDRs. Unset (or
+ * `false`) trusts no proxy, so X-Forwarded-For is ignored. `true` is refused: trusting every hop lets
+ * any client choose its own address and walk around the per-IP limits.
+ */
+const trustProxy = z
+  .string()
+  .optional()
+  .transform((v, ctx): false | number | string[] => {
+    if (v === undefined || v === 'false') return false;
+    if (/^\d+$/.test(v)) return Number(v);
+    const entries = v.split(',').map((s) => s.trim()).filter(Boolean);
+    if (entries.length > 0 && entries.every(isProxyEntry)) return entries;
+    ctx.addIssue({ code: 'custom', message: 'must be a hop count or a comma-separated list of loopback, linklocal, uniquelocal, IP addresses and CIDR ranges' });
+    return z.NEVER;
+  });
 
 /** Every environment variable the server reads. The README's configuration table mirrors this. */
 const EnvSchema = z.object({
@@ -35,6 +61,7 @@ const EnvSchema = z.object({
   AUTO_MIGRATE: bool(true),
   CORS_ORIGINS: list,
   BODY_LIMIT: z.string().default('1mb'),
+  TRUST_PROXY: trustProxy,
   ALLOW_PRIVATE_NETWORK_TARGETS: bool(false),
   ADMIN_EMAIL: z.email({ message: 'must be an email address' }).optional(),
   ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
@@ -52,6 +79,7 @@ const EnvSchema = z.object({
   SMTP_FROM: z.string().default('rmm-service <no-reply@localhost>'),
   GRAPHQL_MAX_DEPTH: int(12, 2),
   GRAPHQL_MAX_COST: int(10000, 10),
+  GRAPHQL_WS_RECHECK_SECONDS: int(30, 1),
 });
 
 export interface Config {
@@ -70,6 +98,8 @@ export interface Config {
   autoMigrate: boolean;
   corsOrigins: string[];
   bodyLimit: string;
+  /** Express `trust proxy`: which hops' X-Forwarded-For entries are believed; false = none */
+  trustProxy: false | number | string[];
   allowPrivateNetworkTargets: boolean;
   admin: { email: string; password: string } | null;
   accessTokenTtlSeconds: number;
@@ -78,7 +108,8 @@ export interface Config {
   ssoRateLimitPerMinute: number;
   saml: { spEntityId: string; privateKey: string | null; certificate: string | null };
   smtp: { url: string; from: string } | null;
-  graphql: { maxDepth: number; maxCost: number };
+  /** wsRecheckSeconds: how often every open WebSocket's credentials are re-checked, behind the revocation events */
+  graphql: { maxDepth: number; maxCost: number; wsRecheckSeconds: number };
 }
 
 export class ConfigError extends Error {}
@@ -124,6 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     autoMigrate: e.AUTO_MIGRATE,
     corsOrigins: e.CORS_ORIGINS,
     bodyLimit: e.BODY_LIMIT,
+    trustProxy: e.TRUST_PROXY,
     allowPrivateNetworkTargets: e.ALLOW_PRIVATE_NETWORK_TARGETS,
     admin: e.ADMIN_EMAIL && e.ADMIN_PASSWORD ? { email: e.ADMIN_EMAIL, password: e.ADMIN_PASSWORD } : null,
     accessTokenTtlSeconds: e.ACCESS_TOKEN_TTL_SECONDS,
@@ -141,7 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       certificate: e.SAML_SP_CERTIFICATE ?? null,
     },
     smtp: e.SMTP_URL ? { url: e.SMTP_URL, from: e.SMTP_FROM } : null,
-    graphql: { maxDepth: e.GRAPHQL_MAX_DEPTH, maxCost: e.GRAPHQL_MAX_COST },
+    graphql: { maxDepth: e.GRAPHQL_MAX_DEPTH, maxCost: e.GRAPHQL_MAX_COST, wsRecheckSeconds: e.GRAPHQL_WS_RECHECK_SECONDS },
   };
 }
 

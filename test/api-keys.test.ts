@@ -220,6 +220,45 @@ describe('revoking, rotating and expiry', () => {
     expect(past.status).toBe(400);
     expect(past.body.code).toBe('VALIDATION_ERROR');
   });
+
+  test('a request made with an API key cannot lift that key’s expiry, nor create or re-date a key to outlive it', async () => {
+    const org = await buildOrg(app);
+    const role = await buildRole(app, { scope: 'organization', orgId: org.id, permissions: ['api_keys:read', 'api_keys:write', 'audit:read'] });
+    const owner = await buildUser(app, { orgId: org.id, role: role.id });
+    const own = await createKey(owner.as, { scopes: ['api_keys:read', 'api_keys:write'], expiresAt: inAnHour() });
+    const limit = (await rest(app, owner.as).get(`/api-keys/${own.id}`)).body.expiresAt as string;
+    const message = `A request made with an API key cannot set an expiry later than that key's own: expiresAt must be at most ${limit}`;
+    const asKey = rest(app, { apiKey: own.key });
+    const later = new Date(Date.parse(limit) + 60_000).toISOString();
+    const sooner = new Date(Date.parse(limit) - 60_000).toISOString();
+
+    for (const res of [
+      await asKey.patch(`/api-keys/${own.id}`, { expiresAt: later }),
+      await asKey.patch(`/api-keys/${own.id}`, { expiresAt: null }),
+      await asKey.post('/api-keys', { name: 'forever', scopes: ['api_keys:read'] }),
+      await asKey.post('/api-keys', { name: 'successor', scopes: ['api_keys:read'], expiresAt: later }),
+    ]) {
+      expect([res.status, res.body]).toEqual([403, { code: 'FORBIDDEN', message }]);
+    }
+    const viaGql = await gql(app, { apiKey: own.key }, 'mutation($id: ID!) { updateApiKey(id: $id, input: { expiresAt: null }) { expiresAt } }', { id: own.id });
+    expect(viaGql.body.errors?.[0]).toMatchObject({ message, extensions: { code: 'FORBIDDEN' } });
+    expect((await rest(app, owner.as).get(`/api-keys/${own.id}`)).body.expiresAt).toBe(limit);
+    // Scopes were already bounded by what the key itself holds.
+    expect((await asKey.post('/api-keys', { name: 'wider', scopes: ['audit:read'], expiresAt: sooner })).body).toEqual({
+      code: 'FORBIDDEN',
+      message: 'Scopes exceed your permissions: audit:read',
+    });
+
+    // Within its own lifetime the key may still work: rename, shorten, create a shorter-lived key...
+    expect((await asKey.patch(`/api-keys/${own.id}`, { name: 'renamed' })).status).toBe(200);
+    const child = await asKey.post('/api-keys', { name: 'child', scopes: ['api_keys:read'], expiresAt: sooner });
+    expect(child.status).toBe(201);
+    // ...but not stretch that key beyond its own expiry either.
+    expect((await asKey.patch(`/api-keys/${child.body.id}`, { expiresAt: null })).body).toEqual({ code: 'FORBIDDEN', message });
+    expect((await asKey.patch(`/api-keys/${own.id}`, { expiresAt: sooner })).body.expiresAt).toBe(sooner);
+    // The owner's own session is not bound by a key's lifetime.
+    expect((await rest(app, owner.as).patch(`/api-keys/${own.id}`, { expiresAt: null })).body.expiresAt).toBeNull();
+  });
 });
 
 describe('access', () => {

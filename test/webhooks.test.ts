@@ -270,6 +270,30 @@ describe('REST', () => {
     expect((await viewer.patch(`/webhooks/${id}`, { name: 'x' })).body.code).toBe('FORBIDDEN');
     expect((await rest(app, null).get('/webhooks')).status).toBe(401);
   });
+
+  test('a token in the URL path is shown only to callers who may edit the webhook; readers see the origin', async () => {
+    const url = 'https://alice:pa55w0rd@hooks.example.com:8443/services/T000/B000/XXXXSECRET?token=t0k3n&keep=1';
+    const editorView = 'https://hooks.example.com:8443/services/T000/B000/XXXXSECRET?keep=1';
+    const admin = rest(app, adminA.as);
+    const created = await admin.post('/webhooks', valid({ url }));
+    expect(created.body.url).toBe(editorView);
+    const id = created.body.id as string;
+    expect((await admin.patch(`/webhooks/${id}`, { url })).body.url).toBe(editorView);
+    expect((await admin.get(`/webhooks/${id}`)).body.url).toBe(editorView);
+
+    const viewer = rest(app, viewerA.as);
+    const got = await viewer.get(`/webhooks/${id}`);
+    const list = await viewer.get('/webhooks');
+    expect(got.body.url).toBe('https://hooks.example.com:8443');
+    expect(list.body.data.find((w: { id: string }) => w.id === id).url).toBe('https://hooks.example.com:8443');
+    const graphql = await gql(app, viewerA.as, `query($id: ID!) { webhook(id: $id) { url } webhooks { data { id url } } }`, { id });
+    expect(graphql.body.data.webhook.url).toBe('https://hooks.example.com:8443');
+    expect(graphql.body.data.webhooks.data.find((w: { id: string }) => w.id === id).url).toBe('https://hooks.example.com:8443');
+    for (const response of [got, list, graphql]) expect(JSON.stringify(response.body)).not.toMatch(/XXXXSECRET|services\/T000|pa55w0rd|t0k3n/);
+
+    const editorGraphql = await gql(app, adminA.as, `query($id: ID!) { webhook(id: $id) { url } }`, { id });
+    expect(editorGraphql.body.data.webhook.url).toBe(editorView);
+  });
 });
 
 describe('GraphQL', () => {
@@ -389,6 +413,7 @@ describe('SSRF: destination URLs with private targets refused (the default)', ()
     'https://[::ffff:127.0.0.1]/in',
     'https://[::ffff:a9fe:a9fe]/in',
     'https://[64:ff9b::10.0.0.1]/in',
+    'https://[::ffff:0:7f00:1]/in',
     'https://[2001:db8::1]/in',
     'https://internal.example.com/in',
     'https://mixed.example.com/in',

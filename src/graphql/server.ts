@@ -6,13 +6,14 @@ import { GraphQLError, specifiedRules, validate, type GraphQLFormattedError, typ
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { RequestHandler } from 'express';
-import { authenticate } from '../auth/authenticate.js';
+import { authenticate, type Credentials } from '../auth/authenticate.js';
 import { RequestContext } from '../auth/context.js';
 import { toAppError } from '../errors.js';
-import { contextFor } from '../http/app.js';
+import { contextFor, upgradeClientIp } from '../http/app.js';
 import type { Runtime } from '../runtime.js';
 import type { GraphqlContext } from './context.js';
 import { queryLimits } from './limits.js';
+import { REVOKED_CLOSE_CODE, SocketSessions, type SocketSession } from './socket-sessions.js';
 
 // Apollo's own codes for malformed operations map onto the API's envelope codes.
 const APOLLO_CODES: Record<string, string> = {
@@ -47,32 +48,62 @@ function bearer(value: unknown): string | null {
   return /^Bearer\s/i.test(value) ? value : `Bearer ${value}`;
 }
 
+function credentialsOf(params: Record<string, unknown>): Credentials {
+  return {
+    authorization: bearer(params.authorization ?? params.Authorization ?? params.token),
+    apiKey: (params.apiKey ?? params['x-api-key'] ?? params['X-API-Key'] ?? null) as string | null,
+  };
+}
+
+/** An AppError (or anything thrown) as a GraphQL error in the API's envelope. */
+function envelopeError(runtime: Runtime, error: unknown): GraphQLError {
+  const formatted = formatGraphqlError(runtime, { message: String(error) }, error);
+  return new GraphQLError(formatted.message, { extensions: formatted.extensions });
+}
+
 /**
  * Apollo Server over HTTP at /graphql and graphql-ws subscriptions on the same path and port.
  * Credentials: Bearer or X-API-Key headers on HTTP; `authorization`/`apiKey` in connection_init
- * on WebSocket. Automatic persisted queries (the mobile app's) are Apollo's built-in APQ.
+ * on WebSocket, authenticated again on every `subscribe` and kept in check while the socket is open
+ * (SocketSessions). Automatic persisted queries (the mobile app's) are Apollo's built-in APQ.
  */
 export async function startGraphql(runtime: Runtime, httpServer: http.Server, schema: GraphQLSchema): Promise<{ middleware: RequestHandler; stop(): Promise<void> }> {
   const { config } = runtime;
   const limits = queryLimits(config.graphql.maxDepth, config.graphql.maxCost);
   const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql' });
-  const wsCleanup = useServer<Record<string, unknown>, { principal?: RequestContext['principal'] }>(
+  const sessions = new SocketSessions(runtime, config.graphql.wsRecheckSeconds * 1000);
+  const wsCleanup = useServer<Record<string, unknown>, { principal?: RequestContext['principal']; session?: SocketSession }>(
     {
       schema,
       onConnect: async (socket) => {
-        const params = socket.connectionParams ?? {};
+        const credentials = credentialsOf(socket.connectionParams ?? {});
         try {
-          socket.extra.principal = await authenticate(runtime, {
-            authorization: bearer(params.authorization ?? params.Authorization ?? params.token),
-            apiKey: (params.apiKey ?? params['x-api-key'] ?? params['X-API-Key'] ?? null) as string | null,
-          });
+          socket.extra.principal = await authenticate(runtime, credentials);
         } catch {
           return false;
         }
+        const { principal, socket: ws } = socket.extra;
+        if (principal) socket.extra.session = sessions.open(credentials, principal, (reason) => ws.close(REVOKED_CLOSE_CODE, reason));
         return true;
       },
+      onSubscribe: async (socket) => {
+        const { session } = socket.extra;
+        if (!session) return undefined;
+        try {
+          const refusal = await sessions.refusal(session);
+          if (!refusal) return undefined;
+          // Closed once the refusal below has been sent, so the client reads why.
+          setImmediate(() => sessions.revoke(session));
+          return [envelopeError(runtime, refusal)];
+        } catch (error) {
+          return [envelopeError(runtime, error)];
+        }
+      },
+      onClose: (socket) => {
+        if (socket.extra.session) sessions.forget(socket.extra.session);
+      },
       context: (socket): GraphqlContext => ({
-        ctx: RequestContext.create(runtime, socket.extra.principal ?? null, { ip: socket.extra.request.socket.remoteAddress ?? null }),
+        ctx: RequestContext.create(runtime, socket.extra.principal ?? null, { ip: upgradeClientIp(runtime.config, socket.extra.request) }),
       }),
       validate: (schemaArg, document, rules) => validate(schemaArg, document, [...(rules ?? specifiedRules), limits]),
       onError: (_ctx, _id, _payload, errors) => {
@@ -102,6 +133,7 @@ export async function startGraphql(runtime: Runtime, httpServer: http.Server, sc
     ],
   });
   await apollo.start();
+  sessions.start();
   const middleware = expressMiddleware(apollo, {
     context: async ({ req }) => ({ ctx: await contextFor(runtime, req) }),
   });
@@ -109,6 +141,7 @@ export async function startGraphql(runtime: Runtime, httpServer: http.Server, sc
     middleware,
     async stop() {
       await apollo.stop();
+      await sessions.stop();
       wsServer.close();
     },
   };

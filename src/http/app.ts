@@ -1,17 +1,37 @@
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import cors from 'cors';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import { apiRouter } from '../../rest/index.js';
 import { authenticate } from '../auth/authenticate.js';
 import { RequestContext } from '../auth/context.js';
-import { AppError, toAppError } from '../errors.js';
+import type { Config } from '../config.js';
+import { AppError, badRequest, toAppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { healthRoutes } from './health.js';
 import { OpenApiRegistry } from './openapi.js';
 
 export function clientMeta(req: Request) {
   return { requestId: req.requestId, ip: req.ip ?? null, userAgent: req.get('user-agent') ?? null };
+}
+
+const trustApps = new WeakMap<Config, express.Express>();
+
+/**
+ * The client address of a request Express does not route (the graphql-ws upgrade): Express's own
+ * `req.ip`, read through a view of the raw request under the same TRUST_PROXY setting as every other
+ * request, so X-Forwarded-For cannot be believed on one path and ignored on another.
+ */
+export function upgradeClientIp(config: Config, req: IncomingMessage): string | null {
+  let trusting = trustApps.get(config);
+  if (!trusting) {
+    trusting = express();
+    trusting.set('trust proxy', config.trustProxy);
+    trustApps.set(config, trusting);
+  }
+  const view = Object.create(trusting.request, { headers: { value: req.headers }, socket: { value: req.socket } }) as Request;
+  return view.ip ?? null;
 }
 
 /**
@@ -23,7 +43,8 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): expres
   const { config } = runtime;
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  // Proxies are trusted only as configured: by default the socket address is the client's.
+  app.set('trust proxy', config.trustProxy);
   app.set('query parser', 'extended');
 
   app.use((req, res, next) => {
@@ -55,7 +76,7 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): expres
   );
 
   app.use(healthRoutes(runtime));
-  app.use(express.json({ limit: config.bodyLimit }));
+  app.use(express.json({ limit: config.bodyLimit, verify: requireUtf8 }));
   app.use(express.urlencoded({ extended: false, limit: config.bodyLimit }));
 
   const openapi = new OpenApiRegistry();
@@ -86,6 +107,18 @@ export async function contextFor(runtime: Runtime, req: Request): Promise<Reques
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     return RequestContext.create(runtime, null, { ...clientMeta(req), authError: error });
+  }
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The JSON parser would swap invalid UTF-8 for U+FFFD and go on: refused instead (body-parser keeps the AppError's 400). */
+function requireUtf8(_req: IncomingMessage, _res: unknown, body: Buffer, encoding: string): void {
+  if (!/^utf-?8$/i.test(encoding)) return;
+  try {
+    strictUtf8.decode(body);
+  } catch {
+    throw badRequest('Request body is not valid UTF-8');
   }
 }
 

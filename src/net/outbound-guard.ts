@@ -99,8 +99,11 @@ const IPV6_RULES = [
 ];
 
 // Prefixes that carry an IPv4 address the traffic ends up at, so the embedded address decides.
-const IPV4_MAPPED = ipv6Rule('::ffff:0:0/96', 'public');
-const NAT64 = ipv6Rule('64:ff9b::/96', 'public');
+const IPV4_EMBEDDED_LOW32 = [
+  ipv6Rule('::ffff:0:0/96', 'public'), // IPv4-mapped ::ffff:a.b.c.d
+  ipv6Rule('::ffff:0:0:0/96', 'public'), // IPv4-translated ::ffff:0:a.b.c.d (RFC 2765, SIIT)
+  ipv6Rule('64:ff9b::/96', 'public'), // NAT64 well-known prefix
+];
 const SIX_TO_FOUR = ipv6Rule('2002::/16', 'public');
 
 function classifyIPv4(address: number): AddressClass {
@@ -109,7 +112,7 @@ function classifyIPv4(address: number): AddressClass {
 
 function classifyIPv6(address: bigint): AddressClass {
   const matches = (rule: Rule<bigint>) => (address & rule.mask) === rule.base;
-  if (matches(IPV4_MAPPED) || matches(NAT64)) return classifyIPv4(Number(address & 0xffffffffn));
+  if (IPV4_EMBEDDED_LOW32.some(matches)) return classifyIPv4(Number(address & 0xffffffffn));
   if (matches(SIX_TO_FOUR)) return classifyIPv4(Number((address >> 80n) & 0xffffffffn));
   return IPV6_RULES.find(matches)?.verdict ?? 'public';
 }

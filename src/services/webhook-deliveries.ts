@@ -8,7 +8,7 @@ import { badRequest, notFound } from '../errors.js';
 import { filterIterable } from '../events/subscriptions.js';
 import type { DomainEvent } from '../events/types.js';
 import { guardedRequest, UnsafeUrlError } from '../net/outbound-guard.js';
-import { encodeCursor, finishCursorPage, keysetWhere, pageOptions, PageQuery, toPage, type Page } from '../pagination.js';
+import { CursorQuery, encodeCursor, finishCursorPage, keysetWhere, pageOptions, PageQuery, toPage, type Page } from '../pagination.js';
 import { parseInput, queryBoolean, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { effectiveRetryPolicy, guardOptions, isReservedHeader, requireWebhook, unsealWebhook, webhookInternals } from './webhooks.js';
@@ -35,7 +35,7 @@ export const ListDeliveriesQuery = z.strictObject({
 
 export const DeliveriesConnectionArgs = z.strictObject({
   first: z.number().int().min(1).max(MAX_DELIVERY_PAGE).default(50),
-  after: z.string().max(500).optional(),
+  after: CursorQuery.shape.cursor,
   status: DeliveryStatus.optional(),
 });
 
@@ -150,7 +150,7 @@ export async function deliveriesConnection(ctx: RequestContext, webhookId: strin
   const args = parseInput(DeliveriesConnectionArgs, raw);
   const webhook = await requireWebhook(ctx, webhookId, 'read');
   const base = { webhookId: webhook.id, ...(args.status ? { status: args.status } : {}) };
-  const keyset = keysetWhere('createdAt', 'desc', args.after);
+  const keyset = keysetWhere('createdAt', 'date', 'desc', args.after);
   const [rows, totalCount] = await Promise.all([
     ctx.em.find(WebhookDelivery, { ...base, ...keyset.where }, { orderBy: keyset.orderBy, limit: args.first + 1 }),
     ctx.em.count(WebhookDelivery, base),

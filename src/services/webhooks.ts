@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { Webhook, WebhookDelivery, type StoredWebhookHeader, type WebhookRetryPolicy, type WebhookStatus } from '../../entities/webhook.js';
 import type { RequestContext } from '../auth/context.js';
-import { authorize, isUuid, targetOrgId } from '../auth/policy.js';
+import { hasPermission } from '../auth/permissions.js';
+import { authorize, isUuid, requirePrincipal, targetOrgId } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, notFound } from '../errors.js';
 import { checkOutboundUrl, UnsafeUrlError, type GuardOptions } from '../net/outbound-guard.js';
@@ -163,7 +164,10 @@ export interface WebhookView {
   id: string;
   orgId: string;
   name: string;
-  /** without userinfo credentials and signed query parameters */
+  /**
+   * Callers who may edit the webhook: without userinfo credentials and signed query parameters.
+   * Everyone else: the origin only (`https://host[:port]`), since tokens also live in paths.
+   */
   url: string;
   hasSecret: boolean;
   events: string[];
@@ -242,6 +246,18 @@ export function redactUrl(raw: string): string {
   return url.toString();
 }
 
+// Webhooks are organization configuration: reading them needs `organizations:read`, changing them `organizations:write`.
+const WEBHOOK_PERMISSION = { read: 'organizations:read', write: 'organizations:write' } as const;
+
+/**
+ * The URL as this caller may see it. Secrets hide in paths too (chat-platform incoming-webhook URLs end
+ * in their token) where no pattern finds them, so only those who may edit the webhook see more than
+ * the origin; the authorization that loaded it has already checked the organization.
+ */
+function urlFor(ctx: RequestContext, raw: string): string {
+  return hasPermission(requirePrincipal(ctx).permissions, WEBHOOK_PERMISSION.write) ? redactUrl(raw) : new URL(raw).origin;
+}
+
 export function effectiveRetryPolicy(webhook: Pick<Webhook, 'retryPolicy'>): WebhookRetryPolicy {
   return { ...DEFAULT_RETRY_POLICY, ...webhook.retryPolicy };
 }
@@ -251,7 +267,7 @@ export function webhookView(ctx: RequestContext, webhook: Webhook): WebhookView 
     id: webhook.id,
     orgId: webhook.orgId,
     name: webhook.name,
-    url: redactUrl(ctx.runtime.secrets.decrypt(webhook.url)),
+    url: urlFor(ctx, ctx.runtime.secrets.decrypt(webhook.url)),
     hasSecret: webhook.secret !== null,
     events: webhook.events,
     headers: webhook.headers.map((h) => ({ key: h.key })),
@@ -274,7 +290,7 @@ export function webhookView(ctx: RequestContext, webhook: Webhook): WebhookView 
 export async function requireWebhook(ctx: RequestContext, id: string, access: 'read' | 'write'): Promise<Webhook> {
   const webhook = isUuid(id) ? await ctx.em.findOne(Webhook, { id }) : null;
   if (!webhook) throw notFound('Webhook');
-  await authorize(ctx, `organizations:${access}`, { orgId: webhook.orgId, mfa: access === 'write', resource: 'Webhook' });
+  await authorize(ctx, WEBHOOK_PERMISSION[access], { orgId: webhook.orgId, mfa: access === 'write', resource: 'Webhook' });
   return webhook;
 }
 
@@ -303,7 +319,7 @@ function sealHeaders(ctx: RequestContext, headers: { key: string; value: string 
 export async function listWebhooks(ctx: RequestContext, raw: unknown): Promise<Page<WebhookView>> {
   const query = parseInput(ListWebhooksQuery, raw);
   const orgId = await targetOrgId(ctx, query.orgId, 'Webhook');
-  await authorize(ctx, 'organizations:read', { orgId, resource: 'Webhook' });
+  await authorize(ctx, WEBHOOK_PERMISSION.read, { orgId, resource: 'Webhook' });
   const where = { orgId, ...(query.status ? { status: TO_STORED[query.status] } : {}) };
   const [rows, total] = await ctx.em.findAndCount(Webhook, where, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(query) });
   return toPage(
@@ -341,7 +357,7 @@ async function deliveryStats(ctx: RequestContext, webhookId: string): Promise<De
 export async function createWebhook(ctx: RequestContext, raw: unknown): Promise<WebhookView> {
   const input = parseInput(CreateWebhookInput, raw);
   const orgId = await targetOrgId(ctx, input.orgId, 'Webhook');
-  const principal = await authorize(ctx, 'organizations:write', { orgId, mfa: true, resource: 'Webhook' });
+  const principal = await authorize(ctx, WEBHOOK_PERMISSION.write, { orgId, mfa: true, resource: 'Webhook' });
   await assertSafeUrl(ctx, input.url);
   const retryPolicy = input.retryPolicy ? mergedRetryPolicy(null, input.retryPolicy) : null;
   return withTransaction(ctx, async (tx) => {

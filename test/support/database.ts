@@ -1,12 +1,13 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
 
-/** Creates a fresh, empty database on the test server and returns its URL. */
+/** Creates a fresh database on the test server, cloned from the run's migrated template, and returns its URL. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? process.env.DATABASE_URL;
   if (!adminUrl) throw new Error('TEST_DATABASE_ADMIN_URL is not set: run the tests through jest (npm test)');
   const name = `rmm_test_${crypto.randomBytes(6).toString('hex')}`;
-  await withAdmin(adminUrl, (client) => client.query(`CREATE DATABASE ${name}`));
+  const template = process.env.TEST_DATABASE_TEMPLATE;
+  await withAdmin(adminUrl, (client) => client.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`));
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {

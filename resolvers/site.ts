@@ -1,76 +1,35 @@
-import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { argsType, inputType, objectType } from '../src/graphql/contract.js';
 import type { GraphqlContext } from '../src/graphql/context.js';
 import { visibleOrganization } from '../src/services/organizations.js';
-import { createSite, deleteSite, getSite, listSites, updateSite, type SiteView } from '../src/services/sites.js';
+import {
+  CreateSiteSchema,
+  SiteListQuery,
+  SiteViewSchema,
+  UpdateSiteSchema,
+  createSite,
+  deleteSite,
+  getSite,
+  listSites,
+  updateSite,
+  type CreateSiteInput,
+  type SiteListInput,
+  type SiteView,
+  type UpdateSiteInput,
+} from '../src/services/sites.js';
 import { OrganizationObject } from './organization.js';
-import { PageArgs, PageOf } from './shared.js';
+import { PageOf } from './shared.js';
 
-@ObjectType('Site')
-export class SiteObject implements SiteView {
-  @Field(() => ID)
-  id!: string;
-
-  @Field(() => ID)
-  orgId!: string;
-
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => String, { description: 'IANA time zone' })
-  timezone!: string;
-
-  @Field(() => String, { nullable: true })
-  address!: string | null;
-
-  @Field(() => String)
-  createdAt!: string;
-
-  @Field(() => String)
-  updatedAt!: string;
-}
-
+export const SiteObject = objectType('Site', SiteViewSchema);
 const SitePage = PageOf(SiteObject, 'SitePage');
-
-@ArgsType()
-class SiteListArgs extends PageArgs {
-  @Field(() => ID, { nullable: true })
-  orgId?: string;
-
-  @Field(() => String, { nullable: true, description: 'part of the name' })
-  search?: string;
-}
-
-@InputType()
-class CreateSiteInput {
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => ID, { nullable: true, description: 'organization users: their own organization by default; others: required' })
-  orgId?: string;
-
-  @Field(() => String, { nullable: true, description: 'IANA time zone, UTC by default' })
-  timezone?: string;
-
-  @Field(() => String, { nullable: true })
-  address?: string | null;
-}
-
-@InputType()
-class UpdateSiteInput {
-  @Field(() => String, { nullable: true })
-  name?: string;
-
-  @Field(() => String, { nullable: true })
-  timezone?: string;
-
-  @Field(() => String, { nullable: true })
-  address?: string | null;
-}
+const SiteListArgs = argsType('SiteListArgs', SiteListQuery);
+const CreateSiteInput = inputType('CreateSiteInput', CreateSiteSchema);
+const UpdateSiteInput = inputType('UpdateSiteInput', UpdateSiteSchema);
 
 @Resolver(() => SiteObject)
 export class SiteResolver {
   @Query(() => SitePage, { description: 'Sites the caller can see (organization users limited to some sites see only those).' })
-  sites(@Ctx() { ctx }: GraphqlContext, @Args(() => SiteListArgs) args: SiteListArgs) {
+  sites(@Ctx() { ctx }: GraphqlContext, @Args(() => SiteListArgs) args: SiteListInput) {
     return listSites(ctx, args);
   }
 

@@ -8,7 +8,7 @@ export const MAX_LIMIT = 500;
 
 export const PageQuery = z.object({
   page: z.coerce.number().int().min(1).default(1),
-  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
+  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`1 to ${MAX_LIMIT}`),
 });
 export type PageInput = z.infer<typeof PageQuery>;
 
@@ -28,7 +28,7 @@ export function toPage<T>(data: T[], total: number, input: PageInput): Page<T> {
 /** Cursors are checked by `decodeCursor` (one message, `Invalid cursor`), not here. */
 export const CursorQuery = z.object({
   cursor: z.string().optional(),
-  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT),
+  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`1 to ${MAX_LIMIT}`),
 });
 
 /**

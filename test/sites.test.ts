@@ -161,6 +161,9 @@ describe('sites over GraphQL', () => {
 
     const updated = await gql(app, admin.as, `mutation ($id: ID!) { updateSite(id: $id, input: { name: "Lab 2", address: null }) { name address } }`, { id: site.id });
     expect(updated.body.data.updateSite).toEqual({ name: 'Lab 2', address: null });
+    // GraphQL cannot mark a field "optional but not null": a null name means "not given", as over REST
+    const nulled = await gql(app, admin.as, `mutation ($id: ID!) { updateSite(id: $id, input: { name: null }) { name createdAt } }`, { id: site.id });
+    expect(nulled.body.data.updateSite).toEqual({ name: 'Lab 2', createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/) });
     expect((await gql(app, admin.as, `mutation ($id: ID!) { deleteSite(id: $id) }`, { id: site.id })).body.data).toEqual({ deleteSite: true });
     expect((await auditOf(site.id)).map((r) => [r.action, r.changes])).toEqual([
       ['site.create', ['name', 'timezone', 'orgId']],

@@ -4,6 +4,7 @@ import type { GraphQLSchema } from 'graphql';
 import { resolvers } from '../../resolvers/index.js';
 import type { PgPubSub } from '../events/pubsub.js';
 import type { GraphqlContext } from './context.js';
+import { dropNullsTheSchemaRefuses } from './contract.js';
 
 /** Backstop: a root field whose service made no access decision fails instead of answering. */
 const requireAccessDecision: MiddlewareFn<GraphqlContext> = async ({ context, info }, next) => {
@@ -20,6 +21,7 @@ export async function buildGraphqlSchema(pubSub: Pick<PgPubSub, 'publish' | 'sub
     resolvers: resolvers as never,
     pubSub,
     validate: false,
+    validateFn: (value) => dropNullsTheSchemaRefuses(value),
     globalMiddlewares: [requireAccessDecision],
     emitSchemaFile: false,
   });

@@ -7,7 +7,7 @@ import { withTransaction } from '../db/transaction.js';
 import { forbidden, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
-import { parseInput, uuid } from '../validation.js';
+import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { searchText, tenantName } from './partners.js';
@@ -28,26 +28,29 @@ const address = () => z.string().trim().max(1000).nullable().optional();
 export const CreateSiteSchema = z
   .object({
     name: tenantName(),
-    /** organization callers: their own organization (may be omitted); partner and platform callers: required */
-    orgId: uuid().optional(),
-    timezone: timezone().optional(),
+    orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
+    timezone: timezone().optional().describe('IANA time zone, UTC by default'),
     address: address(),
   })
   .strict();
+export type CreateSiteInput = z.input<typeof CreateSiteSchema>;
 
-export const UpdateSiteSchema = z.object({ name: tenantName().optional(), timezone: timezone().optional(), address: address() }).strict();
+export const UpdateSiteSchema = z.object({ name: tenantName().optional(), timezone: timezone().optional().describe('IANA time zone'), address: address() }).strict();
+export type UpdateSiteInput = z.input<typeof UpdateSiteSchema>;
 
-export const SiteListQuery = PageQuery.extend({ orgId: uuid().optional(), search: searchText() }).strict();
+export const SiteListQuery = PageQuery.extend({ orgId: uuid().optional(), search: searchText().describe('part of the name') }).strict();
+export type SiteListInput = z.input<typeof SiteListQuery>;
 
-export interface SiteView {
-  id: string;
-  orgId: string;
-  name: string;
-  timezone: string;
-  address: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export const SiteViewSchema = z.object({
+  id: uuid(),
+  orgId: uuid(),
+  name: z.string(),
+  timezone: z.string().describe('IANA time zone'),
+  address: z.string().nullable(),
+  createdAt: timestamp(),
+  updatedAt: timestamp(),
+});
+export type SiteView = z.output<typeof SiteViewSchema>;
 
 function siteView(site: Site): SiteView {
   return {
@@ -75,7 +78,7 @@ async function accessibleSite(ctx: RequestContext, id: string, permission: strin
   return site;
 }
 
-export async function listSites(ctx: RequestContext, rawQuery: unknown): Promise<Page<SiteView>> {
+export async function listSites(ctx: RequestContext, rawQuery: SiteListInput): Promise<Page<SiteView>> {
   const query = parseInput(SiteListQuery, rawQuery);
   const principal = await authorize(ctx, 'sites:read');
   const orgIds = await visibleOrgIds(ctx, query.orgId);
@@ -93,7 +96,7 @@ export async function getSite(ctx: RequestContext, id: string): Promise<SiteView
 }
 
 /** Users limited to some sites cannot create one: it would be outside their sites. */
-export async function createSite(ctx: RequestContext, rawInput: unknown): Promise<SiteView> {
+export async function createSite(ctx: RequestContext, rawInput: CreateSiteInput): Promise<SiteView> {
   const input = parseInput(CreateSiteSchema, rawInput);
   const orgId = await targetOrgId(ctx, input.orgId);
   const principal = await authorize(ctx, 'sites:write', { orgId, resource: 'Organization' });
@@ -108,7 +111,7 @@ export async function createSite(ctx: RequestContext, rawInput: unknown): Promis
   });
 }
 
-export async function updateSite(ctx: RequestContext, id: string, rawInput: unknown): Promise<SiteView> {
+export async function updateSite(ctx: RequestContext, id: string, rawInput: UpdateSiteInput): Promise<SiteView> {
   const input = parseInput(UpdateSiteSchema, rawInput);
   const { orgId } = await accessibleSite(ctx, id, 'sites:write');
   return withTransaction(ctx, async (tx) => {

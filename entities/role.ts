@@ -3,7 +3,9 @@ import { BaseEntity } from './base.js';
 import { Organization } from './organization.js';
 import { Partner } from './partner.js';
 
-export type Scope = 'system' | 'partner' | 'organization';
+/** Tenancy scopes, widest first. */
+export const SCOPES = ['system', 'partner', 'organization'] as const;
+export type Scope = (typeof SCOPES)[number];
 
 /** A named set of `resource:action` permissions for one scope; system roles are seeded and read-only. */
 @Entity()

@@ -1,130 +1,33 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver, registerEnumType } from 'type-graphql';
+import { Arg, Args, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
+import { argsType, inputType, objectType } from '../src/graphql/contract.js';
 import type { GraphqlContext } from '../src/graphql/context.js';
+import { pageSchema } from '../src/pagination.js';
 import {
-  WEEKDAYS,
+  CreatePartnerSchema,
+  PartnerListQuery,
+  PartnerViewSchema,
+  UpdatePartnerSchema,
   createPartner,
   deletePartner,
   getMyPartner,
   getPartner,
   listPartners,
   updatePartner,
-  type PartnerView,
-  type Weekday,
+  type CreatePartnerInput,
+  type PartnerListInput,
+  type UpdatePartnerInput,
 } from '../src/services/partners.js';
-import { PageArgs, PageOf } from './shared.js';
 
-// GraphQL enum values spelled as in REST (`mon` ... `sun`).
-const WeekdayEnum = Object.fromEntries(WEEKDAYS.map((d) => [d, d]));
-registerEnumType(WeekdayEnum, { name: 'Weekday' });
-
-@ObjectType('AgentUpdateWindow', { description: 'Days and UTC times during which agents may update themselves (end before start runs past midnight; equal times mean all day).' })
-export class AgentUpdateWindowObject {
-  @Field(() => [WeekdayEnum])
-  days!: Weekday[];
-
-  @Field(() => String, { description: 'HH:MM, UTC' })
-  startUtc!: string;
-
-  @Field(() => String, { description: 'HH:MM, UTC' })
-  endUtc!: string;
-}
-
-@ObjectType('TenantSettings')
-export class TenantSettingsObject {
-  @Field(() => AgentUpdateWindowObject, { nullable: true })
-  agentUpdateWindow!: AgentUpdateWindowObject | null;
-}
-
-@InputType('AgentUpdateWindowInput')
-export class AgentUpdateWindowInput {
-  @Field(() => [WeekdayEnum])
-  days!: Weekday[];
-
-  @Field(() => String, { description: 'HH:MM, UTC' })
-  startUtc!: string;
-
-  @Field(() => String, { description: 'HH:MM, UTC' })
-  endUtc!: string;
-}
-
-@InputType('TenantSettingsInput')
-export class TenantSettingsInput {
-  @Field(() => AgentUpdateWindowInput, { nullable: true, description: 'null clears the window' })
-  agentUpdateWindow?: AgentUpdateWindowInput | null;
-}
-
-@ObjectType('Partner')
-export class PartnerObject implements PartnerView {
-  @Field(() => ID)
-  id!: string;
-
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => String, { description: 'active or suspended' })
-  status!: PartnerView['status'];
-
-  @Field(() => String, { nullable: true })
-  contactEmail!: string | null;
-
-  @Field(() => Boolean, { description: 'every member must sign in with a second factor' })
-  requireMfa!: boolean;
-
-  @Field(() => TenantSettingsObject)
-  settings!: TenantSettingsObject;
-
-  @Field(() => String)
-  createdAt!: string;
-
-  @Field(() => String)
-  updatedAt!: string;
-}
-
-const PartnerPage = PageOf(PartnerObject, 'PartnerPage');
-
-@ArgsType()
-class PartnerListArgs extends PageArgs {
-  @Field(() => String, { nullable: true, description: 'part of the name' })
-  search?: string;
-}
-
-@InputType()
-class CreatePartnerInput {
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => String, { nullable: true })
-  contactEmail?: string | null;
-
-  @Field(() => Boolean, { nullable: true, description: 'changing it needs an MFA session' })
-  requireMfa?: boolean;
-
-  @Field(() => TenantSettingsInput, { nullable: true })
-  settings?: TenantSettingsInput;
-}
-
-@InputType()
-class UpdatePartnerInput {
-  @Field(() => String, { nullable: true })
-  name?: string;
-
-  @Field(() => String, { nullable: true })
-  contactEmail?: string | null;
-
-  @Field(() => Boolean, { nullable: true, description: 'changing it needs an MFA session' })
-  requireMfa?: boolean;
-
-  @Field(() => TenantSettingsInput, { nullable: true, description: 'merged key by key' })
-  settings?: TenantSettingsInput;
-
-  @Field(() => String, { nullable: true, description: 'active or suspended; platform administrators only' })
-  status?: string;
-}
+export const PartnerObject = objectType('Partner', PartnerViewSchema);
+const PartnerPage = objectType('PartnerPage', pageSchema(PartnerViewSchema, 'PartnerPage'));
+const PartnerListArgs = argsType('PartnerListArgs', PartnerListQuery);
+const CreatePartnerInput = inputType('CreatePartnerInput', CreatePartnerSchema);
+const UpdatePartnerInput = inputType('UpdatePartnerInput', UpdatePartnerSchema);
 
 @Resolver(() => PartnerObject)
 export class PartnerResolver {
   @Query(() => PartnerPage, { description: 'Platform administrators: every partner; partner users: their own.' })
-  partners(@Ctx() { ctx }: GraphqlContext, @Args(() => PartnerListArgs) args: PartnerListArgs) {
+  partners(@Ctx() { ctx }: GraphqlContext, @Args(() => PartnerListArgs) args: PartnerListInput) {
     return listPartners(ctx, args);
   }
 

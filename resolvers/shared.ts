@@ -1,18 +1,9 @@
 import { ArgsType, ClassType, Field, Int, ObjectType } from 'type-graphql';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../src/pagination.js';
+import { objectType } from '../src/graphql/contract.js';
+import { DEFAULT_LIMIT, MAX_LIMIT, PaginationSchema } from '../src/pagination.js';
 
 /** The `pagination` block of page/limit lists, as in REST (`{data, pagination:{page, limit, total}}`). */
-@ObjectType()
-export class Pagination {
-  @Field(() => Int)
-  page!: number;
-
-  @Field(() => Int)
-  limit!: number;
-
-  @Field(() => Int)
-  total!: number;
-}
+export const Pagination = objectType('Pagination', PaginationSchema);
 
 @ArgsType()
 export class PageArgs {
@@ -31,7 +22,7 @@ export function PageOf<T extends object>(item: ClassType<T>, name: string) {
     data!: T[];
 
     @Field(() => Pagination)
-    pagination!: Pagination;
+    pagination!: InstanceType<typeof Pagination>;
   }
   return PageType;
 }

@@ -12,6 +12,10 @@ export const PageQuery = z.object({
 });
 export type PageInput = z.infer<typeof PageQuery>;
 
+/** The `pagination` block of page/limit lists, and a page of `item` (GraphQL derives `<title>` from it). */
+export const PaginationSchema = z.object({ page: z.number().int(), limit: z.number().int(), total: z.number().int() }).meta({ title: 'Pagination' });
+export const pageSchema = <T extends z.ZodType>(item: T, title: string) => z.object({ data: z.array(item), pagination: PaginationSchema }).meta({ title });
+
 export interface Page<T> {
   data: T[];
   pagination: { page: number; limit: number; total: number };

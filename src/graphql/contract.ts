@@ -50,8 +50,8 @@ interface Described {
   description?: string;
 }
 
-function metaOf(schema: ZodType): { id?: string; description?: string } {
-  return (z.globalRegistry.get(schema) as { id?: string; description?: string } | undefined) ?? {};
+function metaOf(schema: ZodType): { title?: string; description?: string } {
+  return (z.globalRegistry.get(schema) as { title?: string; description?: string } | undefined) ?? {};
 }
 
 /** The GraphQL type of one zod field: wrappers become nullability and defaults, the rest a named type. */
@@ -105,7 +105,7 @@ function baseType(schema: ZodType, kind: Kind3, name: string): TypeThunk {
       return () => [inner()];
     }
     case 'object':
-      return derivedType(kind === 'args' ? 'input' : kind, metaOf(schema).id ?? name, schema as z.ZodObject);
+      return derivedType(kind === 'args' ? 'input' : kind, metaOf(schema).title ?? name, schema as z.ZodObject);
     case 'record':
     case 'unknown':
     case 'any':
@@ -115,11 +115,11 @@ function baseType(schema: ZodType, kind: Kind3, name: string): TypeThunk {
   }
 }
 
-/** A zod enum is a GraphQL enum of the same values (named by its `meta({ id })`), unless a value is not a GraphQL name. */
+/** A zod enum is a GraphQL enum of the same values (named by its `meta({ title })`), unless a value is not a GraphQL name. */
 function enumType(schema: ZodType, fallbackName: string): TypeThunk {
   const values = Object.values((schema._zod.def as unknown as { entries: Record<string, string> }).entries);
   if (!values.every((v) => GRAPHQL_NAME.test(v))) return () => String;
-  const name = metaOf(schema).id ?? fallbackName;
+  const name = metaOf(schema).title ?? fallbackName;
   let registered = enums.get(name);
   if (!registered) {
     registered = Object.fromEntries(values.map((v) => [v, v]));

@@ -1,84 +1,86 @@
 import { LockMode } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Organization } from '../../entities/organization.js';
-import { Partner, type AgentUpdateWindow } from '../../entities/partner.js';
-import type { Scope } from '../../entities/role.js';
+import { Partner } from '../../entities/partner.js';
+import { SCOPES } from '../../entities/role.js';
 import type { RequestContext } from '../auth/context.js';
 import { hasPermission } from '../auth/permissions.js';
 import { authorize, canAccessOrg, requirePrincipal, visibleOrgIds } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
-import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { containsPattern } from '../db/like.js';
 import {
-  TENANT_STATUSES,
+  AgentUpdateWindowViewSchema,
+  PartnerViewSchema,
   TenantSettingsSchema,
   contactEmail,
   getPartner,
+  requireMfaInput,
   searchText,
   settingsView,
   tenantName,
-  type PartnerView,
-  type TenantSettingsView,
+  tenantStatus,
+  tenantViewFields,
 } from './partners.js';
 
 export const CreateOrganizationSchema = z
   .object({
     name: tenantName(),
-    /** partner callers: defaults to, and must be, their own partner; platform administrators: required */
-    partnerId: uuid().optional(),
+    partnerId: uuid().optional().describe('partner callers: defaults to, and must be, their own partner; platform administrators: required'),
     contactEmail: contactEmail(),
-    requireMfa: z.boolean().optional(),
+    requireMfa: requireMfaInput(),
     settings: TenantSettingsSchema.optional(),
   })
   .strict();
+export type CreateOrganizationInput = z.input<typeof CreateOrganizationSchema>;
 
 export const UpdateOrganizationSchema = z
   .object({
     name: tenantName().optional(),
     contactEmail: contactEmail(),
-    requireMfa: z.boolean().optional(),
-    settings: TenantSettingsSchema.optional(),
-    status: z.enum(TENANT_STATUSES).optional(),
+    requireMfa: requireMfaInput(),
+    settings: TenantSettingsSchema.optional().describe('merged key by key'),
+    status: tenantStatus.optional().describe('partner and platform callers only'),
   })
   .strict();
+export type UpdateOrganizationInput = z.input<typeof UpdateOrganizationSchema>;
 
 export const OrganizationListQuery = PageQuery.extend({
   partnerId: uuid().optional(),
   search: searchText(),
-  status: z.enum(TENANT_STATUSES).optional(),
+  status: tenantStatus.optional(),
 }).strict();
+export type OrganizationListInput = z.input<typeof OrganizationListQuery>;
 
-/** The window agents of the organization follow, and whose setting it is. */
-export interface EffectiveAgentUpdateWindow extends AgentUpdateWindow {
-  source: 'organization' | 'partner';
-}
-
-export interface OrganizationView {
-  id: string;
-  partnerId: string;
-  name: string;
-  status: Organization['status'];
-  contactEmail: string | null;
-  requireMfa: boolean;
-  settings: TenantSettingsView;
-  /** the organization's own window, else its partner's, else null (agents update on every heartbeat) */
-  effectiveAgentUpdateWindow: EffectiveAgentUpdateWindow | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export const OrganizationViewSchema = z
+  .object({
+    ...tenantViewFields,
+    partnerId: uuid(),
+    effectiveAgentUpdateWindow: AgentUpdateWindowViewSchema.extend({
+      source: z.enum(['organization', 'partner']).meta({ title: 'AgentUpdateWindowSource' }).describe('whose setting applies'),
+    })
+      .meta({ title: 'EffectiveAgentUpdateWindow' })
+      .nullable()
+      .describe("The organization's own window, else its partner's; null: agents update on every heartbeat."),
+  })
+  .meta({ title: 'Organization' });
+export type OrganizationView = z.output<typeof OrganizationViewSchema>;
+export type EffectiveAgentUpdateWindow = NonNullable<OrganizationView['effectiveAgentUpdateWindow']>;
 
 /** `GET /orgs/`: who the caller is in the tenancy tree, for a dashboard's header and organization picker. */
-export interface TenancyView {
-  scope: Scope;
-  /** the caller's own partner (partner scope with `partners:read`), else null */
-  partner: PartnerView | null;
-  organizations: Page<OrganizationView>;
-}
+export const TenancyViewSchema = z
+  .object({
+    scope: z.enum(SCOPES).meta({ title: 'Scope' }),
+    partner: PartnerViewSchema.nullable().describe('partner callers allowed to read partners: their own partner'),
+    organizations: pageSchema(OrganizationViewSchema, 'OrganizationPage'),
+  })
+  .meta({ title: 'Tenancy', description: "The caller's place in the tenancy tree (REST `GET /orgs/`)." });
+export type TenancyView = z.output<typeof TenancyViewSchema>;
 
 function effectiveWindow(org: Organization, partner: Partner | null): EffectiveAgentUpdateWindow | null {
   if (org.settings.agentUpdateWindow) return { ...org.settings.agentUpdateWindow, source: 'organization' };
@@ -110,7 +112,7 @@ async function organizationView(ctx: RequestContext, org: Organization): Promise
   return view!;
 }
 
-export async function listOrganizations(ctx: RequestContext, rawQuery: unknown): Promise<Page<OrganizationView>> {
+export async function listOrganizations(ctx: RequestContext, rawQuery: OrganizationListInput): Promise<Page<OrganizationView>> {
   const query = parseInput(OrganizationListQuery, rawQuery);
   await authorize(ctx, 'organizations:read');
   const ids = await visibleOrgIds(ctx);
@@ -123,7 +125,7 @@ export async function listOrganizations(ctx: RequestContext, rawQuery: unknown):
   return toPage(await organizationViews(ctx, rows), total, query);
 }
 
-export async function getTenancy(ctx: RequestContext, rawQuery: unknown): Promise<TenancyView> {
+export async function getTenancy(ctx: RequestContext, rawQuery: OrganizationListInput): Promise<TenancyView> {
   const organizations = await listOrganizations(ctx, rawQuery);
   const principal = requirePrincipal(ctx);
   const partner =
@@ -149,7 +151,7 @@ export async function visibleOrganization(ctx: RequestContext, orgId: string): P
  * partner. Organization callers cannot, nor can partner users limited to selected organizations
  * (the new organization would be outside their selection).
  */
-export async function createOrganization(ctx: RequestContext, rawInput: unknown): Promise<OrganizationView> {
+export async function createOrganization(ctx: RequestContext, rawInput: CreateOrganizationInput): Promise<OrganizationView> {
   const input = parseInput(CreateOrganizationSchema, rawInput);
   const principal = requirePrincipal(ctx);
   const partnerId = principal.scope === 'partner' ? (input.partnerId ?? principal.partnerId) : principal.scope === 'system' ? input.partnerId : undefined;
@@ -176,7 +178,7 @@ export async function createOrganization(ctx: RequestContext, rawInput: unknown)
 }
 
 /** Organization users cannot change their own organization's status; changing `requireMfa` needs an MFA session. */
-export async function updateOrganization(ctx: RequestContext, id: string, rawInput: unknown): Promise<OrganizationView> {
+export async function updateOrganization(ctx: RequestContext, id: string, rawInput: UpdateOrganizationInput): Promise<OrganizationView> {
   const input = parseInput(UpdateOrganizationSchema, rawInput);
   const principal = await authorize(ctx, 'organizations:write', { orgId: id, resource: 'Organization', mfa: input.requireMfa !== undefined });
   if (input.status !== undefined && principal.scope === 'organization') throw forbidden("Organization users cannot change their organization's status");

@@ -1,6 +1,6 @@
 import { LockMode } from '@mikro-orm/core';
 import { z } from 'zod';
-import { Partner, WEEKDAYS, type AgentUpdateWindow, type TenantSettings, type Weekday } from '../../entities/partner.js';
+import { Partner, WEEKDAYS, type TenantSettings, type Weekday } from '../../entities/partner.js';
 import type { RequestContext } from '../auth/context.js';
 import { hasPermission } from '../auth/permissions.js';
 import { authorize, canAccessPartner, isUuid, requirePrincipal } from '../auth/policy.js';
@@ -8,7 +8,7 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
-import { parseInput } from '../validation.js';
+import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { containsPattern } from '../db/like.js';
@@ -18,7 +18,9 @@ export { WEEKDAYS, type Weekday };
 export const TENANT_STATUSES = ['active', 'suspended'] as const;
 
 const HHMM = /^([01]\d|2[0-3]):[0-5]\d$/;
-const hhmm = () => z.string().regex(HHMM, { message: 'must be a UTC time as HH:MM (24-hour)' });
+const hhmm = () => z.string().regex(HHMM, { message: 'must be a UTC time as HH:MM (24-hour)' }).describe('HH:MM, UTC');
+const weekday = z.enum(WEEKDAYS).meta({ title: 'Weekday' });
+export const tenantStatus = z.enum(TENANT_STATUSES).meta({ title: 'TenantStatus' });
 
 /**
  * Spec Versioning 7. `endUtc` before `startUtc` runs past midnight (the window belongs to the day it
@@ -27,58 +29,70 @@ const hhmm = () => z.string().regex(HHMM, { message: 'must be a UTC time as HH:M
 export const AgentUpdateWindowSchema = z
   .object({
     days: z
-      .array(z.enum(WEEKDAYS))
+      .array(weekday)
       .min(1)
       .refine((days) => new Set(days).size === days.length, { message: 'must not repeat a day' })
       .transform((days) => WEEKDAYS.filter((d) => days.includes(d))),
     startUtc: hhmm(),
     endUtc: hhmm(),
   })
-  .strict();
+  .strict()
+  .meta({ title: 'AgentUpdateWindowInput' });
 
-/** `agentUpdateWindow: null` clears the window (an organization then inherits its partner's). */
-export const TenantSettingsSchema = z.object({ agentUpdateWindow: AgentUpdateWindowSchema.nullable().optional() }).strict();
+export const TenantSettingsSchema = z
+  .object({ agentUpdateWindow: AgentUpdateWindowSchema.nullable().optional().describe('null clears the window (an organization then inherits its partner’s)') })
+  .strict()
+  .meta({ title: 'TenantSettingsInput' });
+
+const windowDescription = 'Days and UTC times during which agents may update themselves (end before start runs past midnight; equal times mean all day).';
+export const AgentUpdateWindowViewSchema = z.object({ days: z.array(weekday), startUtc: hhmm(), endUtc: hhmm() }).meta({ title: 'AgentUpdateWindow', description: windowDescription });
+export const TenantSettingsViewSchema = z.object({ agentUpdateWindow: AgentUpdateWindowViewSchema.nullable() }).meta({ title: 'TenantSettings' });
+export type TenantSettingsView = z.output<typeof TenantSettingsViewSchema>;
 
 export const tenantName = () => z.string().trim().min(1).max(255);
 export const contactEmail = () => z.email({ message: 'must be an email address' }).max(255).nullable().optional();
+export const requireMfaInput = () => z.boolean().optional().describe('changing it needs an MFA session');
 
 export const CreatePartnerSchema = z
   .object({
     name: tenantName(),
     contactEmail: contactEmail(),
-    requireMfa: z.boolean().optional(),
+    requireMfa: requireMfaInput(),
     settings: TenantSettingsSchema.optional(),
   })
   .strict();
+export type CreatePartnerInput = z.input<typeof CreatePartnerSchema>;
 
 export const UpdatePartnerSchema = z
   .object({
     name: tenantName().optional(),
     contactEmail: contactEmail(),
-    requireMfa: z.boolean().optional(),
-    settings: TenantSettingsSchema.optional(),
-    status: z.enum(TENANT_STATUSES).optional(),
+    requireMfa: requireMfaInput(),
+    settings: TenantSettingsSchema.optional().describe('merged key by key'),
+    status: tenantStatus.optional().describe('platform administrators only'),
   })
   .strict();
+export type UpdatePartnerInput = z.input<typeof UpdatePartnerSchema>;
 
-export const searchText = () => z.string().trim().min(1).max(255).optional();
+export const searchText = () => z.string().trim().min(1).max(255).optional().describe('part of the name');
 
 export const PartnerListQuery = PageQuery.extend({ search: searchText() }).strict();
+export type PartnerListInput = z.input<typeof PartnerListQuery>;
 
-export interface TenantSettingsView {
-  agentUpdateWindow: AgentUpdateWindow | null;
-}
+/** The fields partners and organizations share. */
+export const tenantViewFields = {
+  id: uuid(),
+  name: z.string(),
+  status: tenantStatus,
+  contactEmail: z.string().nullable(),
+  requireMfa: z.boolean().describe('every member must sign in with a second factor'),
+  settings: TenantSettingsViewSchema,
+  createdAt: timestamp(),
+  updatedAt: timestamp(),
+};
 
-export interface PartnerView {
-  id: string;
-  name: string;
-  status: Partner['status'];
-  contactEmail: string | null;
-  requireMfa: boolean;
-  settings: TenantSettingsView;
-  createdAt: string;
-  updatedAt: string;
-}
+export const PartnerViewSchema = z.object(tenantViewFields).meta({ title: 'Partner' });
+export type PartnerView = z.output<typeof PartnerViewSchema>;
 
 export function settingsView(settings: TenantSettings): TenantSettingsView {
   return { agentUpdateWindow: settings.agentUpdateWindow ?? null };
@@ -104,7 +118,7 @@ async function findPartner(ctx: RequestContext, id: string, lockMode?: LockMode)
 }
 
 /** System callers see every partner; partner callers only their own; organization callers none. */
-export async function listPartners(ctx: RequestContext, rawQuery: unknown): Promise<Page<PartnerView>> {
+export async function listPartners(ctx: RequestContext, rawQuery: PartnerListInput): Promise<Page<PartnerView>> {
   const query = parseInput(PartnerListQuery, rawQuery);
   const principal = await authorize(ctx, 'partners:read');
   const where: Record<string, unknown> = {};
@@ -133,7 +147,7 @@ export async function getMyPartner(ctx: RequestContext): Promise<PartnerView> {
   return getPartner(ctx, ownPartnerId(ctx));
 }
 
-export async function updateMyPartner(ctx: RequestContext, rawInput: unknown): Promise<PartnerView> {
+export async function updateMyPartner(ctx: RequestContext, rawInput: UpdatePartnerInput): Promise<PartnerView> {
   return updatePartner(ctx, ownPartnerId(ctx), rawInput);
 }
 
@@ -148,7 +162,7 @@ export async function visiblePartner(ctx: RequestContext, partnerId: string): Pr
   return partner ? partnerView(partner) : null;
 }
 
-export async function createPartner(ctx: RequestContext, rawInput: unknown): Promise<PartnerView> {
+export async function createPartner(ctx: RequestContext, rawInput: CreatePartnerInput): Promise<PartnerView> {
   const input = parseInput(CreatePartnerSchema, rawInput);
   const principal = await authorize(ctx, 'partners:write', { mfa: input.requireMfa !== undefined });
   if (principal.scope !== 'system') throw forbidden('Only platform administrators can create partners');
@@ -168,7 +182,7 @@ export async function createPartner(ctx: RequestContext, rawInput: unknown): Pro
 }
 
 /** Only platform administrators change a partner's status; changing `requireMfa` needs an MFA session. */
-export async function updatePartner(ctx: RequestContext, id: string, rawInput: unknown): Promise<PartnerView> {
+export async function updatePartner(ctx: RequestContext, id: string, rawInput: UpdatePartnerInput): Promise<PartnerView> {
   const input = parseInput(UpdatePartnerSchema, rawInput);
   const principal = await authorize(ctx, 'partners:write', { partnerId: id, resource: 'Partner', mfa: input.requireMfa !== undefined });
   if (input.status !== undefined && principal.scope !== 'system') throw forbidden("Only platform administrators can change a partner's status");

@@ -1,6 +1,6 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
-import { Role, type Scope } from '../../entities/role.js';
+import { Role, SCOPES, type Scope } from '../../entities/role.js';
 import { Membership } from '../../entities/user.js';
 import type { Principal, RequestContext } from '../auth/context.js';
 import { ALL_PERMISSIONS, PERMISSION_CATALOG, expandPermissions, isValidPermission } from '../auth/permissions.js';
@@ -12,7 +12,6 @@ import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 
-const SCOPES = ['system', 'partner', 'organization'] as const;
 
 const PermissionList = z
   .array(z.string().max(100))

@@ -1,6 +1,14 @@
-import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, ID, InputType, Mutation, ObjectType, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { argsType, inputType, objectType } from '../src/graphql/contract.js';
 import type { GraphqlContext } from '../src/graphql/context.js';
+import { pageSchema } from '../src/pagination.js';
 import {
+  CloneRoleSchema,
+  CreateRoleSchema,
+  PermissionCatalogViewSchema,
+  RoleListQuery,
+  RoleViewSchema,
+  UpdateRoleSchema,
   availablePermissions,
   cloneRole,
   createRole,
@@ -9,125 +17,25 @@ import {
   getRole,
   listRoles,
   updateRole,
-  type PermissionCatalogView,
+  type CloneRoleInput,
+  type CreateRoleInput,
+  type RoleListInput,
   type RoleView,
+  type UpdateRoleInput,
 } from '../src/services/roles.js';
-import { PageArgs, PageOf } from './shared.js';
 
-@ObjectType('Role')
-export class RoleObject implements RoleView {
-  @Field(() => ID)
-  id!: string;
-
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => String, { nullable: true })
-  description!: string | null;
-
-  @Field(() => String, { description: 'system, partner or organization' })
-  scope!: RoleView['scope'];
-
-  @Field(() => ID, { nullable: true })
-  partnerId!: string | null;
-
-  @Field(() => ID, { nullable: true })
-  orgId!: string | null;
-
-  @Field(() => [String], { description: 'as granted, wildcards included' })
-  permissions!: string[];
-
-  @Field(() => Boolean, { description: 'seeded and read-only' })
-  isSystem!: boolean;
-
-  @Field(() => Boolean, { description: 'members must sign in with a second factor' })
-  requireMfa!: boolean;
-
-  @Field(() => ID, { nullable: true })
-  createdBy!: string | null;
-
-  @Field(() => String)
-  createdAt!: string;
-
-  @Field(() => String)
-  updatedAt!: string;
-}
-
-const RolePage = PageOf(RoleObject, 'RolePage');
-
-@ObjectType('PermissionResource')
-class PermissionResourceObject {
-  @Field(() => String)
-  resource!: string;
-
-  @Field(() => [String])
-  actions!: string[];
-}
-
-@ObjectType('PermissionCatalog')
-class PermissionCatalogObject implements PermissionCatalogView {
-  @Field(() => [PermissionResourceObject])
-  resources!: PermissionResourceObject[];
-
-  @Field(() => [String], { description: 'every `resource:action`' })
-  permissions!: string[];
-}
-
-@ArgsType()
-class RoleListArgs extends PageArgs {
-  @Field(() => String, { nullable: true, description: 'system, partner or organization' })
-  scope?: string;
-}
-
-@InputType()
-class CreateRoleInput {
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => String, { description: 'partner or organization' })
-  scope!: string;
-
-  @Field(() => ID, { nullable: true, description: 'organization roles: the organization (organization callers: their own)' })
-  orgId?: string;
-
-  @Field(() => [String], { description: '`resource:action` entries, `*` wildcards allowed; only permissions the caller holds' })
-  permissions!: string[];
-
-  @Field(() => String, { nullable: true })
-  description?: string | null;
-
-  @Field(() => Boolean, { nullable: true })
-  requireMfa?: boolean;
-}
-
-@InputType()
-class UpdateRoleInput {
-  @Field(() => String, { nullable: true })
-  name?: string;
-
-  @Field(() => [String], { nullable: true })
-  permissions?: string[];
-
-  @Field(() => String, { nullable: true })
-  description?: string | null;
-
-  @Field(() => Boolean, { nullable: true })
-  requireMfa?: boolean;
-}
-
-@InputType()
-class CloneRoleInput {
-  @Field(() => String, { nullable: true, description: 'default: "<name> (copy)"' })
-  name?: string;
-
-  @Field(() => ID, { nullable: true, description: "clone into this organization; default: the caller's own organization or partner" })
-  orgId?: string;
-}
+export const RoleObject = objectType('Role', RoleViewSchema);
+const RolePage = objectType('RolePage', pageSchema(RoleViewSchema, 'RolePage'));
+const PermissionCatalogObject = objectType('PermissionCatalog', PermissionCatalogViewSchema);
+const RoleListArgs = argsType('RoleListArgs', RoleListQuery);
+const CreateRoleInput = inputType('CreateRoleInput', CreateRoleSchema);
+const UpdateRoleInput = inputType('UpdateRoleInput', UpdateRoleSchema);
+const CloneRoleInput = inputType('CloneRoleInput', CloneRoleSchema);
 
 @Resolver(() => RoleObject)
 export class RoleResolver {
   @Query(() => RolePage, { description: 'System roles and the custom roles the caller sees.' })
-  roles(@Ctx() { ctx }: GraphqlContext, @Args(() => RoleListArgs) args: RoleListArgs) {
+  roles(@Ctx() { ctx }: GraphqlContext, @Args(() => RoleListArgs) args: RoleListInput) {
     return listRoles(ctx, args);
   }
 

@@ -2,7 +2,6 @@ import { LockMode } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Organization } from '../../entities/organization.js';
 import { Partner } from '../../entities/partner.js';
-import { SCOPES } from '../../entities/role.js';
 import type { RequestContext } from '../auth/context.js';
 import { hasPermission } from '../auth/permissions.js';
 import { authorize, canAccessOrg, requirePrincipal, visibleOrgIds } from '../auth/policy.js';
@@ -12,6 +11,7 @@ import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { parseInput, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
+import { ScopeSchema } from './roles.js';
 import { applyChanges, providedFields } from './changes.js';
 import { containsPattern } from '../db/like.js';
 import {
@@ -75,7 +75,7 @@ export type EffectiveAgentUpdateWindow = NonNullable<OrganizationView['effective
 /** `GET /orgs/`: who the caller is in the tenancy tree, for a dashboard's header and organization picker. */
 export const TenancyViewSchema = z
   .object({
-    scope: z.enum(SCOPES).meta({ title: 'Scope' }),
+    scope: ScopeSchema,
     partner: PartnerViewSchema.nullable().describe('partner callers allowed to read partners: their own partner'),
     organizations: pageSchema(OrganizationViewSchema, 'OrganizationPage'),
   })

@@ -9,7 +9,7 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
-import { parseInput, uuid } from '../validation.js';
+import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 
 
@@ -26,18 +26,21 @@ const PermissionList = z
 const roleName = () => z.string().trim().min(1).max(255);
 const description = () => z.string().trim().max(1000).nullable().optional();
 
+/** Tenancy scopes, one GraphQL and OpenAPI enum. */
+export const ScopeSchema = z.enum(SCOPES).meta({ title: 'Scope' });
+
 export const CreateRoleSchema = z
   .object({
     name: roleName(),
-    /** custom roles are organization or partner roles; system roles are seeded */
-    scope: z.enum(['partner', 'organization']),
-    /** organization roles: the organization (organization callers: their own, the default) */
-    orgId: uuid().optional(),
-    permissions: PermissionList,
+    // Custom roles are organization or partner roles; system roles are seeded.
+    scope: z.enum(['partner', 'organization']).meta({ title: 'CustomRoleScope' }),
+    orgId: uuid().optional().describe('organization roles: the organization (organization callers: their own)'),
+    permissions: PermissionList.describe('`resource:action` entries, `*` wildcards allowed; only permissions the caller holds'),
     description: description(),
     requireMfa: z.boolean().optional(),
   })
   .strict();
+export type CreateRoleInput = z.input<typeof CreateRoleSchema>;
 
 export const UpdateRoleSchema = z
   .object({
@@ -47,39 +50,47 @@ export const UpdateRoleSchema = z
     requireMfa: z.boolean().optional(),
   })
   .strict();
+export type UpdateRoleInput = z.input<typeof UpdateRoleSchema>;
 
 export const CloneRoleSchema = z
   .object({
-    name: roleName().optional(),
-    /** clone into this organization as an organization role; without it the clone lands in the caller's own organization or partner */
-    orgId: uuid().optional(),
+    name: roleName().optional().describe('default: "<name> (copy)"'),
+    orgId: uuid().optional().describe("clone into this organization; default: the caller's own organization or partner"),
   })
   .strict();
+export type CloneRoleInput = z.input<typeof CloneRoleSchema>;
 
-export const RoleListQuery = PageQuery.extend({ scope: z.enum(SCOPES).optional() }).strict();
+export const RoleListQuery = PageQuery.extend({ scope: ScopeSchema.optional() }).strict();
+export type RoleListInput = z.input<typeof RoleListQuery>;
 
-export const AssignableRolesQuery = z.object({ orgId: uuid().optional() }).strict();
+export const AssignableRolesQuery = z.object({ orgId: uuid().optional().describe('only roles that apply in this organization') }).strict();
+export type AssignableRolesInput = z.input<typeof AssignableRolesQuery>;
 
-export interface RoleView {
-  id: string;
-  name: string;
-  description: string | null;
-  scope: Scope;
-  partnerId: string | null;
-  orgId: string | null;
-  /** as granted, wildcards included; `effective-permissions` expands them */
-  permissions: string[];
-  isSystem: boolean;
-  requireMfa: boolean;
-  createdBy: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export const RoleViewSchema = z
+  .object({
+    id: uuid(),
+    name: z.string(),
+    description: z.string().nullable(),
+    scope: ScopeSchema,
+    partnerId: uuid().nullable(),
+    orgId: uuid().nullable(),
+    permissions: z.array(z.string()).describe('as granted, wildcards included'),
+    isSystem: z.boolean().describe('seeded and read-only'),
+    requireMfa: z.boolean().describe('members must sign in with a second factor'),
+    createdBy: uuid().nullable(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
+  })
+  .meta({ title: 'Role' });
+export type RoleView = z.output<typeof RoleViewSchema>;
 
-export interface PermissionCatalogView {
-  resources: { resource: string; actions: string[] }[];
-  permissions: string[];
-}
+export const PermissionCatalogViewSchema = z
+  .object({
+    resources: z.array(z.object({ resource: z.string(), actions: z.array(z.string()) }).meta({ title: 'PermissionResource' })),
+    permissions: z.array(z.string()).describe('every `resource:action`'),
+  })
+  .meta({ title: 'PermissionCatalog' });
+export type PermissionCatalogView = z.output<typeof PermissionCatalogViewSchema>;
 
 export interface EffectivePermissionsView {
   roleId: string;
@@ -143,7 +154,7 @@ async function visibleRolesWhere(ctx: RequestContext, principal: Principal): Pro
 
 const ROLE_ORDER = { isSystem: 'desc', scope: 'asc', name: 'asc', id: 'asc' } as const;
 
-export async function listRoles(ctx: RequestContext, rawQuery: unknown): Promise<Page<RoleView>> {
+export async function listRoles(ctx: RequestContext, rawQuery: RoleListInput): Promise<Page<RoleView>> {
   const query = parseInput(RoleListQuery, rawQuery);
   const principal = await authorize(ctx, 'roles:read');
   const where: FilterQuery<Role> = { $and: [await visibleRolesWhere(ctx, principal), query.scope ? { scope: query.scope } : {}] };
@@ -155,7 +166,7 @@ export async function listRoles(ctx: RequestContext, rawQuery: unknown): Promise
  * `GET /users/roles`: the roles the caller could give someone (partner or organization roles it can
  * see and holds every permission of), optionally only those that apply in one organization.
  */
-export async function assignableRoles(ctx: RequestContext, rawQuery: unknown): Promise<RoleView[]> {
+export async function assignableRoles(ctx: RequestContext, rawQuery: AssignableRolesInput): Promise<RoleView[]> {
   const query = parseInput(AssignableRolesQuery, rawQuery);
   const principal = await authorize(ctx, 'users:read', { orgId: query.orgId, resource: 'Organization' });
   const inOrg: FilterQuery<Role> = query.orgId ? { scope: 'organization', $or: [{ isSystem: true }, { orgId: query.orgId }] } : { scope: { $ne: 'system' } };
@@ -221,7 +232,7 @@ function changedFields(role: Role, update: Record<string, unknown>): string[] {
     .map(([key]) => key);
 }
 
-export async function createRole(ctx: RequestContext, rawInput: unknown): Promise<RoleView> {
+export async function createRole(ctx: RequestContext, rawInput: CreateRoleInput): Promise<RoleView> {
   const input = parseInput(CreateRoleSchema, rawInput);
   let tenant: { orgId: string | null; partnerId: string | null };
   let principal: Principal;
@@ -254,7 +265,7 @@ export async function createRole(ctx: RequestContext, rawInput: unknown): Promis
   });
 }
 
-export async function updateRole(ctx: RequestContext, id: string, rawInput: unknown): Promise<RoleView> {
+export async function updateRole(ctx: RequestContext, id: string, rawInput: UpdateRoleInput): Promise<RoleView> {
   const input = parseInput(UpdateRoleSchema, rawInput);
   const { role: found, principal } = await loadRole(ctx, id, 'roles:write', true);
   if (found.isSystem) throw forbidden('System roles cannot be changed');
@@ -290,7 +301,7 @@ export async function deleteRole(ctx: RequestContext, id: string): Promise<void>
  * tenant: organization callers' organization, partner callers' partner, or the organization named
  * by `orgId` (required of platform administrators).
  */
-export async function cloneRole(ctx: RequestContext, id: string, rawInput: unknown): Promise<RoleView> {
+export async function cloneRole(ctx: RequestContext, id: string, rawInput: CloneRoleInput): Promise<RoleView> {
   const input = parseInput(CloneRoleSchema, rawInput);
   const { role: source, principal: caller } = await loadRole(ctx, id, 'roles:read');
   const asPartnerRole = caller.scope === 'partner' && !input.orgId;

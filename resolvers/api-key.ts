@@ -1,103 +1,36 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
+import { argsType, inputType, objectType } from '../src/graphql/contract.js';
 import type { GraphqlContext } from '../src/graphql/context.js';
+import { pageSchema } from '../src/pagination.js';
 import {
+  ApiKeyListQuery,
+  ApiKeyViewSchema,
+  ApiKeyWithSecretSchema,
+  CreateApiKeySchema,
+  UpdateApiKeySchema,
   createApiKey,
   getApiKey,
   listApiKeys,
   revokeApiKey,
   rotateApiKey,
   updateApiKey,
-  type ApiKeyStatus,
-  type ApiKeyView,
-  type ApiKeyWithSecret,
+  type ApiKeyListInput,
+  type CreateApiKeyInput,
+  type UpdateApiKeyInput,
 } from '../src/services/api-keys.js';
-import { PageArgs, PageOf } from './shared.js';
 
-@ObjectType('ApiKey', { description: 'An API key as stored: its prefix, never the key or its hash.' })
-class ApiKeyObject implements ApiKeyView {
-  @Field(() => ID)
-  id!: string;
-
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => String, { description: 'the visible start of the key, `rmm_<prefix>_…`' })
-  prefix!: string;
-
-  @Field(() => [String])
-  scopes!: string[];
-
-  @Field(() => ID)
-  userId!: string;
-
-  @Field(() => ID, { nullable: true })
-  orgId!: string | null;
-
-  @Field(() => ID, { nullable: true })
-  partnerId!: string | null;
-
-  @Field(() => String, { nullable: true })
-  expiresAt!: string | null;
-
-  @Field(() => String, { nullable: true })
-  lastUsedAt!: string | null;
-
-  @Field(() => String, { nullable: true })
-  revokedAt!: string | null;
-
-  @Field(() => String)
-  createdAt!: string;
-
-  @Field(() => String, { description: 'active, revoked or expired' })
-  status!: ApiKeyStatus;
-}
-
-@ObjectType('ApiKeyWithSecret', { description: 'Returned by createApiKey and rotateApiKey only: `key` is never shown again.' })
-class ApiKeyWithSecretObject extends ApiKeyObject implements ApiKeyWithSecret {
-  @Field(() => String, { description: 'the full key; send it as the X-API-Key header' })
-  key!: string;
-}
-
-const ApiKeyPage = PageOf(ApiKeyObject, 'ApiKeyPage');
-
-@ArgsType()
-class ApiKeyListArgs extends PageArgs {
-  @Field(() => String, { nullable: true, description: 'active, revoked or expired' })
-  status?: 'active' | 'revoked' | 'expired';
-
-  @Field(() => ID, { nullable: true })
-  userId?: string;
-}
-
-@InputType()
-class CreateApiKeyInputGql {
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => [String], { description: 'permissions (`resource:action`, wildcards allowed), within your own' })
-  scopes!: string[];
-
-  @Field(() => String, { nullable: true, description: 'ISO 8601, in the future' })
-  expiresAt?: string;
-}
-
-@InputType()
-class UpdateApiKeyInputGql {
-  @Field(() => String, { nullable: true })
-  name?: string;
-
-  @Field(() => [String], { nullable: true })
-  scopes?: string[];
-
-  @Field(() => String, { nullable: true, description: 'ISO 8601 in the future; null removes the expiry' })
-  expiresAt?: string | null;
-}
+const ApiKeyObject = objectType('ApiKey', ApiKeyViewSchema);
+const ApiKeyWithSecretObject = objectType('ApiKeyWithSecret', ApiKeyWithSecretSchema);
+const ApiKeyPage = objectType('ApiKeyPage', pageSchema(ApiKeyViewSchema, 'ApiKeyPage'));
+const ApiKeyListArgs = argsType('ApiKeyListArgs', ApiKeyListQuery);
+const CreateApiKeyInput = inputType('CreateApiKeyInput', CreateApiKeySchema);
+const UpdateApiKeyInput = inputType('UpdateApiKeyInput', UpdateApiKeySchema);
 
 @Resolver()
 export class ApiKeyResolver {
   @Query(() => ApiKeyPage, { description: 'Your API keys; with api_keys:read also those of the tenants you can see.' })
-  apiKeys(@Ctx() { ctx }: GraphqlContext, @Args(() => ApiKeyListArgs) args: ApiKeyListArgs) {
-    return listApiKeys(ctx, { ...args });
+  apiKeys(@Ctx() { ctx }: GraphqlContext, @Args(() => ApiKeyListArgs) args: ApiKeyListInput) {
+    return listApiKeys(ctx, args);
   }
 
   @Query(() => ApiKeyObject)
@@ -106,13 +39,13 @@ export class ApiKeyResolver {
   }
 
   @Mutation(() => ApiKeyWithSecretObject, { description: 'Needs api_keys:write and MFA.' })
-  createApiKey(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => CreateApiKeyInputGql) input: CreateApiKeyInputGql) {
-    return createApiKey(ctx, { ...input });
+  createApiKey(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => CreateApiKeyInput) input: CreateApiKeyInput) {
+    return createApiKey(ctx, input);
   }
 
   @Mutation(() => ApiKeyObject)
-  updateApiKey(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('input', () => UpdateApiKeyInputGql) input: UpdateApiKeyInputGql) {
-    return updateApiKey(ctx, id, { ...input });
+  updateApiKey(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('input', () => UpdateApiKeyInput) input: UpdateApiKeyInput) {
+    return updateApiKey(ctx, id, input);
   }
 
   @Mutation(() => ApiKeyObject, { description: 'The key stops working at once; revoking twice changes nothing.' })

@@ -57,23 +57,19 @@ const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(Z|[
  * PostgreSQL and most clients do not). The output is the instant as UTC ISO text: parsing twice
  * (adapter, then service) is harmless; services convert with `new Date()`.
  */
-const dateTimeSchemas = new WeakSet<ZodType>();
-
-/** Whether a schema is one of the API's date-times (GraphQL shows them as the `DateTime` scalar). */
+/**
+ * Whether a schema is one of the API's date-times (GraphQL shows them as the `DateTime` scalar). The
+ * mark is metadata, which zod carries over to refined and wrapped copies.
+ */
 export function isDateTimeSchema(schema: ZodType): boolean {
-  return dateTimeSchemas.has(schema);
-}
-
-function registeredDateTime<S extends ZodType>(schema: S): S {
-  dateTimeSchemas.add(schema);
-  return schema;
+  return (z.globalRegistry.get(schema) as { format?: string } | undefined)?.format === 'date-time' || (schema as { format?: string | null }).format === 'datetime';
 }
 
 /** A date-time the service hands out: ISO 8601 text in UTC, as `Date.toISOString()` writes it. */
-export const timestamp = () => registeredDateTime(z.iso.datetime());
+export const timestamp = () => z.iso.datetime();
 
 export const isoDateTime = () =>
-  registeredDateTime(z
+  z
     .string()
     // abort: a text that is no date-time at all gets that one message, not the range's too
     .regex(ISO_8601, { message: 'must be an ISO 8601 date-time', abort: true })
@@ -85,4 +81,5 @@ export const isoDateTime = () =>
       else if (year < 1 || year > 9999) ctx.addIssue({ code: 'custom', message: 'must be between years 0001 and 9999' });
       else return date.toISOString();
       return z.NEVER;
-    }));
+    })
+    .meta({ format: 'date-time' });

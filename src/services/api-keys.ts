@@ -8,61 +8,66 @@ import { authenticated, authorize, isUuid, requirePrincipal, visibleOrgIds, type
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
-import { isoDateTime, parseInput, uuid } from '../validation.js';
+import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { emit } from '../events/outbox.js';
 import { recordAudit } from './audit.js';
 
-export type ApiKeyStatus = 'active' | 'revoked' | 'expired';
+const ApiKeyStatusSchema = z.enum(['active', 'revoked', 'expired']).meta({ title: 'ApiKeyStatus' });
+export type ApiKeyStatus = z.output<typeof ApiKeyStatusSchema>;
 
 /** How a key appears in every response: never the hash, and the full key only on create and rotate. */
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  prefix: string;
-  scopes: string[];
-  userId: string;
-  orgId: string | null;
-  partnerId: string | null;
-  expiresAt: string | null;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-  createdAt: string;
-  status: ApiKeyStatus;
-}
+export const ApiKeyViewSchema = z
+  .object({
+    id: uuid(),
+    name: z.string(),
+    prefix: z.string().describe('the visible start of the key, `rmm_<prefix>_…`'),
+    scopes: z.array(z.string()),
+    userId: uuid(),
+    orgId: uuid().nullable(),
+    partnerId: uuid().nullable(),
+    expiresAt: timestamp().nullable(),
+    lastUsedAt: timestamp().nullable(),
+    revokedAt: timestamp().nullable(),
+    createdAt: timestamp(),
+    status: ApiKeyStatusSchema,
+  })
+  .meta({ title: 'ApiKey', description: 'An API key as stored: its prefix, never the key or its hash.' });
+export type ApiKeyView = z.output<typeof ApiKeyViewSchema>;
 
 /** The one response that carries the key itself. */
-export interface ApiKeyWithSecret extends ApiKeyView {
-  key: string;
-}
+export const ApiKeyWithSecretSchema = ApiKeyViewSchema.extend({ key: z.string().describe('the full key; send it as the X-API-Key header') }).meta({
+  title: 'ApiKeyWithSecret',
+  description: 'Returned by createApiKey and rotateApiKey only: `key` is never shown again.',
+});
+export type ApiKeyWithSecret = z.output<typeof ApiKeyWithSecretSchema>;
 
 // Kept as text (the service converts) so that parsing twice, in the adapter and the service, is harmless.
 const futureDate = isoDateTime().refine((s) => Date.parse(s) > Date.now(), 'must be in the future');
 const scopeList = z.array(z.string().min(1).max(100)).min(1, 'at least one scope is required').max(100);
 
-export const CreateApiKeyInput = z
+export const CreateApiKeySchema = z
   .object({
     name: z.string().trim().min(1).max(255),
-    scopes: scopeList,
-    expiresAt: futureDate.optional(),
+    scopes: scopeList.describe('permissions (`resource:action`, wildcards allowed), within your own'),
+    expiresAt: futureDate.optional().describe('in the future'),
   })
   .strict();
-export type CreateApiKeyInput = z.input<typeof CreateApiKeyInput>;
+export type CreateApiKeyInput = z.input<typeof CreateApiKeySchema>;
 
-export const UpdateApiKeyInput = z
+export const UpdateApiKeySchema = z
   .object({
     name: z.string().trim().min(1).max(255).optional(),
     scopes: scopeList.optional(),
-    /** null removes the expiry */
-    expiresAt: futureDate.nullable().optional(),
+    expiresAt: futureDate.nullable().optional().describe('in the future; null removes the expiry'),
   })
   .strict();
-export type UpdateApiKeyInput = z.input<typeof UpdateApiKeyInput>;
+export type UpdateApiKeyInput = z.input<typeof UpdateApiKeySchema>;
 
 export const ApiKeyListQuery = PageQuery.extend({
-  status: z.enum(['active', 'revoked', 'expired']).optional(),
+  status: ApiKeyStatusSchema.optional(),
   userId: uuid().optional(),
 }).strict();
-export type ApiKeyListQuery = z.input<typeof ApiKeyListQuery>;
+export type ApiKeyListInput = z.input<typeof ApiKeyListQuery>;
 
 export function apiKeyView(key: ApiKey): ApiKeyView {
   return {
@@ -92,7 +97,7 @@ function keyStatus(key: ApiKey, now = new Date()): ApiKeyStatus {
  * can see: organization admins their organization's, partner admins their organizations' and their
  * partner's own staff's, system admins all.
  */
-export async function listApiKeys(ctx: RequestContext, query: ApiKeyListQuery): Promise<Page<ApiKeyView>> {
+export async function listApiKeys(ctx: RequestContext, query: ApiKeyListInput): Promise<Page<ApiKeyView>> {
   const input = parseInput(ApiKeyListQuery, query);
   const principal = requirePrincipal(ctx);
   const own: FilterQuery<ApiKey> = { userId: principal.userId };
@@ -134,7 +139,7 @@ export async function getApiKey(ctx: RequestContext, id: string): Promise<ApiKey
 
 export async function createApiKey(ctx: RequestContext, rawInput: CreateApiKeyInput): Promise<ApiKeyWithSecret> {
   const principal = await authorize(ctx, 'api_keys:write', { mfa: true });
-  const input = parseInput(CreateApiKeyInput, rawInput);
+  const input = parseInput(CreateApiKeySchema, rawInput);
   checkScopes(principal, input.scopes);
   const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
   await checkExpiryWithinCallingKey(ctx, principal, expiresAt);
@@ -164,7 +169,7 @@ export async function createApiKey(ctx: RequestContext, rawInput: CreateApiKeyIn
 
 export async function updateApiKey(ctx: RequestContext, id: string, rawInput: UpdateApiKeyInput): Promise<ApiKeyView> {
   const principal = await authorize(ctx, 'api_keys:write', { ...keyTenant(await loadKey(ctx, id)), mfa: true });
-  const input = parseInput(UpdateApiKeyInput, rawInput);
+  const input = parseInput(UpdateApiKeySchema, rawInput);
   if (input.scopes) checkScopes(principal, input.scopes);
   if (input.expiresAt !== undefined) await checkExpiryWithinCallingKey(ctx, principal, input.expiresAt === null ? null : new Date(input.expiresAt));
   const changes = (Object.keys(input) as (keyof typeof input)[]).filter((k) => input[k] !== undefined);

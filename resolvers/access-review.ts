@@ -1,152 +1,36 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
-import type { AccessReviewDecision, AccessReviewStatus } from '../entities/access-review.js';
+import { Arg, Args, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
+import { argsType, inputType, objectType } from '../src/graphql/contract.js';
 import type { GraphqlContext } from '../src/graphql/context.js';
+import { pageSchema } from '../src/pagination.js';
 import {
+  AccessReviewDetailSchema,
+  AccessReviewItemViewSchema,
+  AccessReviewListQuery,
+  AccessReviewViewSchema,
+  CreateAccessReviewSchema,
+  DecideAccessReviewItemSchema,
   completeAccessReview,
   createAccessReview,
   decideAccessReviewItem,
   getAccessReview,
   listAccessReviews,
-  type AccessReviewDetail,
-  type AccessReviewItemView,
-  type AccessReviewSummary,
-  type AccessReviewView,
+  type AccessReviewListInput,
+  type CreateAccessReviewInput,
+  type DecideAccessReviewItemInput,
 } from '../src/services/access-reviews.js';
-import { PageArgs, PageOf } from './shared.js';
 
-@ObjectType('AccessReviewItem', { description: 'One membership as it stood when the review began, and the decision on it.' })
-class AccessReviewItemObject implements AccessReviewItemView {
-  @Field(() => ID)
-  id!: string;
-
-  @Field(() => ID)
-  userId!: string;
-
-  @Field(() => String)
-  userEmail!: string;
-
-  @Field(() => String)
-  userName!: string;
-
-  @Field(() => ID)
-  membershipId!: string;
-
-  @Field(() => ID)
-  roleId!: string;
-
-  @Field(() => String)
-  roleName!: string;
-
-  @Field(() => String, { description: 'pending, approved or revoked' })
-  decision!: AccessReviewDecision;
-
-  @Field(() => String, { nullable: true })
-  notes!: string | null;
-
-  @Field(() => ID, { nullable: true })
-  decidedBy!: string | null;
-
-  @Field(() => String, { nullable: true })
-  decidedAt!: string | null;
-}
-
-@ObjectType('AccessReviewSummary')
-class AccessReviewSummaryObject implements AccessReviewSummary {
-  @Field(() => Int)
-  total!: number;
-
-  @Field(() => Int)
-  pending!: number;
-
-  @Field(() => Int)
-  approved!: number;
-
-  @Field(() => Int)
-  revoked!: number;
-}
-
-@ObjectType('AccessReview')
-class AccessReviewObject implements AccessReviewView {
-  @Field(() => ID)
-  id!: string;
-
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => ID, { nullable: true })
-  orgId!: string | null;
-
-  @Field(() => ID, { nullable: true })
-  partnerId!: string | null;
-
-  @Field(() => String, { description: 'open or completed' })
-  status!: AccessReviewStatus;
-
-  @Field(() => String, { nullable: true })
-  dueAt!: string | null;
-
-  @Field(() => ID, { nullable: true })
-  createdBy!: string | null;
-
-  @Field(() => String)
-  createdAt!: string;
-
-  @Field(() => String, { nullable: true })
-  completedAt!: string | null;
-
-  @Field(() => ID, { nullable: true })
-  completedBy!: string | null;
-
-  @Field(() => AccessReviewSummaryObject)
-  summary!: AccessReviewSummary;
-}
-
-@ObjectType('AccessReviewDetail', { description: 'A review with its items.' })
-class AccessReviewDetailObject extends AccessReviewObject implements AccessReviewDetail {
-  @Field(() => [AccessReviewItemObject])
-  items!: AccessReviewItemView[];
-}
-
-const AccessReviewPage = PageOf(AccessReviewObject, 'AccessReviewPage');
-
-@ArgsType()
-class AccessReviewListArgs extends PageArgs {
-  @Field(() => String, { nullable: true, description: 'open or completed' })
-  status?: 'open' | 'completed';
-
-  @Field(() => ID, { nullable: true })
-  orgId?: string;
-}
-
-@InputType()
-class CreateAccessReviewInputGql {
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => ID, { nullable: true, description: 'the organization to review (organization callers: their own)' })
-  orgId?: string;
-
-  @Field(() => ID, { nullable: true, description: "review a partner's own staff instead" })
-  partnerId?: string;
-
-  @Field(() => String, { nullable: true, description: 'ISO 8601' })
-  dueAt?: string;
-}
-
-@InputType()
-class DecideAccessReviewItemInputGql {
-  @Field(() => String, { description: 'approved or revoked' })
-  decision!: 'approved' | 'revoked';
-
-  @Field(() => String, { nullable: true })
-  notes?: string | null;
-}
+const AccessReviewItemObject = objectType('AccessReviewItem', AccessReviewItemViewSchema);
+const AccessReviewDetailObject = objectType('AccessReviewDetail', AccessReviewDetailSchema);
+const AccessReviewPage = objectType('AccessReviewPage', pageSchema(AccessReviewViewSchema, 'AccessReviewPage'));
+const AccessReviewListArgs = argsType('AccessReviewListArgs', AccessReviewListQuery);
+const CreateAccessReviewInput = inputType('CreateAccessReviewInput', CreateAccessReviewSchema);
+const DecideAccessReviewItemInput = inputType('DecideAccessReviewItemInput', DecideAccessReviewItemSchema);
 
 @Resolver()
 export class AccessReviewResolver {
   @Query(() => AccessReviewPage)
-  accessReviews(@Ctx() { ctx }: GraphqlContext, @Args(() => AccessReviewListArgs) args: AccessReviewListArgs) {
-    return listAccessReviews(ctx, { ...args });
+  accessReviews(@Ctx() { ctx }: GraphqlContext, @Args(() => AccessReviewListArgs) args: AccessReviewListInput) {
+    return listAccessReviews(ctx, args);
   }
 
   @Query(() => AccessReviewDetailObject)
@@ -155,8 +39,8 @@ export class AccessReviewResolver {
   }
 
   @Mutation(() => AccessReviewDetailObject, { description: 'Snapshots the current memberships as pending items.' })
-  createAccessReview(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => CreateAccessReviewInputGql) input: CreateAccessReviewInputGql) {
-    return createAccessReview(ctx, { ...input });
+  createAccessReview(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => CreateAccessReviewInput) input: CreateAccessReviewInput) {
+    return createAccessReview(ctx, input);
   }
 
   @Mutation(() => AccessReviewItemObject)
@@ -164,9 +48,9 @@ export class AccessReviewResolver {
     @Ctx() { ctx }: GraphqlContext,
     @Arg('reviewId', () => ID) reviewId: string,
     @Arg('itemId', () => ID) itemId: string,
-    @Arg('input', () => DecideAccessReviewItemInputGql) input: DecideAccessReviewItemInputGql,
+    @Arg('input', () => DecideAccessReviewItemInput) input: DecideAccessReviewItemInput,
   ) {
-    return decideAccessReviewItem(ctx, reviewId, itemId, { ...input });
+    return decideAccessReviewItem(ctx, reviewId, itemId, input);
   }
 
   @Mutation(() => AccessReviewDetailObject, { description: 'Applies every revocation; refused while items are pending. Needs MFA.' })

@@ -1,27 +1,28 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import {
   AccessReviewListQuery,
-  CreateAccessReviewInput,
-  DecideAccessReviewItemInput,
+  CreateAccessReviewSchema,
+  DecideAccessReviewItemSchema,
   completeAccessReview,
   createAccessReview,
   decideAccessReviewItem,
   getAccessReview,
   listAccessReviews,
 } from '../src/services/access-reviews.js';
-import { RestRouter } from './router.js';
+import { RestRouter, pathId } from './router.js';
 
 export function accessReviewsRouter(openapi: OpenApiRegistry): RestRouter {
+  const review = { id: pathId('Access review') };
   return new RestRouter(openapi, 'Access reviews')
     .get('/access-reviews', { summary: 'Access reviews, newest first', query: AccessReviewListQuery }, (ctx, { query }) => listAccessReviews(ctx, query))
-    .post('/access-reviews', { summary: "Start a review of an organization's (or a partner's own) memberships", body: CreateAccessReviewInput, status: 201 }, (ctx, { body }) =>
+    .post('/access-reviews', { summary: "Start a review of an organization's (or a partner's own) memberships", body: CreateAccessReviewSchema, status: 201 }, (ctx, { body }) =>
       createAccessReview(ctx, body),
     )
-    .get('/access-reviews/:id', { summary: 'A review with its items' }, (ctx, { params }) => getAccessReview(ctx, params.id!))
-    .patch('/access-reviews/:id/items/:itemId', { summary: 'Approve or revoke one membership', body: DecideAccessReviewItemInput }, (ctx, { params, body }) =>
-      decideAccessReviewItem(ctx, params.id!, params.itemId!, body),
+    .get('/access-reviews/:id', { summary: 'A review with its items', params: review }, (ctx, { params }) => getAccessReview(ctx, params.id))
+    .patch('/access-reviews/:id/items/:itemId', { summary: 'Approve or revoke one membership', params: { ...review, itemId: pathId('Access review item') }, body: DecideAccessReviewItemSchema }, (ctx, { params, body }) =>
+      decideAccessReviewItem(ctx, params.id, params.itemId, body),
     )
-    .post('/access-reviews/:id/complete', { summary: 'Apply the revocations and close the review (every item must be decided)' }, (ctx, { params }) =>
-      completeAccessReview(ctx, params.id!),
+    .post('/access-reviews/:id/complete', { summary: 'Apply the revocations and close the review (every item must be decided)', params: review }, (ctx, { params }) =>
+      completeAccessReview(ctx, params.id),
     );
 }

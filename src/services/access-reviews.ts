@@ -1,6 +1,6 @@
 import { LockMode, raw, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
-import { AccessReview, AccessReviewItem, type AccessReviewDecision, type AccessReviewStatus } from '../../entities/access-review.js';
+import { AccessReview, AccessReviewItem, type AccessReviewDecision } from '../../entities/access-review.js';
 import { Partner } from '../../entities/partner.js';
 import { Role } from '../../entities/role.js';
 import { Membership, User } from '../../entities/user.js';
@@ -9,75 +9,80 @@ import { authorize, isUuid, requirePrincipal, targetOrgId, visibleOrgIds, type A
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
-import { isoDateTime, parseInput, uuid } from '../validation.js';
+import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyStatus, assertOutranks } from './users.js';
 
-export const CreateAccessReviewInput = z
+export const CreateAccessReviewSchema = z
   .object({
     name: z.string().trim().min(1).max(255),
-    /** the organization reviewed (organization callers: their own, implied) */
-    orgId: uuid().optional(),
-    /** review a partner's own staff instead of an organization */
-    partnerId: uuid().optional(),
+    orgId: uuid().optional().describe('the organization to review (organization callers: their own)'),
+    partnerId: uuid().optional().describe("review a partner's own staff instead"),
     dueAt: isoDateTime().optional(),
   })
   .strict()
   .refine((v) => !(v.orgId && v.partnerId), { message: 'give orgId or partnerId, not both', path: ['partnerId'] });
-export type CreateAccessReviewInput = z.input<typeof CreateAccessReviewInput>;
+export type CreateAccessReviewInput = z.input<typeof CreateAccessReviewSchema>;
 
-export const DecideAccessReviewItemInput = z
+export const DecideAccessReviewItemSchema = z
   .object({
-    decision: z.enum(['approved', 'revoked']),
+    decision: z.enum(['approved', 'revoked']).meta({ title: 'AccessReviewVerdict' }),
     notes: z.string().trim().max(2000).nullable().optional(),
   })
   .strict();
-export type DecideAccessReviewItemInput = z.input<typeof DecideAccessReviewItemInput>;
+export type DecideAccessReviewItemInput = z.input<typeof DecideAccessReviewItemSchema>;
+
+const AccessReviewStatusSchema = z.enum(['open', 'completed']).meta({ title: 'AccessReviewStatus' });
 
 export const AccessReviewListQuery = PageQuery.extend({
-  status: z.enum(['open', 'completed']).optional(),
+  status: AccessReviewStatusSchema.optional(),
   orgId: uuid().optional(),
 }).strict();
-export type AccessReviewListQuery = z.input<typeof AccessReviewListQuery>;
+export type AccessReviewListInput = z.input<typeof AccessReviewListQuery>;
 
-export interface AccessReviewItemView {
-  id: string;
-  userId: string;
-  userEmail: string;
-  userName: string;
-  membershipId: string;
-  roleId: string;
-  roleName: string;
-  decision: AccessReviewDecision;
-  notes: string | null;
-  decidedBy: string | null;
-  decidedAt: string | null;
-}
+export const AccessReviewItemViewSchema = z
+  .object({
+    id: uuid(),
+    userId: uuid(),
+    userEmail: z.string(),
+    userName: z.string(),
+    membershipId: uuid(),
+    roleId: uuid(),
+    roleName: z.string(),
+    decision: z.enum(['pending', 'approved', 'revoked']).meta({ title: 'AccessReviewDecision' }),
+    notes: z.string().nullable(),
+    decidedBy: uuid().nullable(),
+    decidedAt: timestamp().nullable(),
+  })
+  .meta({ title: 'AccessReviewItem', description: 'One membership as it stood when the review began, and the decision on it.' });
+export type AccessReviewItemView = z.output<typeof AccessReviewItemViewSchema>;
 
-export interface AccessReviewSummary {
-  total: number;
-  pending: number;
-  approved: number;
-  revoked: number;
-}
+const count = () => z.number().int();
+export const AccessReviewSummarySchema = z.object({ total: count(), pending: count(), approved: count(), revoked: count() }).meta({ title: 'AccessReviewSummary' });
+export type AccessReviewSummary = z.output<typeof AccessReviewSummarySchema>;
 
-export interface AccessReviewView {
-  id: string;
-  name: string;
-  orgId: string | null;
-  partnerId: string | null;
-  status: AccessReviewStatus;
-  dueAt: string | null;
-  createdBy: string | null;
-  createdAt: string;
-  completedAt: string | null;
-  completedBy: string | null;
-  summary: AccessReviewSummary;
-}
+export const AccessReviewViewSchema = z
+  .object({
+    id: uuid(),
+    name: z.string(),
+    orgId: uuid().nullable(),
+    partnerId: uuid().nullable(),
+    status: AccessReviewStatusSchema,
+    dueAt: timestamp().nullable(),
+    createdBy: uuid().nullable(),
+    createdAt: timestamp(),
+    completedAt: timestamp().nullable(),
+    completedBy: uuid().nullable(),
+    summary: AccessReviewSummarySchema,
+  })
+  .meta({ title: 'AccessReview' });
+export type AccessReviewView = z.output<typeof AccessReviewViewSchema>;
 
-export interface AccessReviewDetail extends AccessReviewView {
-  items: AccessReviewItemView[];
-}
+export const AccessReviewDetailSchema = AccessReviewViewSchema.extend({ items: z.array(AccessReviewItemViewSchema) }).meta({
+  title: 'AccessReviewDetail',
+  description: 'A review with its items.',
+});
+export type AccessReviewDetail = z.output<typeof AccessReviewDetailSchema>;
 
 function itemView(item: AccessReviewItem): AccessReviewItemView {
   return {
@@ -118,7 +123,7 @@ function detailView(review: AccessReview, items: AccessReviewItem[]): AccessRevi
 }
 
 /** Organization callers see their organization's reviews; partner callers their organizations' and their own staff's; system all. */
-export async function listAccessReviews(ctx: RequestContext, query: AccessReviewListQuery): Promise<Page<AccessReviewView>> {
+export async function listAccessReviews(ctx: RequestContext, query: AccessReviewListInput): Promise<Page<AccessReviewView>> {
   const input = parseInput(AccessReviewListQuery, query);
   const principal = await authorize(ctx, 'access_reviews:read', { orgId: input.orgId, resource: 'Organization' });
   const orgIds = await visibleOrgIds(ctx, input.orgId);
@@ -169,7 +174,7 @@ export async function getAccessReview(ctx: RequestContext, id: string): Promise<
  * Later changes to users or roles do not alter the review; completion acts on the memberships.
  */
 export async function createAccessReview(ctx: RequestContext, rawInput: CreateAccessReviewInput): Promise<AccessReviewDetail> {
-  const input = parseInput(CreateAccessReviewInput, rawInput);
+  const input = parseInput(CreateAccessReviewSchema, rawInput);
   let orgId: string | null = null;
   let partnerId: string;
   if (input.partnerId) {
@@ -219,7 +224,7 @@ export async function decideAccessReviewItem(
   rawInput: DecideAccessReviewItemInput,
 ): Promise<AccessReviewItemView> {
   const principal = await authorize(ctx, 'access_reviews:write', reviewTenant(await loadReview(ctx, reviewId)));
-  const input = parseInput(DecideAccessReviewItemInput, rawInput);
+  const input = parseInput(DecideAccessReviewItemSchema, rawInput);
   return withTransaction(ctx, async (tx) => {
     const review = await lockReview(tx, reviewId);
     const item = isUuid(itemId) ? await tx.em.findOne(AccessReviewItem, { id: itemId, reviewId }) : null;

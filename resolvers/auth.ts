@@ -1,87 +1,31 @@
-import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Resolver } from 'type-graphql';
+import { Arg, Ctx, ID, Mutation, Resolver } from 'type-graphql';
+import { objectType } from '../src/graphql/contract.js';
 import type { GraphqlContext } from '../src/graphql/context.js';
 import {
+  AuthSessionSchema,
+  LoginResultSchema,
+  MfaRecoveryCodesSchema,
+  MfaSetupSchema,
+  PasswordChangedSchema,
+  SessionTokensSchema,
   changePassword,
   disableMfa,
   enableMfa,
+  flatLoginResult,
   login,
   logout,
   refresh,
   setupMfa,
   switchMembership,
   verifyMfa,
-  type AuthSession,
-  type LoginResult,
-  type MfaSetup,
-  type PasswordChanged,
-  type SessionTokens,
 } from '../src/services/auth.js';
-import { UserObject } from './user-types.js';
 
-@ObjectType('SessionTokens')
-class SessionTokensObject implements SessionTokens {
-  @Field(() => String)
-  accessToken!: string;
-
-  @Field(() => String)
-  refreshToken!: string;
-
-  @Field(() => Int, { description: 'access-token lifetime in seconds' })
-  expiresIn!: number;
-}
-
-@ObjectType('PasswordChanged', { description: 'The new session, and how many API keys went with the old password.' })
-class PasswordChangedObject extends SessionTokensObject implements PasswordChanged {
-  @Field(() => Int, { description: 'API keys revoked with the old password (0 when kept)' })
-  apiKeysRevoked!: number;
-}
-
-@ObjectType('AuthSession', { description: 'Tokens of a session and the user as that session sees them.' })
-class AuthSessionObject extends SessionTokensObject implements AuthSession {
-  @Field(() => UserObject)
-  user!: UserObject;
-}
-
-@ObjectType('LoginResult', { description: 'Either a session (tokens and user) or, when mfaRequired, an mfaToken for verifyMfa.' })
-class LoginResultObject {
-  @Field(() => String, { nullable: true })
-  accessToken!: string | null;
-
-  @Field(() => String, { nullable: true })
-  refreshToken!: string | null;
-
-  @Field(() => Int, { nullable: true, description: 'access-token lifetime in seconds' })
-  expiresIn!: number | null;
-
-  @Field(() => UserObject, { nullable: true })
-  user!: UserObject | null;
-
-  @Field(() => Boolean)
-  mfaRequired!: boolean;
-
-  @Field(() => String, { nullable: true, description: 'valid for 5 minutes, only for verifyMfa' })
-  mfaToken!: string | null;
-}
-
-@ObjectType('MfaSetup')
-class MfaSetupObject implements MfaSetup {
-  @Field(() => String, { description: 'base32 TOTP secret' })
-  secret!: string;
-
-  @Field(() => String)
-  otpauthUrl!: string;
-}
-
-@ObjectType('MfaRecoveryCodes')
-class MfaRecoveryCodesObject {
-  @Field(() => [String], { description: 'shown once; each signs in once in place of a TOTP code' })
-  recoveryCodes!: string[];
-}
-
-function loginResult(result: LoginResult): LoginResultObject {
-  if ('mfaRequired' in result) return { accessToken: null, refreshToken: null, expiresIn: null, user: null, mfaRequired: true, mfaToken: result.mfaToken };
-  return { ...result, mfaRequired: false, mfaToken: null };
-}
+const SessionTokensObject = objectType('SessionTokens', SessionTokensSchema);
+const PasswordChangedObject = objectType('PasswordChanged', PasswordChangedSchema);
+const AuthSessionObject = objectType('AuthSession', AuthSessionSchema);
+const LoginResultObject = objectType('LoginResult', LoginResultSchema);
+const MfaSetupObject = objectType('MfaSetup', MfaSetupSchema);
+const MfaRecoveryCodesObject = objectType('MfaRecoveryCodes', MfaRecoveryCodesSchema);
 
 @Resolver()
 export class AuthResolver {
@@ -92,7 +36,7 @@ export class AuthResolver {
     @Arg('password', () => String) password: string,
     @Arg('membershipId', () => ID, { nullable: true, description: 'the membership to act in; default: the one used last' }) membershipId?: string | null,
   ) {
-    return loginResult(await login(ctx, { email, password, ...(membershipId ? { membershipId } : {}) }));
+    return flatLoginResult(await login(ctx, { email, password, ...(membershipId ? { membershipId } : {}) }));
   }
 
   @Mutation(() => AuthSessionObject, { description: 'The same session acting through another of your memberships (REST `POST /auth/switch-membership`).' })
@@ -102,7 +46,7 @@ export class AuthResolver {
 
   @Mutation(() => LoginResultObject, { description: 'Second login step with a TOTP or recovery code.' })
   async verifyMfa(@Ctx() { ctx }: GraphqlContext, @Arg('mfaToken', () => String) mfaToken: string, @Arg('code', () => String) code: string) {
-    return loginResult(await verifyMfa(ctx, { mfaToken, code }));
+    return flatLoginResult(await verifyMfa(ctx, { mfaToken, code }));
   }
 
   @Mutation(() => SessionTokensObject, { description: 'Rotates a refresh token; a reused one ends its session.' })

@@ -1,8 +1,20 @@
-import { Arg, Args, ArgsType, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { Arg, Args, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
+import { argsType, inputType, objectType } from '../src/graphql/contract.js';
 import type { GraphqlContext } from '../src/graphql/context.js';
-import type { AuthSession } from '../src/services/auth.js';
-import { assignableRoles } from '../src/services/roles.js';
+import { pageSchema } from '../src/pagination.js';
+import { AuthSessionSchema } from '../src/services/auth.js';
+import { AssignableRolesQuery, assignableRoles, type AssignableRolesInput } from '../src/services/roles.js';
+import { UserViewSchema } from '../src/services/user-view.js';
 import {
+  AcceptInviteSchema,
+  InvitationViewSchema,
+  InviteResultSchema,
+  InviteUserSchema,
+  MeViewSchema,
+  MembershipViewSchema,
+  UpdateMeSchema,
+  UpdateUserSchema,
+  UserListQuery,
   acceptInvite,
   acceptMyInvitation,
   declineMyInvitation,
@@ -16,187 +28,27 @@ import {
   setUserRole,
   updateMe,
   updateUser,
-  type InvitationView,
-  type InviteResult,
-  type MeView,
-  type MembershipView,
+  type AcceptInviteInput,
+  type InviteUserInput,
+  type UpdateMeInput,
+  type UpdateUserInput,
+  type UserListInput,
 } from '../src/services/users.js';
 import { RoleObject } from './role.js';
-import { PageArgs, PageOf } from './shared.js';
-import { UserObject } from './user-types.js';
 
-@ObjectType('Membership')
-class MembershipObject implements MembershipView {
-  @Field(() => ID)
-  id!: string;
-
-  @Field(() => String, { description: 'system, partner or organization' })
-  scope!: MembershipView['scope'];
-
-  @Field(() => ID, { nullable: true })
-  partnerId!: string | null;
-
-  @Field(() => ID, { nullable: true })
-  orgId!: string | null;
-
-  @Field(() => ID)
-  roleId!: string;
-
-  @Field(() => String)
-  roleName!: string;
-
-  @Field(() => String, { description: 'partner memberships: all or selected organizations' })
-  orgAccess!: MembershipView['orgAccess'];
-
-  @Field(() => [ID])
-  orgIds!: string[];
-
-  @Field(() => [ID], { description: 'organization memberships: limited to these sites (empty: every site)' })
-  siteIds!: string[];
-
-  @Field(() => String, { description: 'active, or pending: an invitation not accepted yet' })
-  status!: MembershipView['status'];
-}
-
-@ObjectType('Me', { description: 'The caller (REST `GET /users/me`).' })
-class MeObject extends UserObject implements MeView {
-  @Field(() => [String], { description: 'the catalog permissions of the current session, wildcards expanded' })
-  permissions!: string[];
-
-  @Field(() => [MembershipObject])
-  memberships!: MembershipObject[];
-}
-
-const UserPage = PageOf(UserObject, 'UserPage');
-
-@ObjectType('InviteResult')
-class InviteResultObject implements InviteResult {
-  @Field(() => UserObject)
-  user!: UserObject;
-
-  @Field(() => String, {
-    nullable: true,
-    description: 'one-time link: sets a new account\'s password, or accepts the membership with an existing account\'s own password',
-  })
-  inviteUrl!: string | null;
-}
-
-@ObjectType('Invitation', { description: 'A membership another organization or partner offered to the caller, not accepted yet.' })
-class InvitationObject implements InvitationView {
-  @Field(() => ID, { description: 'the pending membership: accept or decline it by this id' })
-  id!: string;
-
-  @Field(() => String, { description: 'partner or organization' })
-  scope!: InvitationView['scope'];
-
-  @Field(() => ID, { nullable: true })
-  partnerId!: string | null;
-
-  @Field(() => ID, { nullable: true })
-  orgId!: string | null;
-
-  @Field(() => String, { description: "the organization's or partner's name" })
-  tenantName!: string;
-
-  @Field(() => ID)
-  roleId!: string;
-
-  @Field(() => String)
-  roleName!: string;
-
-  @Field(() => String, { description: 'ISO 8601' })
-  invitedAt!: string;
-
-  @Field(() => String, { nullable: true, description: 'ISO 8601' })
-  expiresAt!: string | null;
-}
-
-@ObjectType('AcceptedInvitation', { description: 'The session that accepting an invitation starts.' })
-class AcceptedInvitationObject implements AuthSession {
-  @Field(() => String)
-  accessToken!: string;
-
-  @Field(() => String)
-  refreshToken!: string;
-
-  @Field(() => Int, { description: 'access-token lifetime in seconds' })
-  expiresIn!: number;
-
-  @Field(() => UserObject)
-  user!: UserObject;
-}
-
-@ArgsType()
-class UserListArgs extends PageArgs {
-  @Field(() => ID, { nullable: true })
-  orgId?: string;
-
-  @Field(() => String, { nullable: true, description: 'active, invited or disabled' })
-  status?: string;
-
-  @Field(() => String, { nullable: true, description: 'part of the name or email' })
-  search?: string;
-
-  @Field(() => ID, { nullable: true })
-  roleId?: string;
-}
-
-@InputType()
-class InviteUserInput {
-  @Field(() => String)
-  email!: string;
-
-  @Field(() => String)
-  name!: string;
-
-  @Field(() => ID)
-  roleId!: string;
-
-  @Field(() => ID, { nullable: true, description: 'partner callers leave it out to invite a partner-level member' })
-  orgId?: string;
-}
-
-@InputType()
-class UpdateUserInput {
-  @Field(() => String, { nullable: true })
-  name?: string;
-
-  @Field(() => String, { nullable: true, description: 'active or disabled' })
-  status?: string;
-
-  @Field(() => String, { nullable: true, description: 'partner members: all or selected' })
-  orgAccess?: string;
-
-  @Field(() => [ID], { nullable: true })
-  orgIds?: string[];
-
-  @Field(() => [ID], { nullable: true })
-  siteIds?: string[];
-}
-
-@InputType()
-class UpdateMeInput {
-  @Field(() => String)
-  name!: string;
-}
-
-@InputType()
-class AcceptInviteInput {
-  @Field(() => String)
-  token!: string;
-
-  @Field(() => String, { description: "a new account's new password (12 to 256 characters), or an existing account's own password" })
-  password!: string;
-
-  @Field(() => String, { nullable: true, description: 'existing accounts with MFA: a TOTP or recovery code' })
-  code?: string;
-}
-
-@ArgsType()
-class AssignableRolesArgs {
-  @Field(() => ID, { nullable: true, description: 'only roles that apply in this organization' })
-  orgId?: string;
-}
+const UserObject = objectType('User', UserViewSchema);
+const MeObject = objectType('Me', MeViewSchema);
+const MembershipObject = objectType('Membership', MembershipViewSchema);
+const InvitationObject = objectType('Invitation', InvitationViewSchema);
+const InviteResultObject = objectType('InviteResult', InviteResultSchema);
+const AuthSessionObject = objectType('AuthSession', AuthSessionSchema);
+const UserPage = objectType('UserPage', pageSchema(UserViewSchema, 'UserPage'));
+const UserListArgs = argsType('UserListArgs', UserListQuery);
+const AssignableRolesArgs = argsType('AssignableRolesArgs', AssignableRolesQuery);
+const InviteUserInput = inputType('InviteUserInput', InviteUserSchema);
+const UpdateUserInput = inputType('UpdateUserInput', UpdateUserSchema);
+const UpdateMeInput = inputType('UpdateMeInput', UpdateMeSchema);
+const AcceptInviteInput = inputType('AcceptInviteInput', AcceptInviteSchema);
 
 @Resolver()
 export class UserResolver {
@@ -206,7 +58,7 @@ export class UserResolver {
   }
 
   @Query(() => UserPage, { description: 'Users with a membership the caller reaches.' })
-  users(@Ctx() { ctx }: GraphqlContext, @Args(() => UserListArgs) args: UserListArgs) {
+  users(@Ctx() { ctx }: GraphqlContext, @Args(() => UserListArgs) args: UserListInput) {
     return listUsers(ctx, args);
   }
 
@@ -216,7 +68,7 @@ export class UserResolver {
   }
 
   @Query(() => [RoleObject], { description: 'Roles the caller may assign (REST `GET /users/roles`).' })
-  assignableRoles(@Ctx() { ctx }: GraphqlContext, @Args(() => AssignableRolesArgs) args: AssignableRolesArgs) {
+  assignableRoles(@Ctx() { ctx }: GraphqlContext, @Args(() => AssignableRolesArgs) args: AssignableRolesInput) {
     return assignableRoles(ctx, args);
   }
 
@@ -267,7 +119,7 @@ export class UserResolver {
     return true;
   }
 
-  @Mutation(() => AcceptedInvitationObject, { description: 'Public: accepts an invitation link and starts a session.' })
+  @Mutation(() => AuthSessionObject, { description: 'Public: accepts an invitation link and starts a session.' })
   acceptInvite(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => AcceptInviteInput) input: AcceptInviteInput) {
     return acceptInvite(ctx, input);
   }

@@ -17,26 +17,48 @@ import { randomToken, safeEqual, sha256Hex } from '../secrets.js';
 import { parseInput, uuid } from '../validation.js';
 import { revokeKeysOfUser } from './api-keys.js';
 import { recordAudit } from './audit.js';
-import { userView, type UserView } from './user-view.js';
+import { UserViewSchema, userView } from './user-view.js';
 
-export interface SessionTokens {
-  accessToken: string;
-  refreshToken: string;
-  /** access-token lifetime in seconds */
-  expiresIn: number;
-}
+const sessionTokenFields = {
+  accessToken: z.string(),
+  refreshToken: z.string(),
+  expiresIn: z.number().int().describe('access-token lifetime in seconds'),
+};
+export const SessionTokensSchema = z.object(sessionTokenFields).meta({ title: 'SessionTokens' });
+export type SessionTokens = z.output<typeof SessionTokensSchema>;
 
-export interface AuthSession extends SessionTokens {
-  user: UserView;
-}
+export const AuthSessionSchema = SessionTokensSchema.extend({ user: UserViewSchema }).meta({
+  title: 'AuthSession',
+  description: 'Tokens of a session and the user as that session sees them.',
+});
+export type AuthSession = z.output<typeof AuthSessionSchema>;
 
 /** A password login either starts a session or, for users with MFA, hands out a token for the second step. */
 export type LoginResult = AuthSession | { mfaRequired: true; mfaToken: string };
 
-export interface MfaSetup {
-  secret: string;
-  otpauthUrl: string;
+/** Both answers of a login in one shape (GraphQL has no anonymous unions): the tokens, or `mfaRequired` with `mfaToken`. */
+export const LoginResultSchema = z
+  .object({
+    accessToken: z.string().nullable(),
+    refreshToken: z.string().nullable(),
+    expiresIn: z.number().int().nullable().describe('access-token lifetime in seconds'),
+    user: UserViewSchema.nullable(),
+    mfaRequired: z.boolean(),
+    mfaToken: z.string().nullable().describe('valid for 5 minutes, only for verifyMfa'),
+  })
+  .meta({ title: 'LoginResult', description: 'Either a session (tokens and user) or, when mfaRequired, an mfaToken for verifyMfa.' });
+
+export function flatLoginResult(result: LoginResult): z.output<typeof LoginResultSchema> {
+  if ('mfaRequired' in result) return { accessToken: null, refreshToken: null, expiresIn: null, user: null, mfaRequired: true, mfaToken: result.mfaToken };
+  return { ...result, mfaRequired: false, mfaToken: null };
 }
+
+export const MfaSetupSchema = z.object({ secret: z.string().describe('base32 TOTP secret'), otpauthUrl: z.string() }).meta({ title: 'MfaSetup' });
+export type MfaSetup = z.output<typeof MfaSetupSchema>;
+
+export const MfaRecoveryCodesSchema = z
+  .object({ recoveryCodes: z.array(z.string()).describe('shown once; each signs in once in place of a TOTP code') })
+  .meta({ title: 'MfaRecoveryCodes' });
 
 /**
  * Checks that may refuse password login for a user whose password is right (e.g. SSO enforced for the
@@ -99,10 +121,10 @@ export type MfaSetupInput = z.input<typeof MfaSetupInput>;
 export const SwitchMembershipInput = z.object({ membershipId: uuid() }).strict();
 export type SwitchMembershipInput = z.input<typeof SwitchMembershipInput>;
 
-export interface PasswordChanged extends SessionTokens {
-  /** API keys revoked with the old password (0 when the user kept them) */
-  apiKeysRevoked: number;
-}
+export const PasswordChangedSchema = SessionTokensSchema.extend({
+  apiKeysRevoked: z.number().int().describe('API keys revoked with the old password (0 when kept)'),
+}).meta({ title: 'PasswordChanged', description: 'The new session, and how many API keys went with the old password.' });
+export type PasswordChanged = z.output<typeof PasswordChangedSchema>;
 
 const INVALID_LOGIN = 'Invalid email or password';
 const INVALID_MFA_CODE = 'Invalid MFA code';

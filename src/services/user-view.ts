@@ -1,21 +1,28 @@
+import { z } from 'zod';
 import type { Membership, User } from '../../entities/user.js';
+import { timestamp, uuid } from '../validation.js';
+import { ScopeSchema } from './roles.js';
+
+export const UserStatusSchema = z.enum(['active', 'invited', 'disabled']).meta({ title: 'UserStatus' });
 
 /** How a user appears in every response (REST and GraphQL): never the password hash, MFA secret or invite token. */
-export interface UserView {
-  id: string;
-  email: string;
-  name: string;
-  status: User['status'];
-  mfaEnabled: boolean;
-  lastLoginAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-  /** the membership the view is seen through (the caller's own for /users/me) */
-  scope: Membership['scope'] | null;
-  partnerId: string | null;
-  orgId: string | null;
-  roleId: string | null;
-}
+export const UserViewSchema = z
+  .object({
+    id: uuid(),
+    email: z.string(),
+    name: z.string(),
+    status: UserStatusSchema,
+    mfaEnabled: z.boolean(),
+    lastLoginAt: timestamp().nullable(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
+    scope: ScopeSchema.nullable().describe('the membership the user is seen through (the caller’s own for the caller)'),
+    partnerId: uuid().nullable(),
+    orgId: uuid().nullable(),
+    roleId: uuid().nullable(),
+  })
+  .meta({ title: 'User' });
+export type UserView = z.output<typeof UserViewSchema>;
 
 /**
  * Seen through a pending membership, a user is only what the inviter typed: the account belongs to

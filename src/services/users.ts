@@ -12,121 +12,126 @@ import { badRequest, conflict, forbidden, notFound, unauthenticated } from '../e
 import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { randomToken, sha256Hex } from '../secrets.js';
-import { parseInput, uuid } from '../validation.js';
+import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { consumeSecondFactor, issueSession, passwordLoginAllowed, SSO_ENFORCED, type AuthSession } from './auth.js';
 import { sendMail } from './mailer.js';
-import { assertCanGrant, assignableRole, effectivePermissionsAt, readableRole, type MembershipTarget } from './roles.js';
-import { userView, type UserView } from './user-view.js';
+import { ScopeSchema, assertCanGrant, assignableRole, effectivePermissionsAt, readableRole, type MembershipTarget } from './roles.js';
+import { UserStatusSchema, UserViewSchema, userView, type UserView } from './user-view.js';
 import { containsPattern } from '../db/like.js';
 
 const email = () => z.email({ message: 'must be an email address' }).max(255).toLowerCase();
 const personName = () => z.string().trim().min(1).max(255);
 const ids = () => z.array(uuid()).max(1000).transform((list) => [...new Set(list)]);
 
-const USER_STATUSES = ['active', 'invited', 'disabled'] as const;
-
 export const InviteUserSchema = z
   .object({
     email: email(),
     name: personName(),
     roleId: uuid(),
-    /** the organization to join; partner callers leave it out to invite a partner-level member */
-    orgId: uuid().optional(),
+    orgId: uuid().optional().describe('the organization to join; partner callers leave it out to invite a partner-level member'),
   })
   .strict();
+export type InviteUserInput = z.input<typeof InviteUserSchema>;
 
 export const ResendInviteSchema = z.object({ userId: uuid() }).strict();
+
+const OrgAccessSchema = z.enum(['all', 'selected']).meta({ title: 'OrgAccess' });
 
 export const UpdateUserSchema = z
   .object({
     name: personName().optional(),
-    status: z.enum(['active', 'disabled']).optional(),
-    /** partner members: every organization of the partner, or only `orgIds` */
-    orgAccess: z.enum(['all', 'selected']).optional(),
+    status: z.enum(['active', 'disabled']).meta({ title: 'UserStatusChange' }).optional(),
+    orgAccess: OrgAccessSchema.optional().describe('partner members: every organization of the partner, or only orgIds'),
     orgIds: ids().optional(),
-    /** organization members: limited to these sites (empty = every site) */
-    siteIds: ids().optional(),
+    siteIds: ids().optional().describe('organization members: limited to these sites (empty: every site)'),
   })
   .strict();
+export type UpdateUserInput = z.input<typeof UpdateUserSchema>;
 
 export const UpdateMeSchema = z.object({ name: personName() }).strict();
+export type UpdateMeInput = z.input<typeof UpdateMeSchema>;
 
 export const SetUserRoleSchema = z.object({ roleId: uuid() }).strict();
 
 export const AcceptInviteSchema = z
   .object({
     token: z.string().min(1).max(200),
-    /** a new account's new password (12-256 characters), or an existing account's own password */
-    password: z.string().min(1).max(1024),
-    /** existing accounts with MFA: a TOTP or recovery code */
-    code: z.string().trim().min(1).max(64).optional(),
+    password: z.string().min(1).max(1024).describe("a new account's new password (12 to 256 characters), or an existing account's own password"),
+    code: z.string().trim().min(1).max(64).optional().describe('existing accounts with MFA: a TOTP or recovery code'),
   })
   .strict();
+export type AcceptInviteInput = z.input<typeof AcceptInviteSchema>;
 
 export const UserListQuery = PageQuery.extend({
   orgId: uuid().optional(),
-  status: z.enum(USER_STATUSES).optional(),
-  /** part of the name or email */
-  search: z.string().trim().min(1).max(255).optional(),
+  status: UserStatusSchema.optional(),
+  search: z.string().trim().min(1).max(255).optional().describe('part of the name or email'),
   roleId: uuid().optional(),
 }).strict();
+export type UserListInput = z.input<typeof UserListQuery>;
 
 export const RoleUsersQuery = PageQuery.strict();
 
-export interface MembershipView {
-  id: string;
-  scope: Scope;
-  partnerId: string | null;
-  orgId: string | null;
-  roleId: string;
-  roleName: string;
-  orgAccess: Membership['orgAccess'];
-  orgIds: string[];
-  siteIds: string[];
-  /** `pending`: an invitation the caller has not accepted yet (see `GET /users/me/invitations`) */
-  status: Membership['status'];
-}
+export const MembershipViewSchema = z
+  .object({
+    id: uuid(),
+    scope: ScopeSchema,
+    partnerId: uuid().nullable(),
+    orgId: uuid().nullable(),
+    roleId: uuid(),
+    roleName: z.string(),
+    orgAccess: OrgAccessSchema.describe('partner memberships: all or selected organizations'),
+    orgIds: z.array(uuid()),
+    siteIds: z.array(uuid()).describe('organization memberships: limited to these sites (empty: every site)'),
+    status: z.enum(['active', 'pending']).meta({ title: 'MembershipStatus' }).describe('pending: an invitation not accepted yet'),
+  })
+  .meta({ title: 'Membership' });
+export type MembershipView = z.output<typeof MembershipViewSchema>;
 
 /** A pending membership as its invitee sees it. */
-export interface InvitationView {
-  /** the pending membership's id: accept or decline it by this id */
-  id: string;
-  scope: Scope;
-  partnerId: string | null;
-  orgId: string | null;
-  /** the organization's (or, for partner-level memberships, the partner's) name */
-  tenantName: string;
-  roleId: string;
-  roleName: string;
-  invitedAt: string;
-  expiresAt: string | null;
-}
+export const InvitationViewSchema = z
+  .object({
+    id: uuid().describe('the pending membership: accept or decline it by this id'),
+    scope: ScopeSchema,
+    partnerId: uuid().nullable(),
+    orgId: uuid().nullable(),
+    tenantName: z.string().describe("the organization's or partner's name"),
+    roleId: uuid(),
+    roleName: z.string(),
+    invitedAt: timestamp(),
+    expiresAt: timestamp().nullable(),
+  })
+  .meta({ title: 'Invitation', description: 'A membership another organization or partner offered to the caller, not accepted yet.' });
+export type InvitationView = z.output<typeof InvitationViewSchema>;
 
-/** `POST /auth/accept-invite` for a membership invitation: the account's own password, or a second step when it has MFA. */
+/** Accepting a pending invitation signed in; an SSO session also proves the account's own password. */
 export const AcceptMyInvitationSchema = z
   .object({
-    /** required when the session signed in through SSO and the account has a password */
-    currentPassword: z.string().min(1).max(1024).optional(),
+    currentPassword: z.string().min(1).max(1024).optional().describe('required when the session signed in through SSO and the account has a password'),
   })
   .strict();
+export type AcceptMyInvitationInput = z.input<typeof AcceptMyInvitationSchema>;
 
 /** `GET /users/me`: the caller, what it may do through the current membership, and every membership it holds. */
-export interface MeView extends UserView {
-  /** the catalog permissions the current session holds, wildcards expanded */
-  permissions: string[];
-  memberships: MembershipView[];
-}
+export const MeViewSchema = UserViewSchema.extend({
+  permissions: z.array(z.string()).describe('the catalog permissions of the current session, wildcards expanded'),
+  memberships: z.array(MembershipViewSchema),
+}).meta({ title: 'Me', description: 'The caller (REST `GET /users/me`).' });
+export type MeView = z.output<typeof MeViewSchema>;
 
-export interface InviteResult {
-  user: UserView;
-  /**
-   * The one-time invitation link. For a new account it sets the password; for an existing account it
-   * only accepts the membership, and asks for that account's own password. The answer has the same
-   * shape either way, so it tells the inviter nothing about accounts outside their reach.
-   */
-  inviteUrl: string | null;
-}
+/**
+ * The one-time invitation link. For a new account it sets the password; for an existing account it
+ * only accepts the membership, and asks for that account's own password. The answer has the same
+ * shape either way, so it tells the inviter nothing about accounts outside their reach.
+ */
+export const InviteResultSchema = z
+  .object({
+    user: UserViewSchema,
+    inviteUrl: z.string().nullable().describe("one-time link: sets a new account's password, or accepts the membership with an existing account's own password"),
+  })
+  .meta({ title: 'InviteResult' });
+export type InviteResult = z.output<typeof InviteResultSchema>;
 
 const NewPassword = z.object({ password: z.string().min(12, 'must be at least 12 characters').max(256, 'must be at most 256 characters') });
 
@@ -335,14 +340,14 @@ async function userPage(ctx: RequestContext, principal: Principal, query: z.outp
 }
 
 /** Users with a membership the caller reaches; each shown through that membership (the one in `orgId`/`roleId` when filtered). */
-export async function listUsers(ctx: RequestContext, rawQuery: unknown): Promise<Page<UserView>> {
+export async function listUsers(ctx: RequestContext, rawQuery: UserListInput): Promise<Page<UserView>> {
   const query = parseInput(UserListQuery, rawQuery);
   const principal = await authorize(ctx, 'users:read', { orgId: query.orgId, resource: 'Organization' });
   return userPage(ctx, principal, query);
 }
 
 /** `GET /roles/:id/users`: the members holding a role, as far as the caller reaches. */
-export async function listRoleUsers(ctx: RequestContext, roleId: string, rawQuery: unknown): Promise<Page<UserView>> {
+export async function listRoleUsers(ctx: RequestContext, roleId: string, rawQuery: z.input<typeof RoleUsersQuery>): Promise<Page<UserView>> {
   const query = parseInput(RoleUsersQuery, rawQuery);
   const role = await readableRole(ctx, roleId);
   const principal = await authorize(ctx, 'users:read');
@@ -357,7 +362,7 @@ export async function getUser(ctx: RequestContext, id: string): Promise<UserView
 // ---------------------------------------------------------------------------------------------------------
 // Writes
 
-export async function updateMe(ctx: RequestContext, rawInput: unknown): Promise<UserView> {
+export async function updateMe(ctx: RequestContext, rawInput: UpdateMeInput): Promise<UserView> {
   const input = parseInput(UpdateMeSchema, rawInput);
   const principal = authenticated(ctx);
   if (!principal.userId) throw unauthenticated();
@@ -391,7 +396,7 @@ function inheritedLimits(principal: Principal, target: MembershipTarget): Partia
  * the link with their own password. Both answers look alike, so an invite reveals nothing about
  * accounts outside the inviter's reach.
  */
-export async function inviteUser(ctx: RequestContext, rawInput: unknown): Promise<InviteResult> {
+export async function inviteUser(ctx: RequestContext, rawInput: InviteUserInput): Promise<InviteResult> {
   const input = parseInput(InviteUserSchema, rawInput);
   const caller = requirePrincipal(ctx);
   const target: MembershipTarget =
@@ -445,7 +450,7 @@ export async function inviteUser(ctx: RequestContext, rawInput: unknown): Promis
  * A new link for an invitation not accepted yet (a new account's, or a pending membership's); the
  * previous link stops working.
  */
-export async function resendInvite(ctx: RequestContext, rawInput: unknown): Promise<InviteResult> {
+export async function resendInvite(ctx: RequestContext, rawInput: z.input<typeof ResendInviteSchema>): Promise<InviteResult> {
   const input = parseInput(ResendInviteSchema, rawInput);
   const invitation = newInvitation(ctx);
   const target = await withTransaction(ctx, async (tx) => {
@@ -489,7 +494,7 @@ export function applyStatus(user: User, status: 'active' | 'disabled'): void {
  * `orgAccess`/`orgIds` (partner members) and `siteIds` (organization members) to the membership the
  * caller manages, and reach no further than the caller's own.
  */
-export async function updateUser(ctx: RequestContext, id: string, rawInput: unknown): Promise<UserView> {
+export async function updateUser(ctx: RequestContext, id: string, rawInput: UpdateUserInput): Promise<UserView> {
   const input = parseInput(UpdateUserSchema, rawInput);
   return withTransaction(ctx, async (tx) => {
     const target = await loadManagedUser(tx, id, 'users:write', true);
@@ -572,7 +577,7 @@ export async function deleteUser(ctx: RequestContext, id: string): Promise<void>
 }
 
 /** `POST /users/:id/role`: the role of the membership the caller manages. Needs `roles:write` with MFA as well as `users:write`. */
-export async function setUserRole(ctx: RequestContext, id: string, rawInput: unknown): Promise<UserView> {
+export async function setUserRole(ctx: RequestContext, id: string, rawInput: z.input<typeof SetUserRoleSchema>): Promise<UserView> {
   const input = parseInput(SetUserRoleSchema, rawInput);
   return withTransaction(ctx, async (tx) => {
     const { user, principal, primary } = await loadManagedUser(tx, id, 'users:write', true);
@@ -604,7 +609,7 @@ export async function setUserRole(ctx: RequestContext, id: string, rawInput: unk
  * membership's token accepts that membership, and only with the account's own password (so the
  * inviter, who holds the link too, cannot); accounts with MFA then take the second step as at login.
  */
-export async function acceptInvite(ctx: RequestContext, rawInput: unknown): Promise<AuthSession> {
+export async function acceptInvite(ctx: RequestContext, rawInput: AcceptInviteInput): Promise<AuthSession> {
   skipAuthorization(ctx, 'the invitation token is the credential');
   const input = parseInput(AcceptInviteSchema, rawInput);
   const tokenHash = sha256Hex(input.token);
@@ -718,7 +723,7 @@ export async function listMyInvitations(ctx: RequestContext): Promise<{ data: In
  * through an organization's IdP proves that IdP's word, not the account's own credentials, so it
  * needs the account's password as well (and cannot accept at all for an account without one).
  */
-export async function acceptMyInvitation(ctx: RequestContext, id: string, rawInput: unknown): Promise<MembershipView> {
+export async function acceptMyInvitation(ctx: RequestContext, id: string, rawInput: AcceptMyInvitationInput): Promise<MembershipView> {
   const input = parseInput(AcceptMyInvitationSchema, rawInput);
   const principal = accountOwner(ctx);
   if (principal.sessionMethod === 'sso') {

@@ -1,23 +1,34 @@
 import { randomUUID } from 'node:crypto';
-import { Entity, Index, PrimaryKey, Property } from '@mikro-orm/core';
+import { Entity, Index, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 
 export type ActorType = 'user' | 'api_key' | 'agent' | 'system' | 'anonymous';
 export type AuditResult = 'success' | 'denied' | 'failure';
 
 /**
- * Append-only record of every mutation and denied attempt. `hash` covers the row's content and the
- * previous row's hash, so editing or deleting a row breaks the chain from there on.
+ * Append-only record of every mutation and denied attempt. Entries form one hash chain per
+ * organization (`org:<id>`), one per partner for its organization-less entries (`partner:<id>`) and
+ * one for the rest (`system`); entries written before chains were per tenant form the `legacy`
+ * chain. `hash` covers the row's content and the previous hash in its chain, so editing or deleting
+ * a row breaks its chain from there on.
  */
 @Entity()
 @Index({ properties: ['orgId', 'createdAt'] })
+@Unique({ properties: ['chain', 'chainSeq'] })
 @Index({ properties: ['action'] })
 export class AuditLog {
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
 
-  /** Chain order; assigned under a lock so the chain has no forks. */
+  /** Order across every chain (from the `audit_log_seq` sequence): lists and exports page by it. */
   @Property({ type: 'bigint', unique: true })
   seq!: string;
+
+  @Property({ type: 'string', length: 50 })
+  chain!: string;
+
+  /** Position in its chain, from 1; assigned under the chain's lock so the chain has no forks. */
+  @Property({ type: 'bigint' })
+  chainSeq!: string;
 
   @Property({ type: 'timestamptz' })
   createdAt: Date = new Date();

@@ -4,7 +4,7 @@ import { withTransaction } from '../src/db/transaction.js';
 import { recordAudit } from '../src/services/audit.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
-import { buildOrg, buildPartner, buildUser } from './support/factories.js';
+import { buildOrg, buildPartner, buildUser, systemRole } from './support/factories.js';
 
 let app: TestApp;
 
@@ -288,40 +288,91 @@ describe('reports', () => {
   });
 });
 
-describe('the hash chain', () => {
-  test('the compliance report detects an edited and a deleted row; organizations see only their own entries’ integrity', async () => {
+describe('the hash chains', () => {
+  const GENESIS = '0'.repeat(64);
+
+  test('the compliance report detects an edited and a deleted row in the chain that holds it, for the system and for the organization', async () => {
     const isolated = await createTestApp();
     try {
       const system = await buildUser(isolated);
-      const { admin, first } = await tenant(isolated);
+      const { org, admin, first } = await tenant(isolated);
+      const bystander = await tenant(isolated);
       const report = () => rest(isolated, system.as).get('/audit/reports/compliance');
+      const orgReport = (who = admin) => rest(isolated, who.as).get('/audit/reports/compliance');
 
       const intact = await report();
       expect(intact.status).toBe(200);
-      expect(intact.body.chain).toEqual({ valid: true, checked: expect.any(Number), brokenAt: null });
+      expect(intact.body.chain).toEqual({ valid: true, checked: expect.any(Number), brokenAt: null, chains: expect.any(Number), broken: [] });
       expect(intact.body.integrity.valid).toBe(true);
       expect(intact.body.totals.events).toBeGreaterThan(0);
-
-      const orgView = await rest(isolated, admin.as).get('/audit/reports/compliance');
-      expect(orgView.body).toMatchObject({ chain: null, integrity: { valid: true, brokenAt: null } });
+      // an organization walks its own chain whole, and only that one
+      const orgView = await orgReport();
+      expect(orgView.body).toMatchObject({ chain: { valid: true, chains: 1, brokenAt: null }, integrity: { valid: true, brokenAt: null } });
 
       const [row] = await sql(isolated, `select seq::text as seq, action from audit_log where action = 'api_key.create' and resource_id = ?`, [first.id]);
       await sql(isolated, `update audit_log set action = 'api_key.read' where seq = ?`, [row.seq]);
       const edited = await report();
-      expect(edited.body.chain).toMatchObject({ valid: false, brokenAt: row.seq });
+      expect(edited.body.chain).toMatchObject({ valid: false, brokenAt: row.seq, broken: [{ chain: `org:${org.id}`, brokenAt: row.seq }] });
       expect(edited.body.integrity).toMatchObject({ valid: false, brokenAt: row.seq });
-      expect((await rest(isolated, admin.as).get('/audit/reports/compliance')).body).toMatchObject({ chain: null, integrity: { valid: false, brokenAt: row.seq } });
+      expect((await orgReport()).body).toMatchObject({ chain: { valid: false, brokenAt: row.seq }, integrity: { valid: false, brokenAt: row.seq } });
+      expect((await orgReport(bystander.admin)).body).toMatchObject({ chain: { valid: true, chains: 1, broken: [] }, integrity: { valid: true } });
 
       await sql(isolated, `update audit_log set action = ? where seq = ?`, [row.action, row.seq]);
       expect((await report()).body.chain.valid).toBe(true);
 
       await sql(isolated, `delete from audit_log where seq = ?`, [row.seq]);
-      const [next] = await sql(isolated, `select min(seq)::text as seq from audit_log where seq > ?`, [row.seq]);
-      const deleted = await report();
-      expect(deleted.body.chain).toMatchObject({ valid: false, brokenAt: next.seq });
+      const [next] = await sql(isolated, `select min(seq)::text as seq from audit_log where org_id = ? and seq > ?`, [org.id, row.seq]);
+      expect((await report()).body.chain).toMatchObject({ valid: false, brokenAt: next.seq, broken: [{ chain: `org:${org.id}`, brokenAt: next.seq }] });
+      expect((await orgReport()).body.chain).toMatchObject({ valid: false, brokenAt: next.seq });
     } finally {
       await isolated.stop();
     }
+  });
+
+  test('each organization has its own chain, and its writes do not wait for another organization’s open transaction', async () => {
+    const system = await buildUser(app);
+    const [a, b] = [await buildOrg(app), await buildOrg(app)];
+    const write = (orgId: string, action: string) =>
+      withTransaction(RequestContext.system(app.server.runtime, 'test'), (tx) => recordAudit(tx, { action, resourceType: 'thing', orgId }));
+
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let appended!: () => void;
+    const aAppended = new Promise<void>((resolve) => (appended = resolve));
+    const holdingA = withTransaction(RequestContext.system(app.server.runtime, 'test'), async (tx) => {
+      await recordAudit(tx, { action: 'test.hold', resourceType: 'thing', orgId: a.id });
+      appended();
+      await held;
+    });
+    await aAppended;
+    // a's chain stays locked until its transaction ends; b's write commits meanwhile
+    await write(b.id, 'test.first');
+    release();
+    await holdingA;
+    await write(a.id, 'test.second');
+
+    expect((await rest(app, system.as).get(`/audit/reports/compliance?orgId=${a.id}`)).body.chain).toEqual({ valid: true, checked: 2, brokenAt: null, chains: 1, broken: [] });
+    const entries = async (orgId: string) => (await rest(app, system.as).get(`/audit?orgId=${orgId}&action=test.*`)).body.data.reverse();
+    const [hold, second] = await entries(a.id);
+    expect([hold.action, hold.prevHash, second.action, second.prevHash]).toEqual(['test.hold', GENESIS, 'test.second', hold.hash]);
+    const [onlyB] = await entries(b.id);
+    expect([onlyB.action, onlyB.prevHash]).toEqual(['test.first', GENESIS]);
+    expect(BigInt(onlyB.seq)).toBeLessThan(BigInt(second.seq));
+  });
+
+  test('a denial inside a write’s transaction is recorded though the write rolls back', async () => {
+    const org = await buildOrg(app);
+    const admin = await buildUser(app, { orgId: org.id });
+    const noMfa = await buildUser(app, { orgId: org.id, mfa: false });
+    const technician = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
+    // users:write passes, then roles:write with MFA is refused inside the same transaction
+    expect(await rest(app, noMfa.as).post(`/users/${technician.user.id}/role`, { roleId: systemRole('Organization Viewer') })).toMatchObject({ status: 403, body: { code: 'MFA_REQUIRED' } });
+
+    const entries = (await rest(app, admin.as).get(`/audit?actorId=${noMfa.user.id}`)).body.data;
+    expect(entries.map((r: any) => [r.action, r.result, r.orgId, r.details])).toEqual([
+      ['access.denied', 'denied', org.id, { permission: 'roles:write', reason: 'mfa_required' }],
+    ]);
+    expect((await rest(app, admin.as).get('/audit/reports/compliance')).body.chain).toMatchObject({ valid: true, chains: 1 });
   });
 });
 
@@ -364,10 +415,11 @@ describe('date filters', () => {
   test('GraphQL: the same bounds, as VALIDATION_ERROR', async () => {
     const admin = await buildUser(app);
     for (const value of FAR) {
-      const stats = await gql(app, admin.as, 'query($from: String, $to: String) { auditStats(from: $from, to: $to) { total } }', { from: value });
-      expect({ value, errors: stats.body.errors }).toEqual({ value, errors: [expect.objectContaining({ message: expect.stringMatching(/^from: /), extensions: expect.objectContaining({ code: 'VALIDATION_ERROR' }) })] });
+      // Dates are the DateTime scalar: the same rule refuses them while the variables are read.
+      const stats = await gql(app, admin.as, 'query($from: DateTime, $to: DateTime) { auditStats(from: $from, to: $to) { total } }', { from: value });
+      expect({ value, errors: stats.body.errors }).toEqual({ value, errors: [expect.objectContaining({ message: expect.stringMatching(/\$from.*DateTime: must/), extensions: expect.objectContaining({ code: 'VALIDATION_ERROR' }) })] });
       const logs = await gql(app, admin.as, 'query($filters: AuditLogFilter) { auditLogs(filters: $filters) { pagination { total } } }', { filters: { to: value } });
-      expect({ value, errors: logs.body.errors }).toEqual({ value, errors: [expect.objectContaining({ message: expect.stringMatching(/^to: /), extensions: expect.objectContaining({ code: 'VALIDATION_ERROR' }) })] });
+      expect({ value, errors: logs.body.errors }).toEqual({ value, errors: [expect.objectContaining({ message: expect.stringMatching(/\$filters.*DateTime: must/), extensions: expect.objectContaining({ code: 'VALIDATION_ERROR' }) })] });
     }
     const ok = await gql(app, admin.as, '{ auditStats(from: "0001-01-01T00:00:00Z", to: "9999-12-31T23:59:59Z") { from to } }');
     expect(ok.body).toEqual({ data: { auditStats: { from: '0001-01-01T00:00:00.000Z', to: '9999-12-31T23:59:59.000Z' } } });

@@ -56,6 +56,15 @@ class CommitHooks {
   pending: (() => unknown)[] = [];
 }
 
+/** A refused authorization, as the policy reports it to the audit trail. */
+export interface DeniedAttempt {
+  permission: string;
+  reason: 'missing_permission' | 'mfa_required';
+  orgId: string | null;
+  partnerId: string | null;
+  resource: string | null;
+}
+
 /**
  * Everything a service method needs: the caller, a request-scoped EntityManager, loaders and a
  * logger. REST, GraphQL (HTTP and WebSocket) and jobs all build it through the same constructors.
@@ -72,12 +81,13 @@ export class RequestContext {
     readonly mark: AuthorizationMark,
     readonly loaders: Loaders,
     private readonly commitHooks: CommitHooks,
+    private readonly deniedAttempts: DeniedAttempt[],
   ) {}
 
   static create(runtime: Runtime, principal: Principal | null, meta: Partial<RequestMeta> = {}): RequestContext {
     const em = runtime.orm.em.fork() as EntityManager;
     const full: RequestMeta = { requestId: meta.requestId ?? randomUUID(), ip: meta.ip ?? null, userAgent: meta.userAgent ?? null, authError: meta.authError ?? null };
-    return new RequestContext(runtime, em, principal, full, runtime.log.child({ reqId: full.requestId }), new AuthorizationMark(), new Loaders(em), new CommitHooks());
+    return new RequestContext(runtime, em, principal, full, runtime.log.child({ reqId: full.requestId }), new AuthorizationMark(), new Loaders(em), new CommitHooks(), []);
   }
 
   /** The service acting on its own behalf (jobs, sweeps, bootstrap). */
@@ -87,7 +97,7 @@ export class RequestContext {
 
   /** The same request on another EntityManager (a transaction); the authorization mark is shared. */
   withEm(em: EntityManager): RequestContext {
-    const copy = new RequestContext(this.runtime, em, this.principal, this.meta, this.log, this.mark, new Loaders(em), this.commitHooks);
+    const copy = new RequestContext(this.runtime, em, this.principal, this.meta, this.log, this.mark, new Loaders(em), this.commitHooks, this.deniedAttempts);
     copy.orgPartnerCache = this.orgPartnerCache;
     return copy;
   }
@@ -117,6 +127,15 @@ export class RequestContext {
     await Promise.all(
       hooks.map((hook) => Promise.resolve().then(hook).catch((error: Error) => this.log.error({ err: error.message }, 'after-commit work failed'))),
     );
+  }
+
+  /** Holds a denied attempt seen inside a transaction until it has ended (see `recordQueuedDenials` in src/auth/policy.ts). */
+  queueDenied(attempt: DeniedAttempt): void {
+    this.deniedAttempts.push(attempt);
+  }
+
+  takeQueuedDenials(): DeniedAttempt[] {
+    return this.deniedAttempts.splice(0);
   }
 
   get actorType(): ActorType {

@@ -1,6 +1,5 @@
 import { badRequest, forbidden, mfaRequired, notFound, unauthenticated } from '../errors.js';
-import { recordDenied } from '../services/audit.js';
-import type { Principal, RequestContext } from './context.js';
+import type { DeniedAttempt, Principal, RequestContext } from './context.js';
 import { hasPermission } from './permissions.js';
 
 /**
@@ -25,19 +24,52 @@ export async function authorize(ctx: RequestContext, permission: string, options
   if (options.orgId !== undefined && options.orgId !== null && !(await canAccessOrg(ctx, options.orgId))) throw notFound(resource);
   if (options.partnerId !== undefined && options.partnerId !== null && !canAccessPartner(principal, options.partnerId)) throw notFound(resource);
   if (principal.mfaForced && !principal.mfa) {
-    await recordDenied(ctx, permission, 'mfa_required', options);
+    await reportDenied(ctx, permission, 'mfa_required', options);
     throw mfaRequired();
   }
   if (!hasPermission(principal.permissions, permission)) {
-    await recordDenied(ctx, permission, 'missing_permission', options);
+    await reportDenied(ctx, permission, 'missing_permission', options);
     throw forbidden();
   }
   if (options.mfa && !principal.mfa) {
-    await recordDenied(ctx, permission, 'mfa_required', options);
+    await reportDenied(ctx, permission, 'mfa_required', options);
     throw mfaRequired();
   }
   ctx.mark.checked = true;
   return principal;
+}
+
+/**
+ * Writes one denied attempt in its own short transaction. The audit service provides it; the
+ * policy cannot import services (they sit above it), so src/server.ts installs it at start-up.
+ */
+export type DenialLog = (ctx: RequestContext, attempt: DeniedAttempt) => Promise<void>;
+
+let denialLog: DenialLog | null = null;
+
+export function installDenialLog(log: DenialLog): void {
+  denialLog = log;
+}
+
+/**
+ * Denied attempts are kept even when the request's transaction rolls back. Inside a transaction the
+ * attempt waits until it has ended (`recordQueuedDenials`), so it is never written on a second
+ * connection while the request holds one, which could deadlock against that transaction's locks.
+ */
+async function reportDenied(ctx: RequestContext, permission: string, reason: DeniedAttempt['reason'], options: AuthorizeOptions): Promise<void> {
+  const attempt: DeniedAttempt = { permission, reason, orgId: options.orgId ?? null, partnerId: options.partnerId ?? null, resource: options.resource ?? null };
+  if (ctx.em.isInTransaction()) ctx.queueDenied(attempt);
+  else await writeDenial(ctx, attempt);
+}
+
+/** withTransaction calls it once the outermost transaction has ended, committed or rolled back. */
+export async function recordQueuedDenials(ctx: RequestContext): Promise<void> {
+  for (const attempt of ctx.takeQueuedDenials()) await writeDenial(ctx, attempt);
+}
+
+function writeDenial(ctx: RequestContext, attempt: DeniedAttempt): Promise<void> {
+  if (!denialLog) throw new Error('No denial log installed: startServer() installs the audit service’s');
+  return denialLog(ctx, attempt);
 }
 
 /** For operations any signed-in caller may perform on their own account (e.g. `GET /users/me`, MFA setup). */

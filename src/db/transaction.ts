@@ -1,9 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RequestContext } from '../auth/context.js';
+import { recordQueuedDenials } from '../auth/policy.js';
 
 /**
  * Runs `fn` in one transaction, then the work it queued with `tx.afterCommit()`. `tx` is the same request on a transactional EntityManager, so
- * service calls made with it join the transaction instead of opening another.
+ * service calls made with it join the transaction instead of opening another. Denied attempts seen inside are recorded once it has ended,
+ * whether it committed or not.
  */
 export async function withTransaction<T>(ctx: RequestContext, fn: (tx: RequestContext) => Promise<T>): Promise<T> {
   if (ctx.em.isInTransaction()) return fn(ctx);
@@ -12,8 +14,10 @@ export async function withTransaction<T>(ctx: RequestContext, fn: (tx: RequestCo
     result = await ctx.em.transactional((em) => fn(ctx.withEm(em as EntityManager)));
   } catch (error) {
     ctx.dropCommitHooksAfter(0);
+    await recordQueuedDenials(ctx);
     throw error;
   }
   await ctx.runCommitHooks();
+  await recordQueuedDenials(ctx);
   return result;
 }

@@ -9,7 +9,7 @@ import type { RequestHandler } from 'express';
 import { authenticate, type Credentials } from '../auth/authenticate.js';
 import { RequestContext } from '../auth/context.js';
 import { toAppError } from '../errors.js';
-import { contextFor, upgradeClientIp } from '../http/app.js';
+import { contextFor, upgradeClientIp } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
 import type { GraphqlContext } from './context.js';
 import { queryLimits } from './limits.js';

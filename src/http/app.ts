@@ -4,35 +4,11 @@ import cors from 'cors';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import { apiRouter } from '../../rest/index.js';
-import { authenticate } from '../auth/authenticate.js';
-import { RequestContext } from '../auth/context.js';
-import type { Config } from '../config.js';
 import { AppError, badRequest, toAppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { healthRoutes } from './health.js';
 import { OpenApiRegistry } from './openapi.js';
-
-export function clientMeta(req: Request) {
-  return { requestId: req.requestId, ip: req.ip ?? null, userAgent: req.get('user-agent') ?? null };
-}
-
-const trustApps = new WeakMap<Config, express.Express>();
-
-/**
- * The client address of a request Express does not route (the graphql-ws upgrade): Express's own
- * `req.ip`, read through a view of the raw request under the same TRUST_PROXY setting as every other
- * request, so X-Forwarded-For cannot be believed on one path and ignored on another.
- */
-export function upgradeClientIp(config: Config, req: IncomingMessage): string | null {
-  let trusting = trustApps.get(config);
-  if (!trusting) {
-    trusting = express();
-    trusting.set('trust proxy', config.trustProxy);
-    trustApps.set(config, trusting);
-  }
-  const view = Object.create(trusting.request, { headers: { value: req.headers }, socket: { value: req.socket } }) as Request;
-  return view.ip ?? null;
-}
+import { contextFor } from './request-context.js';
 
 /**
  * The Express application: request ids and logs, security headers, CORS allow-list, body limits,
@@ -93,21 +69,6 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): expres
   app.use((req, _res, next) => next(new AppError(404, 'NOT_FOUND', `Route ${req.method} ${req.path} not found`)));
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => sendError(runtime, req, res, error));
   return app;
-}
-
-/**
- * The request's context from its Bearer token or API key. Refused credentials do not fail the
- * request here: a stale token must not stop a public operation (login, refresh, SSO); the first
- * operation that needs a caller raises the refusal (`requirePrincipal`).
- */
-export async function contextFor(runtime: Runtime, req: Request): Promise<RequestContext> {
-  try {
-    const principal = await authenticate(runtime, { authorization: req.get('authorization'), apiKey: req.get('x-api-key') });
-    return RequestContext.create(runtime, principal, clientMeta(req));
-  } catch (error) {
-    if (!(error instanceof AppError)) throw error;
-    return RequestContext.create(runtime, null, { ...clientMeta(req), authError: error });
-  }
 }
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });

@@ -4,7 +4,7 @@ import { MongoBackend } from '@agendajs/mongo-backend';
 import { MongoClient } from 'mongodb';
 import pg from 'pg';
 import type { Logger } from '../logger.js';
-import type { Runtime } from '../runtime.js';
+import type { JobScheduler, Runtime } from '../runtime.js';
 import type { JobDefinition } from './types.js';
 
 export class JobStoreError extends Error {}
@@ -16,7 +16,7 @@ const DEFAULT_LOCK_LIFETIME_MS = 60_000;
  * default (LISTEN/NOTIFY wakes workers at once), MongoDB when MONGODB_URL is set. The Mongo
  * backend has no notifications, so it polls every second instead.
  */
-export class JobQueue {
+export class JobQueue implements JobScheduler {
   private constructor(
     private readonly agenda: Agenda,
     private readonly log: Logger,

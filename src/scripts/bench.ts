@@ -1,11 +1,18 @@
 /**
- * `npm run bench`: webhook fan-out and delivery throughput on one server over loopback.
+ * `npm run bench`: audited writes in one organization versus two in parallel, then webhook fan-out
+ * and delivery throughput on one server over loopback.
  * Boots a server (embedded PostgreSQL, or a scratch database on DATABASE_URL's server), starts an
  * HTTPS receiver with the test certificate, creates BENCH_WEBHOOKS webhooks in one organization,
  * commits BENCH_EVENTS events, and prints fan-out and delivery rates and the latency from an event's
  * commit to its first attempt arriving. Re-executes itself once with NODE_EXTRA_CA_CERTS set to the
  * test CA so the receiver's certificate is trusted (TLS verification stays on).
- * Env: BENCH_WEBHOOKS (default 10, max 200), BENCH_EVENTS (default 100, max 5000), BENCH_TIMEOUT_S (default 120, max 600).
+ * The audit figure: AUDIT_WRITERS concurrent writers commit BENCH_AUDIT_WRITES transactions, each appending
+ * an audit entry and then holding its transaction BENCH_AUDIT_HOLD_MS (standing for the rest of a
+ * request's work), first all in one organization, then split over two. Appends to one chain queue
+ * on its lock until commit; two organizations' chains proceed side by side, so the second rate
+ * should be about twice the first.
+ * Env: BENCH_WEBHOOKS (default 10, max 200), BENCH_EVENTS (default 100, max 5000), BENCH_TIMEOUT_S (default 120, max 600),
+ * BENCH_AUDIT_WRITES (default 200, max 5000), BENCH_AUDIT_HOLD_MS (default 5, max 100).
  */
 import 'reflect-metadata';
 import { spawnSync } from 'node:child_process';
@@ -24,6 +31,7 @@ import { withTransaction } from '../db/transaction.js';
 import { emit } from '../events/outbox.js';
 import { projectRoot } from '../paths.js';
 import { startServer } from '../server.js';
+import { recordAudit } from '../services/audit.js';
 import { createWebhook } from '../services/webhooks.js';
 
 const tls = (name: string) => path.join(projectRoot, 'test', 'fixtures', 'tls', name);
@@ -38,6 +46,9 @@ const bounded = (name: string, fallback: number, max: number) => Math.min(Math.m
 const WEBHOOKS = bounded('BENCH_WEBHOOKS', 10, 200);
 const EVENTS = bounded('BENCH_EVENTS', 100, 5000);
 const TIMEOUT_MS = bounded('BENCH_TIMEOUT_S', 120, 600) * 1000;
+const AUDIT_WRITES = bounded('BENCH_AUDIT_WRITES', 200, 5000);
+const AUDIT_HOLD_MS = bounded('BENCH_AUDIT_HOLD_MS', 5, 100);
+const AUDIT_WRITERS = 8;
 
 /** first arrival per (webhook path, event id) */
 const arrivals = new Map<string, number>();
@@ -82,7 +93,41 @@ try {
   const em = runtime.orm.em.fork();
   const partner = em.create(Partner, { name: 'Bench partner' });
   const org = em.create(Organization, { name: 'Bench org', partnerId: partner.id });
+  const otherOrg = em.create(Organization, { name: 'Bench org 2', partnerId: partner.id });
   await em.flush();
+
+  console.log(`bench: ${AUDIT_WRITES} audited writes by ${AUDIT_WRITERS} writers, each holding its transaction ${AUDIT_HOLD_MS} ms after the append`);
+  const auditedWrites = async (orgIds: string[]) => {
+    let n = 0;
+    const started = Date.now();
+    await Promise.all(
+      Array.from({ length: AUDIT_WRITERS }, async (_, writer) => {
+        while (n < AUDIT_WRITES) {
+          const i = n++;
+          await withTransaction(RequestContext.system(runtime, 'bench'), async (tx) => {
+            await recordAudit(tx, { action: 'bench.write', resourceType: 'bench', resourceId: String(i), orgId: orgIds[writer % orgIds.length]! });
+            await tx.em.execute(`select pg_sleep(?)`, [AUDIT_HOLD_MS / 1000]);
+          });
+        }
+      }),
+    );
+    return Date.now() - started;
+  };
+  const oneOrgMs = await auditedWrites([org.id]);
+  const twoOrgsMs = await auditedWrites([org.id, otherOrg.id]);
+  console.log(
+    JSON.stringify(
+      {
+        auditedWrites: AUDIT_WRITES,
+        oneOrganizationPerSecond: ((AUDIT_WRITES / oneOrgMs) * 1000).toFixed(1),
+        twoOrganizationsPerSecond: ((AUDIT_WRITES / twoOrgsMs) * 1000).toFixed(1),
+        speedup: (oneOrgMs / twoOrgsMs).toFixed(2),
+      },
+      null,
+      2,
+    ),
+  );
+
   for (let i = 0; i < WEBHOOKS; i++) {
     await createWebhook(RequestContext.system(runtime, 'bench'), {
       orgId: org.id,

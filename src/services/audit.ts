@@ -3,12 +3,12 @@ import { raw, type FilterQuery, type ObjectQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { AuditLog, type ActorType, type AuditResult } from '../../entities/audit-log.js';
-import type { RequestContext } from '../auth/context.js';
-import { authorize, isUuid, requirePrincipal, visibleOrgIds } from '../auth/policy.js';
+import type { DeniedAttempt, Principal, RequestContext } from '../auth/context.js';
+import { authorize, isUuid, requirePrincipal, visibleOrgIds, type DenialLog } from '../auth/policy.js';
 import { canonicalJson } from '../canonical-json.js';
 import { badRequest, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
-import { isoDateTime, parseInput, uuid } from '../validation.js';
+import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { containsPattern, escapeLike } from '../db/like.js';
 
 export interface AuditEntry {
@@ -24,37 +24,52 @@ export interface AuditEntry {
 }
 
 const GENESIS = '0'.repeat(64);
-// Any constant works; it names the advisory lock that serializes appends to the chain.
-const CHAIN_LOCK = 0x4a0d17;
+// Any constant works: the class half of the two-key advisory locks that serialize appends to one chain.
+const CHAIN_LOCK_CLASS = 0x4a0d17;
+
+/** The chain an entry joins: its organization's, else its partner's, else the system chain. */
+function chainOf(row: Pick<AuditLog, 'orgId' | 'partnerId'>): string {
+  if (row.orgId) return `org:${row.orgId}`;
+  if (row.partnerId) return `partner:${row.partnerId}`;
+  return 'system';
+}
 
 /**
- * Appends an entry in the caller's transaction (so it commits or rolls back with the change). The
- * advisory lock serializes appends, giving each entry the previous one's hash.
+ * Appends an entry in the caller's transaction (so it commits or rolls back with the change). A lock
+ * per chain, held until commit, serializes appends to that chain, giving each entry the previous
+ * one's hash; writes to other tenants' chains do not wait for it.
  */
 export async function recordAudit(ctx: RequestContext, entry: AuditEntry): Promise<AuditLog> {
+  const principal = ctx.principal;
+  const row = new AuditLog();
+  Object.assign(row, {
+    createdAt: new Date(),
+    actorType: ctx.actorType,
+    actorId: principal?.kind === 'system' ? null : (principal?.id ?? null),
+    actorEmail: principal?.email ?? null,
+    action: entry.action,
+    resourceType: entry.resourceType,
+    resourceId: entry.resourceId ?? null,
+    orgId: entry.orgId ?? null,
+    partnerId: entry.partnerId ?? principal?.partnerId ?? null,
+    ip: ctx.meta.ip,
+    userAgent: ctx.meta.userAgent,
+    result: entry.result ?? 'success',
+    changes: entry.changes ?? [],
+    details: entry.details ?? {},
+  });
+  row.chain = chainOf(row);
   const append = async (em: EntityManager) => {
-    await em.execute(`select pg_advisory_xact_lock(${CHAIN_LOCK})`);
-    const [last] = (await em.execute(`select seq, hash from audit_log order by seq desc limit 1`)) as { seq: string; hash: string }[];
-    const principal = ctx.principal;
-    const row = new AuditLog();
-    Object.assign(row, {
-      seq: String(BigInt(last?.seq ?? '0') + 1n),
-      createdAt: new Date(),
-      actorType: ctx.actorType,
-      actorId: principal?.kind === 'system' ? null : (principal?.id ?? null),
-      actorEmail: principal?.email ?? null,
-      action: entry.action,
-      resourceType: entry.resourceType,
-      resourceId: entry.resourceId ?? null,
-      orgId: entry.orgId ?? null,
-      partnerId: entry.partnerId ?? principal?.partnerId ?? null,
-      ip: ctx.meta.ip,
-      userAgent: ctx.meta.userAgent,
-      result: entry.result ?? 'success',
-      changes: entry.changes ?? [],
-      details: entry.details ?? {},
-      prevHash: last?.hash ?? GENESIS,
-    });
+    await em.execute(`select pg_advisory_xact_lock(${CHAIN_LOCK_CLASS}, hashtext(?))`, [row.chain]);
+    // One round trip: the next global seq and the head of this chain.
+    const [next] = (await em.execute(
+      `select nextval('audit_log_seq')::text as seq, last.chain_seq::text as chain_seq, last.hash
+         from (select 1) one left join lateral (select chain_seq, hash from audit_log where chain = ? order by chain_seq desc limit 1) last on true`,
+      [row.chain],
+    )) as { seq: string; chain_seq: string | null; hash: string | null }[];
+    row.seq = next!.seq;
+    row.chainSeq = String(BigInt(next!.chain_seq ?? '0') + 1n);
+    row.prevHash = next!.hash ?? GENESIS;
     row.hash = auditHash(row);
     await em.insert(AuditLog, row);
     return row;
@@ -63,24 +78,18 @@ export async function recordAudit(ctx: RequestContext, entry: AuditEntry): Promi
   return ctx.em.transactional((em) => append(em as EntityManager));
 }
 
-/** Denied attempts are kept even though the request's own transaction rolls back: written on a separate EntityManager. */
-export async function recordDenied(
-  ctx: RequestContext,
-  permission: string,
-  reason: string,
-  target: { orgId?: string | null; partnerId?: string | null; resource?: string },
-): Promise<void> {
-  const separate = ctx.withEm(ctx.runtime.orm.em.fork() as EntityManager);
-  await recordAudit(separate, {
+/** The policy's denial log (installed by src/server.ts); it calls this outside any transaction, so the entry gets its own. */
+export const recordDenied: DenialLog = async (ctx: RequestContext, attempt: DeniedAttempt) => {
+  await recordAudit(ctx, {
     action: 'access.denied',
-    resourceType: target.resource ?? permission.split(':')[0] ?? 'unknown',
+    resourceType: attempt.resource ?? attempt.permission.split(':')[0] ?? 'unknown',
     // An organization user's denied attempt belongs to that organization's trail even when the target named none.
-    orgId: target.orgId ?? ctx.principal?.orgId ?? null,
-    partnerId: target.partnerId ?? undefined,
+    orgId: attempt.orgId ?? ctx.principal?.orgId ?? null,
+    partnerId: attempt.partnerId ?? undefined,
     result: 'denied',
-    details: { permission, reason },
+    details: { permission: attempt.permission, reason: attempt.reason },
   });
-}
+};
 
 /** Everything an entry says except its place in the chain: what the hash covers and the view shows. */
 function entryContent(row: AuditLog) {
@@ -115,21 +124,61 @@ export interface ChainVerification {
   brokenAt: string | null;
 }
 
-/** Walks the whole chain in order, in pages, recomputing every hash and link. */
-export async function verifyAuditChain(em: EntityManager): Promise<ChainVerification> {
-  let prev = GENESIS;
+export interface ChainsVerification extends ChainVerification {
+  /** how many chains were walked */
+  chains: number;
+  /** each chain that does not verify, with the seq of its first bad entry; `brokenAt` is the earliest of them */
+  broken: { chain: string; brokenAt: string }[];
+}
+
+/**
+ * Walks the given chains (every chain when null) in chain order, in pages, recomputing every hash
+ * and link; each chain starts from the genesis hash.
+ */
+export async function verifyAuditChains(em: EntityManager, chains: string[] | null): Promise<ChainsVerification> {
+  const broken: ChainsVerification['broken'] = [];
+  let walked = 0;
   let checked = 0;
-  let after = '0';
+  let chain = '';
+  let prev = GENESIS;
+  let after: { chain: string; chainSeq: string } | null = null;
   for (;;) {
-    const rows = await em.find(AuditLog, { seq: { $gt: after } }, { orderBy: { seq: 'asc' }, limit: 1000, disableIdentityMap: true });
-    if (rows.length === 0) return { valid: true, checked, brokenAt: null };
+    const where: FilterQuery<AuditLog>[] = chains === null ? [] : [{ chain: { $in: chains } }];
+    if (after) where.push({ $or: [{ chain: { $gt: after.chain } }, { chain: after.chain, chainSeq: { $gt: after.chainSeq } }] });
+    const rows = await em.find(AuditLog, { $and: where }, { orderBy: { chain: 'asc', chainSeq: 'asc' }, limit: 1000, disableIdentityMap: true });
+    if (rows.length === 0) break;
     for (const row of rows) {
-      if (row.prevHash !== prev || auditHash(row) !== row.hash) return { valid: false, checked, brokenAt: String(row.seq) };
+      if (row.chain !== chain) {
+        chain = row.chain;
+        prev = GENESIS;
+        walked++;
+      }
+      if (broken.at(-1)?.chain === chain) continue;
+      if (row.prevHash !== prev || auditHash(row) !== row.hash) {
+        broken.push({ chain, brokenAt: String(row.seq) });
+        continue;
+      }
       prev = row.hash;
       checked++;
     }
-    after = String(rows[rows.length - 1]!.seq);
+    const last = rows[rows.length - 1]!;
+    after = { chain: last.chain, chainSeq: String(last.chainSeq) };
   }
+  const earliest = broken.map((b) => BigInt(b.brokenAt)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))[0];
+  return { valid: broken.length === 0, checked, brokenAt: earliest === undefined ? null : String(earliest), chains: walked, broken };
+}
+
+/**
+ * The chains a caller may verify: system callers every chain (the legacy one spans tenants), others
+ * their organizations' chains, and partner callers their partner's own chain too. Another tenant's
+ * chain is never walked, so the answer reveals nothing about it.
+ */
+async function verifiableChains(ctx: RequestContext, principal: Principal, orgId: string | undefined): Promise<string[] | null> {
+  const orgIds = await visibleOrgIds(ctx, orgId);
+  if (orgIds === null) return null;
+  const chains = orgIds.map((id) => chainOf({ orgId: id, partnerId: null }));
+  if (principal.scope === 'partner' && !orgId) chains.push(chainOf({ orgId: null, partnerId: principal.partnerId }));
+  return chains;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -139,20 +188,21 @@ export async function verifyAuditChain(em: EntityManager): Promise<ChainVerifica
 
 const searchText = z.string().trim().min(1).max(200);
 
+const ActorTypeSchema = z.enum(['user', 'api_key', 'agent', 'system', 'anonymous']).meta({ title: 'AuditActorType' });
+const AuditResultSchema = z.enum(['success', 'denied', 'failure']).meta({ title: 'AuditResult' });
+
 export const AuditFilters = z
   .object({
     orgId: uuid().optional(),
     actorId: uuid().optional(),
-    actorType: z.enum(['user', 'api_key', 'agent', 'system', 'anonymous']).optional(),
-    /** exact, or a pattern where `*` matches anything (`user.*`) */
-    action: z.string().trim().min(1).max(100).optional(),
+    actorType: ActorTypeSchema.optional(),
+    action: z.string().trim().min(1).max(100).optional().describe('exact, or with `*` wildcards (`user.*`)'),
     resourceType: z.string().trim().min(1).max(100).optional(),
     resourceId: z.string().trim().min(1).max(100).optional(),
-    result: z.enum(['success', 'denied', 'failure']).optional(),
+    result: AuditResultSchema.optional(),
     from: isoDateTime().optional(),
     to: isoDateTime().optional(),
-    /** text search over action, resource type and id, actor email and details */
-    q: searchText.optional(),
+    q: searchText.optional().describe('text search over action, resource, actor email and details'),
   })
   .strict();
 export type AuditFilters = z.input<typeof AuditFilters>;
@@ -175,26 +225,29 @@ export type AuditPeriodQuery = z.input<typeof AuditPeriodQuery>;
 export const AuditReportQuery = AuditPeriodQuery.extend({ limit: PageQuery.shape.limit }).strict();
 export type AuditReportQuery = z.input<typeof AuditReportQuery>;
 
-export interface AuditLogView {
-  id: string;
-  seq: string;
-  createdAt: string;
-  actorType: ActorType;
-  actorId: string | null;
-  actorEmail: string | null;
-  action: string;
-  resourceType: string;
-  resourceId: string | null;
-  orgId: string | null;
-  partnerId: string | null;
-  ip: string | null;
-  userAgent: string | null;
-  result: AuditResult;
-  changes: string[];
-  details: Record<string, unknown>;
-  prevHash: string;
-  hash: string;
-}
+export const AuditLogViewSchema = z
+  .object({
+    id: uuid(),
+    seq: z.string().describe('position in the global order'),
+    createdAt: timestamp(),
+    actorType: ActorTypeSchema,
+    actorId: uuid().nullable(),
+    actorEmail: z.string().nullable(),
+    action: z.string(),
+    resourceType: z.string(),
+    resourceId: z.string().nullable(),
+    orgId: uuid().nullable(),
+    partnerId: uuid().nullable(),
+    ip: z.string().nullable(),
+    userAgent: z.string().nullable(),
+    result: AuditResultSchema,
+    changes: z.array(z.string()).describe('names of the fields a change touched'),
+    details: z.record(z.string(), z.unknown()),
+    prevHash: z.string(),
+    hash: z.string(),
+  })
+  .meta({ title: 'AuditLog', description: 'One entry of the hash-chained audit log.' });
+export type AuditLogView = z.output<typeof AuditLogViewSchema>;
 
 export function auditLogView(row: AuditLog): AuditLogView {
   return { id: row.id, ...entryContent(row), prevHash: row.prevHash, hash: row.hash };
@@ -421,13 +474,13 @@ export interface ComplianceReport {
   exports: number;
   /** every entry the caller can see in the period still hashes to its stored hash (edits show here) */
   integrity: ChainVerification;
-  /** the whole chain's links and hashes (edits and deletions anywhere); system scope only, null otherwise */
-  chain: ChainVerification | null;
+  /** the links and hashes of every chain the caller may verify, whole (edits and deletions anywhere in them) */
+  chain: ChainsVerification;
 }
 
 /**
- * The whole chain spans every tenant, so only system callers get it; organization and partner
- * callers get the integrity of their own entries, which reveals nothing about other tenants.
+ * `integrity` covers the caller's entries in the period; `chain` walks the caller's chains whole:
+ * every chain for system callers, the organizations' (and partner's) own otherwise.
  */
 export async function complianceReport(ctx: RequestContext, query: AuditPeriodQuery): Promise<ComplianceReport> {
   const input = parseInput(AuditPeriodQuery, query);
@@ -445,7 +498,7 @@ export async function complianceReport(ctx: RequestContext, query: AuditPeriodQu
     .where(auditWhere(tenant, filters))
     .execute('all', false)) as { events: number; success: number; denied: number; failure: number; actors: number; exports: number }[];
   const integrity = await verifyEntries(ctx, tenant, filters);
-  const chain = principal.scope === 'system' ? await verifyAuditChain(ctx.em) : null;
+  const chain = await verifyAuditChains(ctx.em, await verifiableChains(ctx, principal, input.orgId));
   await recordRead(ctx, 'audit.read', { view: 'report:compliance', filters: plain(filters) }, input.orgId);
   const { actors, exports, ...totals } = counts!;
   return { from: filters.from, to: filters.to, totals, actors, exports, integrity, chain };
@@ -470,15 +523,18 @@ async function verifyEntries(ctx: RequestContext, tenant: FilterQuery<AuditLog>,
   }
 }
 
-export interface AuditStats {
-  from: string;
-  to: string;
-  total: number;
-  byAction: { action: string; count: number }[];
-  byResult: { result: string; count: number }[];
-  /** UTC days */
-  byDay: { day: string; count: number }[];
-}
+const count = () => z.number().int();
+export const AuditStatsSchema = z
+  .object({
+    from: timestamp(),
+    to: timestamp(),
+    total: count(),
+    byAction: z.array(z.object({ action: z.string(), count: count() }).meta({ title: 'AuditActionCount' })),
+    byResult: z.array(z.object({ result: z.string(), count: count() }).meta({ title: 'AuditResultCount' })),
+    byDay: z.array(z.object({ day: z.string().describe('YYYY-MM-DD (UTC)'), count: count() }).meta({ title: 'AuditDayCount' })),
+  })
+  .meta({ title: 'AuditStats' });
+export type AuditStats = z.output<typeof AuditStatsSchema>;
 
 export async function auditStats(ctx: RequestContext, query: AuditPeriodQuery): Promise<AuditStats> {
   const input = parseInput(AuditPeriodQuery, query);

@@ -1,4 +1,4 @@
-import type { EventSubscriber } from './types.js';
+import type { EventSubscriber } from '../events/types.js';
 import { webhookFanOut } from './webhooks.js';
 
 /** Every consumer of committed domain events; a domain adds its subscribers here. */

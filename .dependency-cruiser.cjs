@@ -1,0 +1,108 @@
+/**
+ * The layering, checked by `npm run depcheck` (CI runs it next to the type check):
+ *
+ *   wiring (src/server.ts, src/main.ts, src/scripts/, src/http/app.ts, src/graphql/schema.ts and print.ts)
+ *   → entry points: adapters (rest/, resolvers/ with their plumbing in src/http, src/graphql), jobs (src/jobs), event subscribers (src/subscribers)
+ *   → src/services
+ *   → src/auth, src/db (with mikro-orm.config.ts and src/migrations), src/events
+ *   → shared helpers (errors, validation, pagination, config, logger, …) and entities/
+ *
+ * Each arrow points down only. Type-only imports count too (they are dependencies of the design),
+ * except where a rule says otherwise.
+ */
+const ADAPTERS = '^(rest|resolvers)/';
+const ENTRY_POINTS = '^(rest|resolvers|src/jobs|src/subscribers)/';
+const PLUMBING = '^src/(graphql|http)/';
+const WIRING = '^src/(server|main)\\.ts$|^src/scripts/|^src/http/app\\.ts$|^src/graphql/(schema|print)\\.ts$';
+const BELOW_SERVICES = '^src/(auth|db|events|migrations)/|^src/runtime\\.ts$|^mikro-orm\\.config\\.ts$';
+const HELPERS = '^src/(errors|validation|pagination|canonical-json|config|logger|paths|secrets)\\.ts$|^src/net/';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'No module reaches itself again through its imports, type-only ones included.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'adapters-use-services',
+      comment:
+        'REST handlers and resolvers parse, call a service and shape the answer. They import services, auth, the shared helpers, ' +
+        'their plumbing (GraphQL context and contract, OpenAPI, rate limit), event payload types and their own folder: no queries, no role logic.',
+      severity: 'error',
+      from: { path: ADAPTERS },
+      to: {
+        path: '^(src|entities|rest|resolvers)/',
+        pathNot: [
+          '^$1/',
+          '^src/(services|auth)/',
+          '^src/(pagination|validation|errors)\\.ts$',
+          '^src/graphql/(context|contract)\\.ts$',
+          '^src/http/(openapi|rate-limit)\\.ts$',
+          '^src/events/types\\.ts$',
+          '^entities/',
+        ],
+      },
+    },
+    {
+      name: 'adapters-see-entity-types-only',
+      comment: 'Adapters may name an entity type (e.g. an enum) but never load entity classes: queries belong in services.',
+      severity: 'error',
+      from: { path: ADAPTERS },
+      to: { path: '^entities/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'services-below-entry-points',
+      comment: 'Services are called by adapters, jobs and subscribers and never know them.',
+      severity: 'error',
+      from: { path: '^src/services/' },
+      to: { path: [ENTRY_POINTS, PLUMBING, WIRING] },
+    },
+    {
+      name: 'auth-db-events-below-services',
+      comment:
+        'Access, transactions and the outbox sit under the services. What they need from a service comes in through an ' +
+        'interface the service implements and the wiring installs (the policy’s DenialLog, the dispatcher’s EventSubscriber).',
+      severity: 'error',
+      from: { path: BELOW_SERVICES },
+      to: { path: ['^src/services/', ENTRY_POINTS, PLUMBING, WIRING] },
+    },
+    {
+      name: 'entry-points-apart',
+      comment: 'Jobs and subscribers drive services; they do not reach into the HTTP/GraphQL adapters or the wiring.',
+      severity: 'error',
+      from: { path: '^src/(jobs|subscribers)/' },
+      to: { path: [ADAPTERS, PLUMBING, WIRING] },
+    },
+    {
+      name: 'plumbing-below-wiring',
+      comment: 'Only the wiring assembles the adapters; the plumbing they import never imports them back.',
+      severity: 'error',
+      from: { path: PLUMBING, pathNot: WIRING },
+      to: { path: [ADAPTERS, WIRING] },
+    },
+    {
+      name: 'helpers-are-leaves',
+      comment: 'Shared helpers know nothing of the layers that use them.',
+      severity: 'error',
+      from: { path: HELPERS },
+      to: { path: '^(src|rest|resolvers|entities)/', pathNot: HELPERS },
+    },
+    {
+      name: 'entities-stand-alone',
+      comment: 'Entities are the bottom layer: they import only other entities and libraries.',
+      severity: 'error',
+      from: { path: '^entities/' },
+      to: { path: '^(src|rest|resolvers)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|node_modules)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};

@@ -1,0 +1,44 @@
+import type { IncomingMessage } from 'node:http';
+import express, { type Request } from 'express';
+import { authenticate } from '../auth/authenticate.js';
+import { RequestContext } from '../auth/context.js';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import type { Runtime } from '../runtime.js';
+
+/**
+ * The request's context from its Bearer token or API key. Refused credentials do not fail the
+ * request here: a stale token must not stop a public operation (login, refresh, SSO); the first
+ * operation that needs a caller raises the refusal (`requirePrincipal`).
+ */
+export async function contextFor(runtime: Runtime, req: Request): Promise<RequestContext> {
+  try {
+    const principal = await authenticate(runtime, { authorization: req.get('authorization'), apiKey: req.get('x-api-key') });
+    return RequestContext.create(runtime, principal, clientMeta(req));
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    return RequestContext.create(runtime, null, { ...clientMeta(req), authError: error });
+  }
+}
+
+function clientMeta(req: Request) {
+  return { requestId: req.requestId, ip: req.ip ?? null, userAgent: req.get('user-agent') ?? null };
+}
+
+const trustApps = new WeakMap<Config, express.Express>();
+
+/**
+ * The client address of a request Express does not route (the graphql-ws upgrade): Express's own
+ * `req.ip`, read through a view of the raw request under the same TRUST_PROXY setting as every other
+ * request, so X-Forwarded-For cannot be believed on one path and ignored on another.
+ */
+export function upgradeClientIp(config: Config, req: IncomingMessage): string | null {
+  let trusting = trustApps.get(config);
+  if (!trusting) {
+    trusting = express();
+    trusting.set('trust proxy', config.trustProxy);
+    trustApps.set(config, trusting);
+  }
+  const view = Object.create(trusting.request, { headers: { value: req.headers }, socket: { value: req.socket } }) as Request;
+  return view.ip ?? null;
+}

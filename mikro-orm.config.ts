@@ -7,7 +7,7 @@ import { migrations } from './src/migrations/index.js';
 import { projectRoot } from './src/paths.js';
 
 /** Tables that are ours but not entities: the ORM's schema diff must leave them alone. */
-export const unmanagedTables = ['mikro_orm_migrations', 'service_migration_checksum', 'agenda_jobs', 'agenda_logs'];
+export const unmanagedTables = ['mikro_orm_migrations', 'service_migration_checksum', 'agenda_jobs', 'agenda_logs', 'rate_limit'];
 
 /** The one ORM configuration, used by the server, the migration scripts and the tests. */
 export function ormConfig(databaseUrl: string, options: { debug?: boolean; poolMax?: number } = {}) {

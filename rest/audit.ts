@@ -19,7 +19,7 @@ import {
   userActivityReport,
   type AuditExport,
 } from '../src/services/audit.js';
-import { RestRouter } from './router.js';
+import { RestRouter, pathId } from './router.js';
 
 /** Streams the export straight to the client: rows leave as they are read, never buffered whole. */
 async function sendExport(res: Response, file: AuditExport): Promise<void> {
@@ -35,7 +35,7 @@ export function auditRouter(openapi: OpenApiRegistry): RestRouter {
   return new RestRouter(openapi, 'Audit')
     .get('/audit', list, (ctx, { query }) => listAuditLogs(ctx, query))
     .get('/audit/logs', list, (ctx, { query }) => listAuditLogs(ctx, query))
-    .get('/audit/logs/:id', { summary: 'One audit log entry' }, (ctx, { params }) => getAuditLog(ctx, params.id!))
+    .get('/audit/logs/:id', { summary: 'One audit log entry', params: { id: pathId('Audit log entry') } }, (ctx, { params }) => getAuditLog(ctx, params.id))
     .get('/audit/search', { summary: 'Text search over action, resource, actor email and details', query: AuditSearchQuery }, (ctx, { query }) =>
       searchAuditLogs(ctx, query),
     )

@@ -6,19 +6,19 @@ import { auditRouter } from './audit.js';
 import { authRouter } from './auth.js';
 import { orgsRouter } from './orgs.js';
 import { rolesRouter } from './roles.js';
-import type { RestRouter } from './router.js';
+import { mountRoutes, type RestRouter } from './router.js';
 import { ssoRouter } from './sso.js';
 import { usersRouter } from './users.js';
 import { webhooksRouter } from './webhooks.js';
 
 type RouterFactory = (openapi: OpenApiRegistry) => RestRouter;
 
-/** Every domain's router, mounted under /api/v1 in this order. */
+/** Every domain's router, mounted under /api/v1 (the order does not matter: see mountRoutes). */
 const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter];
 
 export function apiRouter(openapi: OpenApiRegistry, version: string): express.Router {
   const api = express.Router();
-  for (const build of routers) api.use(build(openapi).router);
+  api.use(mountRoutes(routers.map((build) => build(openapi))));
   const document = openapi.document(version);
   api.get('/openapi.json', (_req, res) => {
     res.json(document);

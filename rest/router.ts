@@ -1,80 +1,149 @@
-import express, { type Request, type Response } from 'express';
-import type { ZodType, z } from 'zod';
+import express, { type Request, type RequestHandler, type Response } from 'express';
+import { z, type ZodType } from 'zod';
 import type { RequestContext } from '../src/auth/context.js';
 import { requirePrincipal } from '../src/auth/policy.js';
+import { AppError, notFound } from '../src/errors.js';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
+import { consumeRateLimit, type RateLimit } from '../src/http/rate-limit.js';
 import { parseInput } from '../src/validation.js';
 
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
-interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined> {
+const PATH_PARAM = /:([A-Za-z0-9_]+)/g;
+
+/** The `:name` segments of a route path. */
+type PathParams<Path extends string> = Path extends `${string}:${infer Name}/${infer Rest}`
+  ? Name | PathParams<`/${Rest}`>
+  : Path extends `${string}:${infer Name}`
+    ? Name
+    : never;
+type ParamsShape<Path extends string> = { [K in PathParams<Path>]: ZodType };
+
+interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined, P> {
   summary: string;
   body?: B;
   query?: Q;
+  /**
+   * One schema per `:name` segment of the path. A value that fails its schema answers 404 NOT_FOUND
+   * with the schema's message: a malformed id names nothing, so it answers as an id of another tenant does.
+   */
+  params?: P;
   /** success status; 200 by default, 204 when the handler returns nothing */
   status?: number;
   /** reachable without credentials (the service method then calls skipAuthorization) */
   public?: boolean;
+  /** a budget per client IP and route, counted before anything else */
+  limit?: RateLimit;
 }
 
-type Parsed<S> = S extends ZodType ? z.output<S> : undefined;
+/** `params` is required exactly when the path has `:name` segments. */
+type Spec<Path extends string, B extends ZodType | undefined, Q extends ZodType | undefined, P> = RouteSpec<B, Q, P> &
+  ([PathParams<Path>] extends [never] ? { params?: undefined } : { params: P });
 
-export interface HandlerInput<B, Q> {
+type Parsed<S> = S extends ZodType ? z.output<S> : undefined;
+type ParsedParams<P> = { [K in keyof P]: P[K] extends ZodType ? z.output<P[K]> : never };
+
+export interface HandlerInput<B, Q, P> {
   body: B;
   query: Q;
-  params: Record<string, string>;
+  params: P;
   req: Request;
   res: Response;
 }
 
-type Handler<B extends ZodType | undefined, Q extends ZodType | undefined> = (
+type Handler<B extends ZodType | undefined, Q extends ZodType | undefined, P> = (
   ctx: RequestContext,
-  input: HandlerInput<Parsed<B>, Parsed<Q>>,
+  input: HandlerInput<Parsed<B>, Parsed<Q>, ParsedParams<P>>,
 ) => Promise<unknown>;
 
+type AddRoute = <
+  Path extends string,
+  P extends ParamsShape<Path> = ParamsShape<Path>,
+  B extends ZodType | undefined = undefined,
+  Q extends ZodType | undefined = undefined,
+>(
+  path: Path,
+  spec: Spec<Path, B, Q, P>,
+  handler: Handler<B, Q, P>,
+) => RestRouter;
+
+/** A path id: a UUID, else 404 `<resource> not found`. */
+export const pathId = (resource: string) => z.uuid({ message: notFound(resource).message });
+
+interface RestRoute {
+  method: Method;
+  path: string;
+  handle: RequestHandler;
+}
+
 /**
- * One domain's routes. Each route: parse body and query with its zod schema, call the service,
- * send. The route lands in the OpenAPI document with the same schemas. A route whose service never
- * decided access (authorize/skipAuthorization) fails loudly instead of answering.
+ * One domain's routes. Each route: parse body, query and path parameters with their zod schemas,
+ * call the service, send. The route lands in the OpenAPI document with the same schemas. A route
+ * whose service never decided access (authorize/skipAuthorization) fails loudly instead of answering.
  */
 export class RestRouter {
-  readonly router = express.Router();
+  readonly routes: RestRoute[] = [];
 
   constructor(
     private readonly openapi: OpenApiRegistry,
     private readonly tag: string,
   ) {}
 
-  get<B extends ZodType | undefined = undefined, Q extends ZodType | undefined = undefined>(path: string, spec: RouteSpec<B, Q>, handler: Handler<B, Q>) {
-    return this.add('get', path, spec, handler);
-  }
-  post<B extends ZodType | undefined = undefined, Q extends ZodType | undefined = undefined>(path: string, spec: RouteSpec<B, Q>, handler: Handler<B, Q>) {
-    return this.add('post', path, spec, handler);
-  }
-  put<B extends ZodType | undefined = undefined, Q extends ZodType | undefined = undefined>(path: string, spec: RouteSpec<B, Q>, handler: Handler<B, Q>) {
-    return this.add('put', path, spec, handler);
-  }
-  patch<B extends ZodType | undefined = undefined, Q extends ZodType | undefined = undefined>(path: string, spec: RouteSpec<B, Q>, handler: Handler<B, Q>) {
-    return this.add('patch', path, spec, handler);
-  }
-  delete<B extends ZodType | undefined = undefined, Q extends ZodType | undefined = undefined>(path: string, spec: RouteSpec<B, Q>, handler: Handler<B, Q>) {
-    return this.add('delete', path, spec, handler);
+  readonly get = this.adder('get');
+  readonly post = this.adder('post');
+  readonly put = this.adder('put');
+  readonly patch = this.adder('patch');
+  readonly delete = this.adder('delete');
+
+  private adder(method: Method): AddRoute {
+    return (path, spec, handler) => this.add(method, path, spec as RouteSpec<ZodType | undefined, ZodType | undefined, Record<string, ZodType>>, handler as Handler<ZodType | undefined, ZodType | undefined, Record<string, ZodType>>);
   }
 
-  private add<B extends ZodType | undefined, Q extends ZodType | undefined>(method: Method, path: string, spec: RouteSpec<B, Q>, handler: Handler<B, Q>): this {
+  private add(
+    method: Method,
+    path: string,
+    spec: RouteSpec<ZodType | undefined, ZodType | undefined, Record<string, ZodType>>,
+    handler: Handler<ZodType | undefined, ZodType | undefined, Record<string, ZodType>>,
+  ): this {
+    const route = `${method.toUpperCase()} ${path}`;
+    const names = [...path.matchAll(PATH_PARAM)].map((m) => m[1]!);
+    // The types ask for every `:name`; an extra schema would refuse every request.
+    if (Object.keys(spec.params ?? {}).sort().join() !== [...names].sort().join()) throw new Error(`${route}: params must declare exactly ${names.join(', ') || 'none'}`);
+    const params = spec.params && z.object(spec.params);
     const status = spec.status ?? 200;
-    this.openapi.add({ method, path: `/api/v1${path}`, summary: spec.summary, tag: this.tag, public: !!spec.public, status, body: spec.body, query: spec.query });
-    this.router[method](path, async (req: Request, res: Response) => {
+    this.openapi.add({ method, path: `/api/v1${path}`, summary: spec.summary, tag: this.tag, public: !!spec.public, status, body: spec.body, query: spec.query, params });
+    const handle = async (req: Request, res: Response) => {
       const ctx = req.ctx;
+      if (spec.limit) await consumeRateLimit(ctx.runtime, spec.limit, `${ctx.meta.ip ?? 'unknown'} ${route}`);
       if (!spec.public) requirePrincipal(ctx);
-      const body = (spec.body ? parseInput(spec.body, req.body ?? {}) : undefined) as Parsed<B>;
-      const query = (spec.query ? parseInput(spec.query, req.query) : undefined) as Parsed<Q>;
-      const result = await handler(ctx, { body, query, params: req.params as Record<string, string>, req, res });
-      if (!ctx.mark.checked) throw new Error(`${method.toUpperCase()} ${path} answered without an access decision (authorize or skipAuthorization)`);
+      const body = spec.body ? parseInput(spec.body, req.body ?? {}) : undefined;
+      const query = spec.query ? parseInput(spec.query, req.query) : undefined;
+      // After body and query, as the service would find an id of another tenant after them.
+      const parsed = params ? params.safeParse(req.params) : { success: true as const, data: {} };
+      if (!parsed.success) throw new AppError(404, 'NOT_FOUND', parsed.error.issues[0]!.message);
+      const result = await handler(ctx, { body, query, params: parsed.data, req, res });
+      if (!ctx.mark.checked) throw new Error(`${route} answered without an access decision (authorize or skipAuthorization)`);
       if (res.headersSent) return;
       if (result === undefined) res.status(204).end();
       else res.status(status).json(result);
-    });
+    };
+    this.routes.push({ method, path, handle });
     return this;
   }
+}
+
+/**
+ * Every domain's routes in one Express router. Where two paths first differ, a fixed segment goes
+ * before a `:param`, so `/webhooks/dead-letters` wins over `/webhooks/:id` whatever order the routes
+ * were declared in.
+ */
+export function mountRoutes(routers: RestRouter[]): express.Router {
+  const shape = (path: string) => path.split('/').map((segment) => (segment.startsWith(':') ? '1' : '0')).join('');
+  const byShape = (a: RestRoute, b: RestRoute) => {
+    const [x, y] = [shape(a.path), shape(b.path)];
+    return x.length - y.length || (x < y ? -1 : x > y ? 1 : 0);
+  };
+  const router = express.Router();
+  for (const route of routers.flatMap((r) => r.routes).sort(byShape)) router[route.method](route.path, route.handle);
+  return router;
 }

@@ -23,24 +23,25 @@ import {
   updateMe,
   updateUser,
 } from '../src/services/users.js';
-import { RestRouter } from './router.js';
+import { RestRouter, pathId } from './router.js';
 
 /** Users of the organizations and partners the caller reaches, invitations, and the caller's own profile. */
 export function usersRouter(openapi: OpenApiRegistry): RestRouter {
   const r = new RestRouter(openapi, 'Users');
+  const user = { id: pathId('User') };
+  const invitation = { id: pathId('Invitation') };
 
   r.post('/auth/accept-invite', { summary: "Accept an invitation link (a new account's new password, or an existing account's own); answers a session", body: AcceptInviteSchema, public: true }, (ctx, { body }) =>
     acceptInvite(ctx, body),
   );
 
-  // Before `/users/:id`, which would otherwise take `me` and `roles` as ids.
   r.get('/users/me', { summary: 'The caller: profile, effective permissions and memberships' }, (ctx) => getMe(ctx));
   r.patch('/users/me', { summary: "Update the caller's own profile", body: UpdateMeSchema }, (ctx, { body }) => updateMe(ctx, body));
   r.get('/users/me/invitations', { summary: 'Memberships other organizations or partners offered the caller, not accepted yet' }, (ctx) => listMyInvitations(ctx));
-  r.post('/users/me/invitations/:id/accept', { summary: 'Accept a pending invitation (an SSO session also gives currentPassword)', body: AcceptMyInvitationSchema }, (ctx, { params, body }) =>
-    acceptMyInvitation(ctx, params.id!, body),
+  r.post('/users/me/invitations/:id/accept', { summary: 'Accept a pending invitation (an SSO session also gives currentPassword)', params: invitation, body: AcceptMyInvitationSchema }, (ctx, { params, body }) =>
+    acceptMyInvitation(ctx, params.id, body),
   );
-  r.post('/users/me/invitations/:id/decline', { summary: 'Decline a pending invitation', status: 204 }, (ctx, { params }) => declineMyInvitation(ctx, params.id!));
+  r.post('/users/me/invitations/:id/decline', { summary: 'Decline a pending invitation', params: invitation, status: 204 }, (ctx, { params }) => declineMyInvitation(ctx, params.id));
   r.get('/users/roles', { summary: 'Roles the caller may assign', query: AssignableRolesQuery }, async (ctx, { query }) => ({ data: await assignableRoles(ctx, query) }));
 
   r.get('/users', { summary: 'List users the caller reaches', query: UserListQuery }, (ctx, { query }) => listUsers(ctx, query));
@@ -50,13 +51,13 @@ export function usersRouter(openapi: OpenApiRegistry): RestRouter {
   r.post('/users/resend-invite', { summary: 'A new invite link for a user who has not accepted (the old one stops working)', body: ResendInviteSchema }, (ctx, { body }) =>
     resendInvite(ctx, body),
   );
-  r.get('/users/:id', { summary: 'Get a user' }, (ctx, { params }) => getUser(ctx, params.id!));
-  r.patch('/users/:id', { summary: "Update a user's name, status or reach", body: UpdateUserSchema }, (ctx, { params, body }) => updateUser(ctx, params.id!, body));
-  r.delete('/users/:id', { summary: 'Remove the memberships the caller manages (and the account with its last one)', status: 204 }, (ctx, { params }) =>
-    deleteUser(ctx, params.id!),
+  r.get('/users/:id', { summary: 'Get a user', params: user }, (ctx, { params }) => getUser(ctx, params.id));
+  r.patch('/users/:id', { summary: "Update a user's name, status or reach", params: user, body: UpdateUserSchema }, (ctx, { params, body }) => updateUser(ctx, params.id, body));
+  r.delete('/users/:id', { summary: 'Remove the memberships the caller manages (and the account with its last one)', params: user, status: 204 }, (ctx, { params }) =>
+    deleteUser(ctx, params.id),
   );
-  r.post('/users/:id/role', { summary: "Change a user's role (needs an MFA session)", body: SetUserRoleSchema }, (ctx, { params, body }) =>
-    setUserRole(ctx, params.id!, body),
+  r.post('/users/:id/role', { summary: "Change a user's role (needs an MFA session)", params: user, body: SetUserRoleSchema }, (ctx, { params, body }) =>
+    setUserRole(ctx, params.id, body),
   );
   return r;
 }

@@ -18,27 +18,27 @@ import {
   listWebhooks,
   updateWebhook,
 } from '../src/services/webhooks.js';
-import { RestRouter } from './router.js';
+import { RestRouter, pathId } from './router.js';
 
 /** Outbound webhooks: configuration, delivery history, test sends, dead letters and their re-drive. */
 export function webhooksRouter(openapi: OpenApiRegistry): RestRouter {
   const r = new RestRouter(openapi, 'Webhooks');
+  const webhook = { id: pathId('Webhook') };
 
   r.get('/webhooks', { summary: "List an organization's webhooks", query: ListWebhooksQuery }, (ctx, { query }) => listWebhooks(ctx, query));
   r.post('/webhooks', { summary: 'Create a webhook', body: CreateWebhookInput, status: 201 }, (ctx, { body }) => createWebhook(ctx, body));
-  // Before `/webhooks/:id`, which would otherwise take `dead-letters` as an id.
+  r.get('/webhooks/:id', { summary: 'Get a webhook with its delivery statistics', params: webhook }, (ctx, { params }) => getWebhook(ctx, params.id));
+  r.patch('/webhooks/:id', { summary: 'Update a webhook', params: webhook, body: UpdateWebhookInput }, (ctx, { params, body }) => updateWebhook(ctx, params.id, body));
+  r.delete('/webhooks/:id', { summary: 'Delete a webhook and its deliveries', params: webhook }, (ctx, { params }) => deleteWebhook(ctx, params.id));
+  r.get('/webhooks/:id/deliveries', { summary: "A webhook's deliveries, newest first", params: webhook, query: ListDeliveriesQuery }, (ctx, { params, query }) =>
+    listDeliveries(ctx, params.id, query),
+  );
+  r.post('/webhooks/:id/test', { summary: 'Queue a test delivery', params: webhook, body: TestWebhookInput, status: 202 }, (ctx, { params, body }) => testWebhook(ctx, params.id, body));
   r.get('/webhooks/dead-letters', { summary: 'List failed deliveries (the dead-letter queue); re-drive one with the retry route', query: ListDeadLettersQuery }, (ctx, { query }) =>
     listDeadLetters(ctx, query),
   );
-  r.get('/webhooks/:id', { summary: 'Get a webhook with its delivery statistics' }, (ctx, { params }) => getWebhook(ctx, params.id!));
-  r.patch('/webhooks/:id', { summary: 'Update a webhook', body: UpdateWebhookInput }, (ctx, { params, body }) => updateWebhook(ctx, params.id!, body));
-  r.delete('/webhooks/:id', { summary: 'Delete a webhook and its deliveries' }, (ctx, { params }) => deleteWebhook(ctx, params.id!));
-  r.get('/webhooks/:id/deliveries', { summary: "A webhook's deliveries, newest first", query: ListDeliveriesQuery }, (ctx, { params, query }) =>
-    listDeliveries(ctx, params.id!, query),
-  );
-  r.post('/webhooks/:id/test', { summary: 'Queue a test delivery', body: TestWebhookInput, status: 202 }, (ctx, { params, body }) => testWebhook(ctx, params.id!, body));
-  r.post('/webhooks/:id/retry/:deliveryId', { summary: 'Re-drive a failed delivery as a new one', status: 202 }, (ctx, { params }) =>
-    retryDelivery(ctx, params.id!, params.deliveryId!),
+  r.post('/webhooks/:id/retry/:deliveryId', { summary: 'Re-drive a failed delivery as a new one', params: { ...webhook, deliveryId: pathId('Delivery') }, status: 202 }, (ctx, { params }) =>
+    retryDelivery(ctx, params.id, params.deliveryId),
   );
 
   return r;

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
+import { buildOrg, buildUser } from './support/factories.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -17,7 +19,7 @@ describe('health', () => {
     const body: any = await res.json();
     expect(body).toEqual({ status: 'ok', version: expect.any(String), uptime: expect.any(Number) });
     expect(body.version).toBe(app.server.runtime.config.serviceVersion);
-    expect(res.headers.get('x-request-id')).toBeTruthy();
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
   test('GET /health/ready checks the database and the job store', async () => {
@@ -81,6 +83,42 @@ describe('OpenAPI', () => {
     expect(login.requestBody.content['application/json'].schema.required).toEqual(['email', 'password']);
     expect(res.body.paths['/api/v1/auth/logout'].post.requestBody.required).toBe(false);
     expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/api/v1/webhooks', '/api/v1/sso/providers/{id}', '/api/v1/orgs/organizations', '/api/v1/users/me']));
+  });
+
+  test('every documented operation is served, and its path parameters carry their schema', async () => {
+    const { paths } = (await rest(app).get('/openapi.json')).body as { paths: Record<string, Record<string, { parameters: { name: string; in: string; required: boolean; schema: any }[] }>> };
+    const operations = Object.entries(paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ path, method, op })));
+    expect(operations.length).toBeGreaterThan(50);
+    for (const { path, method, op } of operations) {
+      const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+      const inPath = op.parameters.filter((p) => p.in === 'path');
+      expect({ path, names: inPath.map((p) => p.name) }).toEqual({ path, names });
+      for (const p of inPath) expect({ path, p }).toEqual({ path, p: expect.objectContaining({ required: true, schema: expect.objectContaining({ type: 'string' }) }) });
+      const url = path.replace('/api/v1', '').replace(/\{\w+\}/g, () => randomUUID());
+      const res = await (rest(app) as Record<string, (path: string) => Promise<{ body: any }>>)[method]!(url);
+      expect({ path, method, message: res.body?.message }).not.toEqual({ path, method, message: expect.stringMatching(/^Route .* not found$/) });
+    }
+    expect(paths['/api/v1/webhooks/{id}/retry/{deliveryId}']!.post!.parameters).toEqual([
+      { name: 'id', in: 'path', required: true, schema: expect.objectContaining({ type: 'string', format: 'uuid' }) },
+      { name: 'deliveryId', in: 'path', required: true, schema: expect.objectContaining({ type: 'string', format: 'uuid' }) },
+    ]);
+  });
+});
+
+describe('path parameters', () => {
+  test('a malformed id answers the resource 404, after the body is checked, as an id of another tenant does', async () => {
+    const api = rest(app, (await buildUser(app)).as);
+    for (const id of ['not-a-uuid', randomUUID()]) {
+      expect(await api.patch(`/webhooks/${id}`, { name: 'renamed' })).toMatchObject({ status: 404, body: { code: 'NOT_FOUND', message: 'Webhook not found' } });
+      expect((await api.patch(`/webhooks/${id}`, { events: 'nope' })).status).toBe(400);
+    }
+    expect(await api.get('/audit/logs/1%27%20or%201=1')).toMatchObject({ status: 404, body: { code: 'NOT_FOUND', message: 'Audit log entry not found' } });
+  });
+
+  test('a fixed segment wins over an id whatever the declaration order', async () => {
+    // `/webhooks/dead-letters` is declared after `/webhooks/:id`.
+    const member = await buildUser(app, { orgId: (await buildOrg(app)).id });
+    expect((await rest(app, member.as).get('/webhooks/dead-letters')).body).toMatchObject({ data: [], pagination: { total: 0 } });
   });
 });
 

@@ -9,6 +9,8 @@ export interface RouteDoc {
   status: number;
   body?: ZodType;
   query?: ZodType;
+  /** an object schema with one property per `:name` segment of the path */
+  params?: ZodType;
 }
 
 /**
@@ -26,8 +28,8 @@ export class OpenApiRegistry {
     const paths: Record<string, Record<string, unknown>> = {};
     for (const route of this.routes) {
       const oaPath = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-      const params = [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
-      const queryParams = route.query ? queryParameters(route.query) : [];
+      const params = route.params ? parameters(route.params, 'path') : [];
+      const queryParams = route.query ? parameters(route.query, 'query') : [];
       const operation: Record<string, unknown> = {
         summary: route.summary,
         tags: [route.tag],
@@ -70,7 +72,7 @@ function jsonSchema(schema: ZodType): Record<string, unknown> {
   return rest;
 }
 
-function queryParameters(schema: ZodType): Record<string, unknown>[] {
+function parameters(schema: ZodType, where: 'path' | 'query'): Record<string, unknown>[] {
   const json = jsonSchema(schema) as { properties?: Record<string, unknown>; required?: string[] };
-  return Object.entries(json.properties ?? {}).map(([name, s]) => ({ name, in: 'query', required: json.required?.includes(name) ?? false, schema: s }));
+  return Object.entries(json.properties ?? {}).map(([name, s]) => ({ name, in: where, required: json.required?.includes(name) ?? false, schema: s }));
 }

@@ -1,37 +1,53 @@
-import type { Request, RequestHandler } from 'express';
+import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Config } from '../config.js';
 import { rateLimited } from '../errors.js';
+import type { Runtime } from '../runtime.js';
 
-/**
- * Fixed-window request counter, in memory: each server instance counts on its own, so N instances
- * allow up to N times the limit. Windows are aligned to the clock; every key's count resets together
- * at each boundary, which also keeps the map from growing beyond one window's worth of keys.
- */
-export class FixedWindowLimiter {
-  private window = -1;
-  private counts = new Map<string, number>();
+/** Created by Migration20261124111000_rate_limits in the shape rate-limiter-flexible expects; its rows are counters, not entities. */
+const RATE_LIMIT_TABLE = 'rate_limit';
 
-  constructor(private readonly windowMs: number) {}
-
-  /** Counts one hit for `key`; returns null when allowed, else the seconds until the window ends. */
-  hit(key: string, limit: number, now = Date.now()): number | null {
-    const window = Math.floor(now / this.windowMs);
-    if (window !== this.window) {
-      this.window = window;
-      this.counts = new Map();
-    }
-    const count = (this.counts.get(key) ?? 0) + 1;
-    this.counts.set(key, count);
-    if (count <= limit) return null;
-    return Math.max(1, Math.ceil(((window + 1) * this.windowMs - now) / 1000));
-  }
+/** A budget of requests per key and minute, named so that different budgets never share a counter. */
+export interface RateLimit {
+  name: string;
+  perMinute: (config: Config) => number;
 }
 
-/** Express middleware: 429 RATE_LIMITED with Retry-After once `limit(req)` requests from one key are used up in a window. */
-export function rateLimit(options: { windowMs: number; limit: (req: Request) => number; key?: (req: Request) => string }): RequestHandler {
-  const limiter = new FixedWindowLimiter(options.windowMs);
-  const keyOf = options.key ?? ((req: Request) => req.ip ?? 'unknown');
-  return (req, _res, next) => {
-    const retryAfter = limiter.hit(keyOf(req), options.limit(req));
-    next(retryAfter === null ? undefined : rateLimited(undefined, retryAfter));
-  };
+const limiters = new WeakMap<Runtime, Map<string, RateLimiterPostgres>>();
+
+function limiterFor(runtime: Runtime, limit: RateLimit): RateLimiterPostgres {
+  let byName = limiters.get(runtime);
+  if (!byName) limiters.set(runtime, (byName = new Map()));
+  let limiter = byName.get(limit.name);
+  if (!limiter) {
+    const points = limit.perMinute(runtime.config);
+    limiter = new RateLimiterPostgres({
+      storeClient: runtime.orm.em.getConnection().getKnex(),
+      storeType: 'knex',
+      tableName: RATE_LIMIT_TABLE,
+      // The migration made it; the library's own CREATE would race the first requests.
+      tableCreated: true,
+      keyPrefix: limit.name,
+      points,
+      duration: 60,
+      // Once a key is used up, this instance refuses it from memory until its window ends: a flood
+      // past the limit costs no queries.
+      inMemoryBlockOnConsumed: points,
+    });
+    byName.set(limit.name, limiter);
+  }
+  return limiter;
+}
+
+/**
+ * Counts one request for `key` in the service's database, so every instance draws on the same
+ * budget (one upsert per request; none once the key is used up). The window starts at the key's
+ * first request. Over the limit: 429 RATE_LIMITED with Retry-After.
+ */
+export async function consumeRateLimit(runtime: Runtime, limit: RateLimit, key: string): Promise<void> {
+  try {
+    await limiterFor(runtime, limit).consume(key);
+  } catch (error) {
+    if (error instanceof RateLimiterRes) throw rateLimited(undefined, Math.max(1, Math.ceil(error.msBeforeNext / 1000)));
+    throw error;
+  }
 }

@@ -2,9 +2,13 @@
 import { Migration20261122184340_initial } from './Migration20261122184340_initial.js';
 import { Migration20261124090000_membership_invitations } from './Migration20261124090000_membership_invitations.js';
 import { Migration20261124093000_sso_links } from './Migration20261124093000_sso_links.js';
+import { Migration20261124110000_audit_chains } from './Migration20261124110000_audit_chains.js';
+import { Migration20261124111000_rate_limits } from './Migration20261124111000_rate_limits.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
   { name: 'Migration20261124090000_membership_invitations', class: Migration20261124090000_membership_invitations },
   { name: 'Migration20261124093000_sso_links', class: Migration20261124093000_sso_links },
+  { name: 'Migration20261124110000_audit_chains', class: Migration20261124110000_audit_chains },
+  { name: 'Migration20261124111000_rate_limits', class: Migration20261124111000_rate_limits },
 ];

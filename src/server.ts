@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { installDenialLog } from './auth/policy.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
 import { OutboxDispatcher } from './events/dispatcher.js';
-import { eventSubscribers } from './events/index.js';
 import { PgPubSub } from './events/pubsub.js';
 import type { EventSubscriber } from './events/types.js';
 import { buildGraphqlSchema } from './graphql/schema.js';
@@ -14,9 +14,11 @@ import { JobQueue } from './jobs/agenda.js';
 import { jobDefinitions } from './jobs/index.js';
 import type { JobDefinition } from './jobs/types.js';
 import { createLogger, type Logger } from './logger.js';
-import type { Runtime } from './runtime.js';
+import { resolveTunables, systemClock, type Clock, type Runtime, type TunableOverrides } from './runtime.js';
 import { SecretBox } from './secrets.js';
+import { recordDenied } from './services/audit.js';
 import { bootstrapIdentity } from './services/bootstrap.js';
+import { eventSubscribers } from './subscribers/index.js';
 
 export interface StartOptions {
   log?: Logger;
@@ -27,6 +29,10 @@ export interface StartOptions {
   jobs?: JobDefinition<never>[];
   outboxPollMs?: number;
   jobsProcessEveryMs?: number;
+  /** default: the system clock */
+  clock?: Clock;
+  /** default: DEFAULT_TUNABLES */
+  tunables?: TunableOverrides;
 }
 
 export interface RunningServer {
@@ -41,6 +47,7 @@ const DRAIN_TIMEOUT_MS = 10_000;
 /** Boots one server instance: database (embedded or DATABASE_URL), migrations, jobs, events, HTTP + GraphQL + WebSocket on one port. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel);
+  installDenialLog(recordDenied);
   const database = await openDatabase(config, log, { migrationsDir: options.migrationsDir });
   const closers: (() => Promise<void>)[] = [() => database.close()];
   const closeAll = async () => {
@@ -60,7 +67,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       log,
       processEveryMs: options.jobsProcessEveryMs,
     });
-    runtime = { config, log, orm: database.orm, databaseUrl: database.url, secrets: new SecretBox(config.encryptionKey), pubsub, jobs };
+    runtime = {
+      config,
+      log,
+      orm: database.orm,
+      databaseUrl: database.url,
+      secrets: new SecretBox(config.encryptionKey),
+      pubsub,
+      jobs,
+      clock: options.clock ?? systemClock,
+      tunables: resolveTunables(options.tunables),
+    };
 
     await bootstrapIdentity(runtime);
 

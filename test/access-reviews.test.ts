@@ -1,6 +1,7 @@
 import { Membership } from '../entities/user.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
+import { sql } from './support/db.js';
 import { buildOrg, buildPartner, buildUser, systemRole, type BuiltUser } from './support/factories.js';
 
 let app: TestApp;
@@ -11,10 +12,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app.stop();
 });
-
-async function sql(query: string, params: unknown[] = []): Promise<any[]> {
-  return app.server.runtime.orm.em.fork().getConnection().execute(query, params);
-}
 
 /** An organization with its admin and three members; bob also belongs to a second organization. */
 async function team() {
@@ -93,9 +90,9 @@ describe('an organization review from start to completion', () => {
     expect((await rest(app, carol.as).get('/api-keys')).status).toBe(401);
     expect((await rest(app, bob.as).get('/api-keys')).status).toBe(401);
     expect((await rest(app, alice.as).get('/api-keys')).status).toBe(200);
-    expect(await sql('select status, token_version from "user" where id = ?', [carol.user.id])).toEqual([{ status: 'disabled', token_version: 1 }]);
-    expect(await sql('select status, token_version from "user" where id = ?', [bob.user.id])).toEqual([{ status: 'active', token_version: 0 }]);
-    expect(await sql('select id from membership where user_id = ?', [bob.user.id])).toEqual([{ id: bobElsewhere.id }]);
+    expect(await sql(app, 'select status, token_version from "user" where id = ?', [carol.user.id])).toEqual([{ status: 'disabled', token_version: 1 }]);
+    expect(await sql(app, 'select status, token_version from "user" where id = ?', [bob.user.id])).toEqual([{ status: 'active', token_version: 0 }]);
+    expect(await sql(app, 'select id from membership where user_id = ?', [bob.user.id])).toEqual([{ id: bobElsewhere.id }]);
 
     const audit = await api.get(`/audit?orgId=${org.id}&action=*access*&limit=50`);
     const actions = audit.body.data.map((r: any) => `${r.action}${r.action === 'user.access.revoke' ? `:${r.resourceId}:${r.details.disabled}` : ''}`).sort();
@@ -123,7 +120,7 @@ describe('an organization review from start to completion', () => {
     const review = created.body.data.createAccessReview;
     for (const item of review.items) {
       const decision = item.userId === carol.user.id ? 'revoked' : 'approved';
-      const res = await gql(app, admin.as, 'mutation($r: ID!, $i: ID!, $d: String!) { decideAccessReviewItem(reviewId: $r, itemId: $i, input: { decision: $d }) { decision } }', {
+      const res = await gql(app, admin.as, 'mutation($r: ID!, $i: ID!, $d: AccessReviewVerdict!) { decideAccessReviewItem(reviewId: $r, itemId: $i, input: { decision: $d }) { decision } }', {
         r: review.id,
         i: item.id,
         d: decision,
@@ -133,7 +130,7 @@ describe('an organization review from start to completion', () => {
     const done = await gql(app, admin.as, 'mutation($id: ID!) { completeAccessReview(id: $id) { status summary { revoked approved } } }', { id: review.id });
     expect(done.body.data.completeAccessReview).toEqual({ status: 'completed', summary: { revoked: 1, approved: 3 } });
     expect((await rest(app, carol.as).get('/api-keys')).status).toBe(401);
-    const listed = await gql(app, admin.as, '{ accessReviews(status: "completed") { data { id } pagination { total } } }');
+    const listed = await gql(app, admin.as, '{ accessReviews(status: completed) { data { id } pagination { total } } }');
     expect(listed.body.data.accessReviews).toEqual({ data: [{ id: review.id }], pagination: { total: 1 } });
   });
 
@@ -143,10 +140,10 @@ describe('an organization review from start to completion', () => {
     for (const item of review.items) {
       await rest(app, admin.as).patch(`/access-reviews/${review.id}/items/${item.id}`, { decision: item.userId === carol.user.id ? 'revoked' : 'approved' });
     }
-    await sql('delete from membership where id = ?', [carol.membership.id]);
+    await sql(app, 'delete from membership where id = ?', [carol.membership.id]);
     const res = await rest(app, admin.as).post(`/access-reviews/${review.id}/complete`);
     expect(res.status).toBe(200);
-    const [row] = await sql(`select details from audit_log where action = 'access_review.complete' and resource_id = ?`, [review.id]);
+    const [row] = await sql(app, `select details from audit_log where action = 'access_review.complete' and resource_id = ?`, [review.id]);
     expect(row.details).toEqual({ approved: 3, revoked: 1, applied: 0 });
   });
 });
@@ -192,7 +189,7 @@ describe('access', () => {
     expect((await outsider.post('/access-reviews', { name: 'theirs', orgId: admin.membership.orgId })).status).toBe(404);
     const viaGql = await gql(app, other.admin.as, 'query($id: ID!) { accessReview(id: $id) { id } }', { id: review.id });
     expect(viaGql.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
-    expect(await sql('select decision from access_review_item where id = ?', [item.id])).toEqual([{ decision: 'pending' }]);
+    expect(await sql(app, 'select decision from access_review_item where id = ?', [item.id])).toEqual([{ decision: 'pending' }]);
 
     expect((await rest(app, alice.as).get('/access-reviews')).status).toBe(403);
     expect((await rest(app, alice.as).post('/access-reviews', { name: 'mine' })).status).toBe(403);

@@ -1,6 +1,7 @@
 import { hashApiKey } from '../src/auth/api-key-format.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
+import { sql } from './support/db.js';
 import { buildOrg, buildRole, buildUser } from './support/factories.js';
 
 let app: TestApp;
@@ -11,10 +12,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app.stop();
 });
-
-async function sql(query: string, params: unknown[] = []): Promise<any[]> {
-  return app.server.runtime.orm.em.fork().getConnection().execute(query, params);
-}
 
 const KEY_FORMAT = /^rmm_[A-Za-z0-9]{12}_[A-Za-z0-9_-]{32,}$/;
 const inAnHour = () => new Date(Date.now() + 3600_000).toISOString();
@@ -54,7 +51,7 @@ describe('creating and using a key', () => {
     const { id, key, prefix } = created.body;
     expect(key.startsWith(`rmm_${prefix}_`)).toBe(true);
 
-    const [row] = await sql('select key_hash, prefix from api_key where id = ?', [id]);
+    const [row] = await sql(app, 'select key_hash, prefix from api_key where id = ?', [id]);
     expect(row).toEqual({ key_hash: hashApiKey(key), prefix });
 
     const shown = await api.get(`/api-keys/${id}`);
@@ -126,7 +123,7 @@ describe('scopes', () => {
     const { key } = await createKey(owner.as, { scopes: ['audit:read'] });
     expect((await rest(app, { apiKey: key }).get('/audit')).status).toBe(200);
 
-    await sql(`update role set permissions = '["api_keys:*"]' where id = ?`, [role.id]);
+    await sql(app, `update role set permissions = '["api_keys:*"]' where id = ?`, [role.id]);
     const res = await rest(app, { apiKey: key }).get('/audit');
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('FORBIDDEN');
@@ -150,7 +147,7 @@ describe('scopes', () => {
     const widen = await api.patch(`/api-keys/${ok.id}`, { scopes: ['devices:*'] });
     expect(widen.status).toBe(403);
     expect(widen.body.message).toBe('Scopes exceed your permissions: devices:*');
-    expect((await sql('select scopes from api_key where id = ?', [ok.id]))[0].scopes).toEqual(['devices:read']);
+    expect((await sql(app, 'select scopes from api_key where id = ?', [ok.id]))[0].scopes).toEqual(['devices:read']);
   });
 
   test('PATCH renames, rescopes and re-dates a key; unknown fields and past dates are refused', async () => {
@@ -211,7 +208,7 @@ describe('revoking, rotating and expiry', () => {
     const { admin } = await orgAdmin();
     const { id, key } = await createKey(admin.as, { expiresAt: inAnHour() });
     expect((await rest(app, { apiKey: key }).get('/api-keys')).status).toBe(200);
-    await sql(`update api_key set expires_at = now() - interval '1 second' where id = ?`, [id]);
+    await sql(app, `update api_key set expires_at = now() - interval '1 second' where id = ?`, [id]);
     const res = await rest(app, { apiKey: key }).get('/api-keys');
     expect(res.status).toBe(401);
     expect((await rest(app, admin.as).get(`/api-keys/${id}`)).body.status).toBe('expired');

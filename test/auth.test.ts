@@ -4,7 +4,8 @@ import { generateApiKey } from '../src/auth/api-key-format.js';
 import { signAccessToken } from '../src/auth/tokens.js';
 import { passwordLoginPolicies } from '../src/services/auth.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, createTestApp, type TestApp } from './support/app.js';
-import { gql, rest } from './support/clients.js';
+import { gql, loginOk, rest } from './support/clients.js';
+import { sql } from './support/db.js';
 import { buildOrg, buildRole, buildUser, type BuiltUser } from './support/factories.js';
 
 let app: TestApp;
@@ -17,10 +18,6 @@ afterAll(async () => {
 
 const INVALID_LOGIN = { code: 'UNAUTHENTICATED', message: 'Invalid email or password' };
 
-async function sql<T = any>(target: TestApp, query: string, params: unknown[] = []): Promise<T[]> {
-  return (await target.server.runtime.orm.em.getConnection().execute(query, params)) as T[];
-}
-
 function jwtPayload(token: string): Record<string, any> {
   return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'));
 }
@@ -30,10 +27,10 @@ async function orgUser(target: TestApp = app, options: Parameters<typeof buildUs
   return buildUser(target, { orgId: org.id, ...options });
 }
 
-async function loginOk(target: TestApp, email: string, password: string, headers?: Record<string, string>) {
+/** A password login that must be refused with the one answer that tells nothing about the account. */
+async function loginRefused(target: TestApp, email: string, password: string, headers?: Record<string, string>): Promise<void> {
   const res = await rest(target).post('/auth/login', { email, password }, headers);
-  expect(res.status).toBe(200);
-  return res.body as { accessToken: string; refreshToken: string; expiresIn: number; user: any };
+  expect({ email, status: res.status, body: res.body }).toEqual({ email, status: 401, body: INVALID_LOGIN });
 }
 
 // The test's own TOTP (RFC 6238: HMAC-SHA-1, 6 digits, 30 s), written independently of src/auth/totp.ts.
@@ -178,15 +175,15 @@ describe('password login', () => {
   });
 
   test('unknown fields and missing values are validation errors, not login failures', async () => {
-    const res = await rest(app).post('/auth/login', { email: ADMIN_EMAIL, password: ADMIN_PASSWORD, mfa: true });
-    expect(res.status).toBe(400);
-    expect(res.body.code).toBe('VALIDATION_ERROR');
-    expect((await rest(app).post('/auth/login', { email: ADMIN_EMAIL })).status).toBe(400);
+    const unknown = await rest(app).post('/auth/login', { email: ADMIN_EMAIL, password: ADMIN_PASSWORD, mfa: true });
+    expect({ status: unknown.status, body: unknown.body }).toEqual({ status: 400, body: { code: 'VALIDATION_ERROR', message: 'Unrecognized key: "mfa"', details: expect.any(Array) } });
+    const missing = await rest(app).post('/auth/login', { email: ADMIN_EMAIL });
+    expect({ status: missing.status, body: missing.body }).toEqual({ status: 400, body: { code: 'VALIDATION_ERROR', message: 'password: Invalid input: expected string, received undefined', details: expect.any(Array) } });
   });
 
   test('audit rows for success and failure (never the password) and a user.login event in the outbox', async () => {
     const u = await orgUser();
-    await rest(app).post('/auth/login', { email: u.user.email, password: 'not-the-password-123' });
+    await loginRefused(app, u.user.email, 'not-the-password-123');
     await loginOk(app, u.user.email, u.password);
     const rows = await sql(app, `select actor_type, actor_id, actor_email, result, org_id, resource_id, details from audit_log where action = 'auth.login' and resource_id = ? order by seq`, [u.user.id]);
     expect(rows).toEqual([
@@ -194,7 +191,7 @@ describe('password login', () => {
       expect.objectContaining({ actor_type: 'user', actor_id: u.user.id, actor_email: u.user.email, result: 'success', org_id: u.membership.orgId, details: { method: 'password', mfa: false } }),
     ]);
     expect(JSON.stringify(rows)).not.toContain('not-the-password-123');
-    await rest(app).post('/auth/login', { email: 'ghost@example.test', password: 'x' });
+    await loginRefused(app, 'ghost@example.test', 'x');
     expect(await sql(app, `select result, details from audit_log where action = 'auth.login' and details->>'email' = 'ghost@example.test'`)).toEqual([
       { result: 'failure', details: { email: 'ghost@example.test', reason: 'unknown_email' } },
     ]);
@@ -210,12 +207,8 @@ describe('lockout and throttling', () => {
     try {
       const u = await orgUser(locked);
       const bystander = await orgUser(locked);
-      for (let i = 0; i < 3; i++) {
-        expect((await rest(locked).post('/auth/login', { email: u.user.email, password: `wrong-${i}` })).body).toEqual(INVALID_LOGIN);
-      }
-      const refused = await rest(locked).post('/auth/login', { email: u.user.email, password: u.password });
-      expect(refused.status).toBe(401);
-      expect(refused.body).toEqual(INVALID_LOGIN);
+      for (let i = 0; i < 3; i++) await loginRefused(locked, u.user.email, `wrong-${i}`);
+      await loginRefused(locked, u.user.email, u.password);
       const [audit] = await sql(locked, `select details from audit_log where action = 'auth.login' and resource_id = ? order by seq desc limit 1`, [u.user.id]);
       expect(audit.details.reason).toBe('locked_out');
       // Other accounts from the same address are unaffected.
@@ -233,9 +226,9 @@ describe('lockout and throttling', () => {
     const locked = await createTestApp({ env: { LOGIN_MAX_FAILURES_PER_EMAIL: '3' } });
     try {
       const u = await orgUser(locked);
-      for (let i = 0; i < 2; i++) await rest(locked).post('/auth/login', { email: u.user.email, password: 'wrong' });
+      for (let i = 0; i < 2; i++) await loginRefused(locked, u.user.email, 'wrong');
       await loginOk(locked, u.user.email, u.password);
-      for (let i = 0; i < 2; i++) await rest(locked).post('/auth/login', { email: u.user.email, password: 'wrong' });
+      for (let i = 0; i < 2; i++) await loginRefused(locked, u.user.email, 'wrong');
       await loginOk(locked, u.user.email, u.password);
     } finally {
       await locked.stop();
@@ -249,16 +242,13 @@ describe('lockout and throttling', () => {
       const u = await orgUser(limited);
       const from = { 'x-forwarded-for': '203.0.113.7' };
       for (let i = 0; i < 6; i++) await loginOk(limited, u.user.email, u.password, from);
-      for (let i = 0; i < 5; i++) {
-        const res = await rest(limited).post('/auth/login', { email: `spray-${i}@example.test`, password: 'guess' }, from);
-        expect(res.status).toBe(401);
-      }
+      for (let i = 0; i < 5; i++) await loginRefused(limited, `spray-${i}@example.test`, 'guess', from);
       const throttled = await rest(limited).post('/auth/login', { email: u.user.email, password: 'guess' }, from);
       expect(throttled.status).toBe(429);
-      expect(throttled.body).toMatchObject({ code: 'RATE_LIMITED', message: 'Too many failed login attempts' });
       const retryAfter = Number(throttled.headers.get('retry-after'));
       expect(retryAfter).toBeGreaterThan(800);
       expect(retryAfter).toBeLessThanOrEqual(900);
+      expect(throttled.body).toEqual({ code: 'RATE_LIMITED', message: 'Too many failed login attempts', details: { retryAfterSeconds: retryAfter } });
       // Another address is not affected.
       await loginOk(limited, u.user.email, u.password, { 'x-forwarded-for': '203.0.113.8' });
       // Once the failures leave the window, the address may try again.
@@ -364,7 +354,7 @@ describe('password change and disabled users', () => {
     }
     expect((await rest(app, { token: res.body.accessToken }).post('/auth/mfa/setup')).status).toBe(200);
     expect((await rest(app).post('/auth/refresh', { refreshToken: res.body.refreshToken })).status).toBe(200);
-    expect((await rest(app).post('/auth/login', { email: u.user.email, password: u.password })).status).toBe(401);
+    await loginRefused(app, u.user.email, u.password);
     await loginOk(app, u.user.email, newPassword);
     const [audit] = await sql(app, `select actor_id from audit_log where action = 'auth.password.change' and result = 'success' and resource_id = ?`, [u.user.id]);
     expect(audit.actor_id).toBe(u.user.id);
@@ -483,8 +473,9 @@ describe('MFA', () => {
     expect(verified.body).toMatchObject({ expiresIn: 900, user: { id: u.user.id, mfaEnabled: true } });
     expect(jwtPayload(verified.body.accessToken)).toMatchObject({ sub: u.user.id, mfa: true });
     expect((await rest(app).post('/auth/mfa/verify', { mfaToken, code: totp(setup.body.secret, step + 1) })).status).toBe(401);
-    const [event] = await sql(app, `select data from outbox_event where type = 'user.login' and data->>'userId' = ? and data->>'method' = 'mfa'`, [u.user.id]);
-    expect(event).toBeDefined();
+    expect(await sql(app, `select org_id, data from outbox_event where type = 'user.login' and data->>'userId' = ? and data->>'method' = 'mfa'`, [u.user.id])).toEqual([
+      { org_id: u.membership.orgId, data: { userId: u.user.id, email: u.user.email, method: 'mfa' } },
+    ]);
 
     const refreshed = await rest(app).post('/auth/refresh', { refreshToken: verified.body.refreshToken });
     expect(jwtPayload(refreshed.body.accessToken).mfa).toBe(true);
@@ -520,10 +511,10 @@ describe('MFA', () => {
       const u = await orgUser(locked);
       const { secret, step } = await enableMfaFor(locked, u.token);
       const { mfaToken } = (await rest(locked).post('/auth/login', { email: u.user.email, password: u.password })).body;
-      for (let i = 0; i < 3; i++) expect((await rest(locked).post('/auth/mfa/verify', { mfaToken, code: wrongCode(secret) })).status).toBe(401);
-      const refused = await rest(locked).post('/auth/mfa/verify', { mfaToken, code: totp(secret, step + 1) });
-      expect(refused.body).toEqual({ code: 'UNAUTHENTICATED', message: 'Invalid MFA code' });
-      expect((await rest(locked).post('/auth/login', { email: u.user.email, password: u.password })).body).toEqual(INVALID_LOGIN);
+      const invalidCode = { status: 401, body: { code: 'UNAUTHENTICATED', message: 'Invalid MFA code' } };
+      for (let i = 0; i < 3; i++) expect(await rest(locked).post('/auth/mfa/verify', { mfaToken, code: wrongCode(secret) })).toMatchObject(invalidCode);
+      expect(await rest(locked).post('/auth/mfa/verify', { mfaToken, code: totp(secret, step + 1) })).toMatchObject(invalidCode);
+      await loginRefused(locked, u.user.email, u.password);
     } finally {
       await locked.stop();
     }
@@ -575,16 +566,14 @@ describe('MFA', () => {
 
 describe('housekeeping and suspended tenants', () => {
   test('the hourly prune job removes old login attempts and long-expired refresh tokens only', async () => {
-    const conn = app.server.runtime.orm.em.getConnection();
     const old = new Date(Date.now() - 3 * 24 * 3600_000);
-    await conn.execute(`insert into login_attempt (id, created_at, updated_at, email, ip, success) values (?, ?, ?, 'old@example.test', '10.0.0.1', false)`, [crypto.randomUUID(), old, old]);
-    const fresh = await rest(app).post('/auth/login', { email: 'fresh-prune@example.test', password: 'wrong password' });
-    expect(fresh.status).toBe(401);
+    await sql(app, `insert into login_attempt (id, created_at, updated_at, email, ip, success) values (?, ?, ?, 'old@example.test', '10.0.0.1', false)`, [crypto.randomUUID(), old, old]);
+    await loginRefused(app, 'fresh-prune@example.test', 'wrong password');
 
     const { sessionJobs } = await import('../src/jobs/sessions.js');
     await sessionJobs.find((j) => j.name === 'auth.prune')!.handler(app.server.runtime, undefined as never);
 
-    const rows = await conn.execute(`select email from login_attempt where email in ('old@example.test', 'fresh-prune@example.test')`);
+    const rows = await sql(app, `select email from login_attempt where email in ('old@example.test', 'fresh-prune@example.test')`);
     expect(rows.map((r) => r.email)).toEqual(['fresh-prune@example.test']);
   });
 
@@ -592,7 +581,7 @@ describe('housekeeping and suspended tenants', () => {
     const org = await buildOrg(app);
     const member = await buildUser(app, { orgId: org.id });
     expect((await rest(app, member.as).get('/users/me')).status).toBe(200);
-    await app.server.runtime.orm.em.getConnection().execute(`update organization set status = 'suspended' where id = ?`, [org.id]);
+    await sql(app, `update organization set status = 'suspended' where id = ?`, [org.id]);
     const res = await rest(app, member.as).get('/users/me');
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ code: 'FORBIDDEN', message: 'Your organization is suspended' });

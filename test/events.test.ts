@@ -4,11 +4,14 @@ import WebSocket from 'ws';
 import { ormConfig } from '../mikro-orm.config.js';
 import { RequestContext } from '../src/auth/context.js';
 import { withTransaction } from '../src/db/transaction.js';
+import { DOMAIN_EVENT_TOPIC } from '../src/events/dispatcher.js';
 import { emit } from '../src/events/outbox.js';
 import type { DomainEvent, EventSubscriber } from '../src/events/types.js';
 import type { Runtime } from '../src/runtime.js';
-import { createTestApp, eventually } from './support/app.js';
+import { createTestApp } from './support/app.js';
 import { createTestDatabase } from './support/database.js';
+import { dispatched, sql } from './support/db.js';
+import { eventually } from './support/eventually.js';
 import { buildOrg, buildUser } from './support/factories.js';
 
 function recorder(name: string, on = ['test.*']): EventSubscriber & { seen: DomainEvent[] } {
@@ -37,7 +40,7 @@ test('an event committed by a process that died before dispatching is delivered 
     try {
       await eventually(() => sub.seen.length > 0, 10_000, 'the event');
       expect(sub.seen).toEqual([expect.objectContaining({ id: event.id, type: 'test.crash', data: { n: 1 } })]);
-      const [row] = await second.server.runtime.orm.em.getConnection().execute('select dispatched_at from outbox_event where id = ?', [event.id]);
+      const [row] = await sql(second, 'select dispatched_at from outbox_event where id = ?', [event.id]);
       expect(row.dispatched_at).not.toBeNull();
     } finally {
       await second.stop();
@@ -80,11 +83,11 @@ test('a subscriber that fails is retried: delivery is at least once', async () =
   try {
     const event = await emitCommitted(app.server.runtime, 'test.flaky', null);
     await eventually(async () => {
-      const [row] = await app.server.runtime.orm.em.getConnection().execute('select dispatched_at, attempts, last_error from outbox_event where id = ?', [event.id]);
+      const [row] = await sql(app, 'select dispatched_at, attempts, last_error from outbox_event where id = ?', [event.id]);
       return row.dispatched_at ? row : undefined;
     }, 15_000, 'dispatch after the retry');
     expect(calls).toBe(2);
-    const [row] = await app.server.runtime.orm.em.getConnection().execute('select attempts, last_error from outbox_event where id = ?', [event.id]);
+    const [row] = await sql(app, 'select attempts, last_error from outbox_event where id = ?', [event.id]);
     expect(row).toEqual({ attempts: 1, last_error: 'receiver down' });
   } finally {
     await app.stop();
@@ -98,8 +101,8 @@ test('two instances on one database hand each event to exactly one of them', asy
   const second = await createTestApp({ databaseUrl: first.databaseUrl, start: { subscribers: [b] } });
   try {
     const emitted = await Promise.all(Array.from({ length: 40 }, (_, i) => emitCommitted(i % 2 ? first.server.runtime : second.server.runtime, 'test.shared', null, { i })));
-    await eventually(() => a.seen.length + b.seen.length >= 40, 15_000, 'all 40 events');
-    await new Promise((r) => setTimeout(r, 700));
+    // Subscribers run in the transaction that marks an event dispatched: once all 40 are, no handling is under way.
+    await Promise.all(emitted.map((event) => dispatched(first, event.id)));
     const handled = [...a.seen, ...b.seen].map((e) => e.id).sort();
     expect(handled).toEqual(emitted.map((e) => e.id).sort());
   } finally {
@@ -117,29 +120,27 @@ test('a subscription on one instance receives events committed through another',
   const client = createClient({ url: second.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${viewer.token}` } });
   try {
     const received: { type: string; orgId: string; data: Record<string, unknown> }[] = [];
-    let subscribed!: () => void;
-    const ready = new Promise<void>((resolve) => (subscribed = resolve));
-    const done = new Promise<void>((resolve, reject) => {
-      client.subscribe(
-        { query: 'subscription { domainEvents(types: ["test.live"]) { type orgId data } }' },
-        {
-          next: (msg) => {
-            received.push((msg.data as { domainEvents: (typeof received)[number] }).domainEvents);
-            resolve();
-          },
-          error: reject,
-          complete: () => {},
-        },
-      );
-      client.on('connected', () => setTimeout(subscribed, 300));
-    });
-    await ready;
-    // Another organization's event must not reach this viewer; its own must.
-    await emitCommitted(first.server.runtime, 'test.live', otherOrg.id, { secret: true });
+    const failures: unknown[] = [];
+    client.subscribe(
+      { query: 'subscription { domainEvents(types: ["test.live"]) { type orgId data } }' },
+      {
+        next: (msg) => void received.push((msg.data as { domainEvents: (typeof received)[number] }).domainEvents),
+        error: (error) => void failures.push(error),
+        complete: () => {},
+      },
+    );
+    await eventually(() => second.subscriptions(DOMAIN_EVENT_TOPIC) === 1, 10_000, 'the subscription to be live');
+    // Another organization's event must not reach this viewer; its own must. Once the instance has
+    // published the foreign event to its listeners, it sits in the subscription's queue ahead of the
+    // viewer's own event, which the subscription filters in order.
+    const published: string[] = [];
+    second.server.runtime.pubsub.on(DOMAIN_EVENT_TOPIC, (event) => void published.push((event as DomainEvent).id));
+    const foreign = await emitCommitted(first.server.runtime, 'test.live', otherOrg.id, { secret: true });
+    await eventually(() => published.includes(foreign.id), 10_000, 'the foreign event on the second instance');
     await emitCommitted(first.server.runtime, 'test.live', org.id, { hello: 'world' });
-    await done;
-    await new Promise((r) => setTimeout(r, 300));
+    await eventually(() => received.length > 0, 10_000, 'the viewer\'s event');
     expect(received).toEqual([{ type: 'test.live', orgId: org.id, data: { hello: 'world' } }]);
+    expect(failures).toEqual([]);
   } finally {
     await client.dispose();
     await second.stop();

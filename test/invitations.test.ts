@@ -1,9 +1,8 @@
 // Joining an existing account to a tenant takes its owner's consent; sessions act through one
 // accepted membership, chosen at login and switchable without signing in again.
-import crypto from 'node:crypto';
 import { createTestApp, type TestApp } from './support/app.js';
-import { gql, rest } from './support/clients.js';
-import { buildOrg, buildUser, systemRole } from './support/factories.js';
+import { gql, inviteToken, rest } from './support/clients.js';
+import { buildOrg, buildUser, systemRole, unique } from './support/factories.js';
 
 let app: TestApp;
 
@@ -14,8 +13,6 @@ afterAll(async () => {
   await app.stop();
 });
 
-const unique = () => crypto.randomBytes(4).toString('hex');
-const tokenOf = (inviteUrl: string) => new URL(inviteUrl).searchParams.get('token')!;
 const ORG_ADMIN = systemRole('Organization Admin');
 const VIEWER = systemRole('Organization Viewer');
 
@@ -66,7 +63,7 @@ describe('inviting an existing account', () => {
     expect(switched).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
 
     // the inviter holds the link, but it accepts only with the account's own password
-    const token = tokenOf(invited.body.inviteUrl);
+    const token = inviteToken(invited.body.inviteUrl);
     expect(await rest(app).post('/auth/accept-invite', { token, password: 'attacker chosen password' })).toMatchObject({
       status: 400,
       body: { code: 'VALIDATION_ERROR', message: 'Invalid or expired invitation' },
@@ -83,7 +80,7 @@ describe('inviting an existing account', () => {
     const email = `future-hire-${unique()}@example.test`;
     const own = await rest(app, attacker.as).post('/users/invite', { email, name: 'Future Hire', roleId: VIEWER });
     const password = 'attacker-owned password';
-    expect((await rest(app).post('/auth/accept-invite', { token: tokenOf(own.body.inviteUrl), password })).status).toBe(200);
+    expect((await rest(app).post('/auth/accept-invite', { token: inviteToken(own.body.inviteUrl), password })).status).toBe(200);
 
     // the real employer invites the address; the attacker then leaves their own organization
     expect((await rest(app, adminB.as).post('/users/invite', { email, name: 'Future Hire', roleId: ORG_ADMIN })).status).toBe(201);
@@ -151,11 +148,11 @@ describe('accepting', () => {
   test('the emailed link accepts with the account’s own password and signs in through the new membership', async () => {
     const { orgA, attacker: adminA, victim: person } = await victimAndAttacker();
     const invited = await rest(app, adminA.as).post('/users/invite', { email: person.user.email, name: 'P', roleId: VIEWER });
-    const accepted = await rest(app).post('/auth/accept-invite', { token: tokenOf(invited.body.inviteUrl), password: person.password });
+    const accepted = await rest(app).post('/auth/accept-invite', { token: inviteToken(invited.body.inviteUrl), password: person.password });
     expect(accepted.status).toBe(200);
     expect(accepted.body.user).toMatchObject({ id: person.user.id, orgId: orgA.id, status: 'active' });
     expect((await rest(app, adminA.as).get(`/users/${person.user.id}`)).body).toMatchObject({ status: 'active', name: 'Test User' });
-    expect((await rest(app).post('/auth/accept-invite', { token: tokenOf(invited.body.inviteUrl), password: person.password })).status).toBe(400);
+    expect((await rest(app).post('/auth/accept-invite', { token: inviteToken(invited.body.inviteUrl), password: person.password })).status).toBe(400);
   });
 
   test('declining removes the invitation; an API key cannot accept for the account', async () => {

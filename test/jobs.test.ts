@@ -1,6 +1,7 @@
 import { collectJobs } from '../src/jobs/index.js';
 import type { JobDefinition } from '../src/jobs/types.js';
-import { createTestApp, eventually } from './support/app.js';
+import { createTestApp } from './support/app.js';
+import { eventually } from './support/eventually.js';
 
 test('a job scheduled for later runs at its time with its data', async () => {
   const runs: { data: { note: string }; at: number }[] = [];

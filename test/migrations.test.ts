@@ -5,6 +5,7 @@ import { defaultMigrationsDir } from '../src/db/migrate.js';
 import { migrations } from '../src/migrations/index.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { createTestDatabase } from './support/database.js';
+import { sql } from './support/db.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -20,7 +21,7 @@ test('the committed migrations produce exactly the schema the entities describe'
 });
 
 test('every applied migration has its SHA-256 recorded', async () => {
-  const rows = await app.server.runtime.orm.em.getConnection().execute('select name, sha256 from service_migration_checksum order by name');
+  const rows = await sql(app, 'select name, sha256 from service_migration_checksum order by name');
   expect(rows.map((r) => r.name)).toEqual(migrations.map((m) => m.name));
   for (const row of rows) expect(row.sha256).toMatch(/^[0-9a-f]{64}$/);
 });

@@ -1,5 +1,6 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
+import { auditOf, sql } from './support/db.js';
 import { buildOrg, buildPartner, buildRole, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 let app: TestApp;
@@ -13,17 +14,10 @@ afterAll(async () => {
   await app.stop();
 });
 
-async function sql(query: string, params: unknown[] = []): Promise<any[]> {
-  return app.server.runtime.orm.em.fork().getConnection().execute(query, params);
-}
-
-/** The audit rows written about one resource, oldest first. */
-async function auditOf(resourceId: string) {
-  return sql(`select action, resource_type, org_id, partner_id, actor_id, changes from audit_log where resource_id = ? order by seq`, [resourceId]);
-}
+const AUDIT_COLUMNS = ['action', 'resource_type', 'org_id', 'partner_id', 'actor_id', 'changes'];
 
 async function eventsOf(type: string, key: string, id: string) {
-  return sql(`select type, org_id, data from outbox_event where type = ? and data->>? = ?`, [type, key, id]);
+  return sql(app, `select type, org_id, data from outbox_event where type = ? and data->>? = ?`, [type, key, id]);
 }
 
 /** A partner with two organizations (A1, A2) and an unrelated partner B with one (B1), each organization with one site. */
@@ -67,7 +61,7 @@ describe('partners over REST', () => {
     expect((await api.delete(`/orgs/partners/${id}`)).status).toBe(204);
     expect(await api.get(`/orgs/partners/${id}`)).toMatchObject({ status: 404, body: { code: 'NOT_FOUND', message: 'Partner not found' } });
 
-    expect(await auditOf(id)).toEqual([
+    expect(await auditOf(app, id, AUDIT_COLUMNS)).toEqual([
       { action: 'partner.create', resource_type: 'partner', org_id: null, partner_id: id, actor_id: platform.user.id, changes: ['name', 'contactEmail', 'settings'] },
       // contactEmail was sent unchanged: only what changed is listed
       { action: 'partner.update', resource_type: 'partner', org_id: null, partner_id: id, actor_id: platform.user.id, changes: ['name', 'status'] },
@@ -81,7 +75,7 @@ describe('partners over REST', () => {
     const partner = await buildPartner(app, { name: 'Unchanged' });
     const res = await rest(app, platform.as).patch(`/orgs/partners/${partner.id}`, { name: 'Unchanged' });
     expect(res.status).toBe(200);
-    expect(await auditOf(partner.id)).toEqual([]);
+    expect(await auditOf(app, partner.id, AUDIT_COLUMNS)).toEqual([]);
   });
 
   test('the list pages, searches by name and defaults to 100 items', async () => {
@@ -138,7 +132,7 @@ describe('partners over REST', () => {
 
     const patched = await rest(app, admin.as).patch('/orgs/partners/me', { contactEmail: 'desk@partner.test' });
     expect(patched.body).toMatchObject({ id: partner.id, contactEmail: 'desk@partner.test' });
-    expect((await auditOf(partner.id)).map((r) => [r.action, r.changes])).toEqual([['partner.update', ['contactEmail']]]);
+    expect((await auditOf(app, partner.id, AUDIT_COLUMNS)).map((r) => [r.action, r.changes])).toEqual([['partner.update', ['contactEmail']]]);
 
     const message = 'Partner context required: only partner users and API keys have their own partner; use /orgs/partners/:id';
     const orgAdmin = await buildUser(app, { orgId: org.id });
@@ -151,8 +145,8 @@ describe('partners over REST', () => {
   test('deleting a partner removes its organizations and their sites', async () => {
     const { partnerA, orgA1, siteA1, orgB } = await twoTenants();
     expect((await rest(app, platform.as).delete(`/orgs/partners/${partnerA.id}`)).status).toBe(204);
-    expect(await sql('select id from organization where partner_id = ?', [partnerA.id])).toEqual([]);
-    expect(await sql('select id from site where id = ?', [siteA1.id])).toEqual([]);
+    expect(await sql(app, 'select id from organization where partner_id = ?', [partnerA.id])).toEqual([]);
+    expect(await sql(app, 'select id from site where id = ?', [siteA1.id])).toEqual([]);
     expect((await rest(app, platform.as).get(`/orgs/organizations/${orgA1.id}`)).status).toBe(404);
     expect((await rest(app, platform.as).get(`/orgs/organizations/${orgB.id}`)).status).toBe(200);
   });
@@ -220,7 +214,7 @@ describe('organizations over REST', () => {
     expect((await api.delete(`/orgs/organizations/${id}`)).status).toBe(204);
     expect((await api.get(`/orgs/organizations/${id}`)).status).toBe(404);
 
-    expect(await auditOf(id)).toEqual([
+    expect(await auditOf(app, id, AUDIT_COLUMNS)).toEqual([
       { action: 'organization.create', resource_type: 'organization', org_id: id, partner_id: partner.id, actor_id: admin.user.id, changes: ['name', 'requireMfa', 'partnerId'] },
       { action: 'organization.update', resource_type: 'organization', org_id: id, partner_id: partner.id, actor_id: admin.user.id, changes: ['name', 'status'] },
       { action: 'organization.delete', resource_type: 'organization', org_id: id, partner_id: partner.id, actor_id: admin.user.id, changes: [] },
@@ -295,7 +289,7 @@ describe('organizations over REST', () => {
     expect((await viewer.get(`/orgs/organizations/${org.id}`)).status).toBe(200);
     expect(await viewer.patch(`/orgs/organizations/${org.id}`, { name: 'Viewer was here' })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
     expect((await rest(app, platform.as).get(`/orgs/organizations/${org.id}`)).body).toMatchObject({ name: 'Renamed by its admin', status: 'active', partnerId: org.partnerId });
-    const denied = await sql(`select details->>'permission' as permission from audit_log where org_id = ? and action = 'access.denied' order by seq`, [org.id]);
+    const denied = await sql(app, `select details->>'permission' as permission from audit_log where org_id = ? and action = 'access.denied' order by seq`, [org.id]);
     expect(denied).toEqual([{ permission: 'organizations:delete' }, { permission: 'organizations:write' }]);
   });
 
@@ -304,7 +298,7 @@ describe('organizations over REST', () => {
     const site = await buildSite(app, org.id);
     const partnerAdmin = await buildUser(app, { partnerId: org.partnerId });
     expect((await rest(app, partnerAdmin.as).delete(`/orgs/organizations/${org.id}`)).status).toBe(204);
-    expect(await sql('select id from site where id = ?', [site.id])).toEqual([]);
+    expect(await sql(app, 'select id from site where id = ?', [site.id])).toEqual([]);
     expect((await eventsOf('organization.deleted', 'orgId', org.id))[0].data).toEqual({ orgId: org.id, partnerId: org.partnerId, name: org.name });
   });
 });
@@ -324,7 +318,7 @@ describe('the agent update window', () => {
     const own = await admin.patch(`/orgs/organizations/${org.id}`, { settings: { agentUpdateWindow: { days: ['wed', 'mon'], startUtc: '01:00', endUtc: '03:30' } } });
     expect(own.body.settings.agentUpdateWindow).toEqual({ days: ['mon', 'wed'], startUtc: '01:00', endUtc: '03:30' });
     expect(own.body.effectiveAgentUpdateWindow).toEqual({ days: ['mon', 'wed'], startUtc: '01:00', endUtc: '03:30', source: 'organization' });
-    expect((await auditOf(org.id)).map((r) => r.changes)).toEqual([['settings.agentUpdateWindow']]);
+    expect((await auditOf(app, org.id, AUDIT_COLUMNS)).map((r) => r.changes)).toEqual([['settings.agentUpdateWindow']]);
 
     expect((await admin.patch(`/orgs/organizations/${org.id}`, { settings: { agentUpdateWindow: null } })).body.effectiveAgentUpdateWindow).toEqual({ ...window, source: 'partner' });
     await admin.patch('/orgs/partners/me', { settings: { agentUpdateWindow: null } });
@@ -428,8 +422,8 @@ describe('tenant isolation', () => {
     ] as const) {
       expect(code(await gql(app, as, query, variables))).toBe('NOT_FOUND');
     }
-    expect(await sql('select name from organization where id = ?', [orgB.id])).toEqual([{ name: orgB.name }]);
-    expect(await sql('select name from site where id = ?', [siteB.id])).toEqual([{ name: siteB.name }]);
+    expect(await sql(app, 'select name from organization where id = ?', [orgB.id])).toEqual([{ name: orgB.name }]);
+    expect(await sql(app, 'select name from site where id = ?', [siteB.id])).toEqual([{ name: siteB.name }]);
   });
 
   test("a partner administrator cannot see another partner's organizations", async () => {
@@ -502,12 +496,12 @@ describe('partners and organizations over GraphQL', () => {
     expect((await gql(app, partnerAdmin.as, `mutation ($id: ID!) { deleteOrganization(id: $id) }`, { id: orgId })).body.data).toEqual({ deleteOrganization: true });
     expect((await gql(app, platform.as, `mutation ($id: ID!) { deletePartner(id: $id) }`, { id: partnerId })).body.data).toEqual({ deletePartner: true });
 
-    expect((await auditOf(orgId)).map((r) => [r.action, r.changes])).toEqual([
+    expect((await auditOf(app, orgId, AUDIT_COLUMNS)).map((r) => [r.action, r.changes])).toEqual([
       ['organization.create', ['name', 'partnerId']],
       ['organization.update', ['contactEmail']],
       ['organization.delete', []],
     ]);
-    expect((await auditOf(partnerId)).map((r) => r.action)).toEqual(['partner.create', 'partner.update', 'partner.delete']);
+    expect((await auditOf(app, partnerId, AUDIT_COLUMNS)).map((r) => r.action)).toEqual(['partner.create', 'partner.update', 'partner.delete']);
   });
 
   test('validation and permission errors carry their codes', async () => {

@@ -10,6 +10,7 @@ import {
   type GuardOptions,
   type UnsafeUrlReason,
 } from '../src/net/outbound-guard.js';
+import { eventually } from './support/eventually.js';
 
 const fixture = (name: string) => fs.readFileSync(new URL(`./fixtures/tls/${name}`, import.meta.url));
 
@@ -317,9 +318,8 @@ describe('requests against a real HTTPS server', () => {
       },
       allowPrivate,
     );
-    expect(response).toMatchObject({ status: 202, body: 'accepted', truncated: false });
+    expect(response).toMatchObject({ status: 202, body: 'accepted', truncated: false, elapsedMs: expect.any(Number) });
     expect(response.headers['x-receiver']).toBe('yes');
-    expect(response.elapsedMs).toBeGreaterThanOrEqual(0);
     expect(received).toHaveLength(1);
     expect(received[0]).toMatchObject({ method: 'POST', url: '/hook', body: '{"event":"ping"}' });
     expect(received[0].headers).toMatchObject({
@@ -351,11 +351,10 @@ describe('requests against a real HTTPS server', () => {
   });
 
   test('a server that never answers triggers the timeout', async () => {
-    const started = Date.now();
     await expect(guardedRequest(`https://receiver.test:${port}/hang`, { timeoutMs: 300 }, allowPrivate)).rejects.toThrow(
       'Request timed out after 300 ms',
     );
-    expect(Date.now() - started).toBeLessThan(3000);
+    // It timed out waiting for the answer, not for the connection.
     expect(received.map((request) => request.url)).toEqual(['/hang']);
   });
 
@@ -448,7 +447,9 @@ describe('requests against a real HTTPS server', () => {
     test('respects an abort signal', async () => {
       const controller = new AbortController();
       const pending = guardedFetch(`https://idp.test:${port}/hang`, { signal: controller.signal });
-      setTimeout(() => controller.abort(new Error('caller gave up')), 100);
+      // Aborted while waiting for the answer (the 5 s timeout is far off): the caller's reason comes back.
+      await eventually(() => received.length === 1, 5000, 'the request to reach the server');
+      controller.abort(new Error('caller gave up'));
       await expect(pending).rejects.toThrow('caller gave up');
     });
 

@@ -201,9 +201,9 @@ describe('AuthnRequest (HTTP-Redirect)', () => {
     const { log, error } = console;
     console.log = console.error = () => {};
     try {
-      await expect(validateSamlSchema(request)).resolves.toBeTruthy();
-      await expect(validateSamlSchema(signed.toString('utf8'))).resolves.toBeTruthy();
-      await expect(validateSamlSchema(bogus)).rejects.toBeTruthy();
+      await expect(validateSamlSchema(request)).resolves.toBe('SUCCESS_VALIDATE_XML');
+      await expect(validateSamlSchema(signed.toString('utf8'))).resolves.toBe('SUCCESS_VALIDATE_XML');
+      await expect(validateSamlSchema(bogus)).rejects.toBe('ERR_EXCEPTION_VALIDATE_XML');
     } finally {
       Object.assign(console, { log, error });
     }

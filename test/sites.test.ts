@@ -1,5 +1,6 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
+import { auditOf, sql } from './support/db.js';
 import { buildOrg, buildPartner, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 let app: TestApp;
@@ -13,18 +14,12 @@ afterAll(async () => {
   await app.stop();
 });
 
-async function sql(query: string, params: unknown[] = []): Promise<any[]> {
-  return app.server.runtime.orm.em.fork().getConnection().execute(query, params);
-}
-
-async function auditOf(resourceId: string) {
-  return sql(`select action, resource_type, org_id, partner_id, actor_id, changes from audit_log where resource_id = ? order by seq`, [resourceId]);
-}
+const AUDIT_COLUMNS = ['action', 'resource_type', 'org_id', 'partner_id', 'actor_id', 'changes'];
 
 /** An organization user whose membership is limited to `siteIds`. */
 async function siteLimitedUser(orgId: string, siteIds: string[]): Promise<BuiltUser> {
   const user = await buildUser(app, { orgId });
-  await sql(`update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify(siteIds), user.membership.id]);
+  await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify(siteIds), user.membership.id]);
   return user;
 }
 
@@ -52,12 +47,12 @@ describe('sites over REST', () => {
     expect(await api.get(`/orgs/sites/${id}`)).toMatchObject({ status: 404, body: { message: 'Site not found' } });
 
     const row = { resource_type: 'site', org_id: org.id, partner_id: org.partnerId, actor_id: admin.user.id };
-    expect(await auditOf(id)).toEqual([
+    expect(await auditOf(app, id, AUDIT_COLUMNS)).toEqual([
       { ...row, action: 'site.create', changes: ['name', 'timezone', 'orgId'] },
       { ...row, action: 'site.update', changes: ['address'] },
       { ...row, action: 'site.delete', changes: [] },
     ]);
-    const events = await sql(`select type, org_id, data from outbox_event where data->>'siteId' = ? order by created_at`, [id]);
+    const events = await sql(app, `select type, org_id, data from outbox_event where data->>'siteId' = ? order by created_at`, [id]);
     expect(events).toEqual([
       { type: 'site.created', org_id: org.id, data: { siteId: id, orgId: org.id, name: 'Head office', changes: ['name', 'timezone', 'orgId'] } },
       { type: 'site.updated', org_id: org.id, data: { siteId: id, orgId: org.id, name: 'Head office', changes: ['address'] } },
@@ -127,7 +122,7 @@ describe('sites over REST', () => {
 
     const res = await gql(app, user.as, '{ sites { data { id } } }');
     expect(res.body.data).toEqual({ sites: { data: [{ id: mine.id }] } });
-    expect(await sql('select name from site where id = ?', [other.id])).toEqual([{ name: 'Not mine' }]);
+    expect(await sql(app, 'select name from site where id = ?', [other.id])).toEqual([{ name: 'Not mine' }]);
   });
 
   test('viewers and technicians cannot change sites', async () => {
@@ -140,7 +135,7 @@ describe('sites over REST', () => {
       expect(await api.patch(`/orgs/sites/${site.id}`, { name: 'Changed' })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
       expect(await api.delete(`/orgs/sites/${site.id}`)).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
     }
-    expect(await sql('select name from site where id = ?', [site.id])).toEqual([{ name: site.name }]);
+    expect(await sql(app, 'select name from site where id = ?', [site.id])).toEqual([{ name: site.name }]);
   });
 });
 
@@ -165,7 +160,7 @@ describe('sites over GraphQL', () => {
     const nulled = await gql(app, admin.as, `mutation ($id: ID!) { updateSite(id: $id, input: { name: null }) { name createdAt } }`, { id: site.id });
     expect(nulled.body.data.updateSite).toEqual({ name: 'Lab 2', createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/) });
     expect((await gql(app, admin.as, `mutation ($id: ID!) { deleteSite(id: $id) }`, { id: site.id })).body.data).toEqual({ deleteSite: true });
-    expect((await auditOf(site.id)).map((r) => [r.action, r.changes])).toEqual([
+    expect((await auditOf(app, site.id, AUDIT_COLUMNS)).map((r) => [r.action, r.changes])).toEqual([
       ['site.create', ['name', 'timezone', 'orgId']],
       ['site.update', ['name']],
       ['site.delete', []],

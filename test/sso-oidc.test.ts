@@ -5,7 +5,7 @@ import pg from 'pg';
 import { Membership } from '../entities/user.js';
 import { freePort } from '../src/db/embedded.js';
 import { createTestApp, type TestApp } from './support/app.js';
-import { Browser, loginAtIdp } from './support/browser.js';
+import { Browser, errorOf, loginAtIdp, ssoCode } from './support/browser.js';
 import { gql, rest } from './support/clients.js';
 import { buildOrg, buildRole, buildUser, systemRole } from './support/factories.js';
 import { startOidcIdp, type TestAccountClaims, type TestOidcIdp } from './support/oidc-idp.js';
@@ -95,8 +95,6 @@ async function login(orgId: string, accountId: string, query = ''): Promise<{ br
   return { browser, target: await finish(browser, await toCallback(browser, orgId, accountId, query)) };
 }
 
-const ssoCode = (target: string) => new URL(target).hash.replace(/^#ssoCode=/, '');
-const errorOf = (target: string) => new URL(target).searchParams.get('error');
 
 async function exchange(code: string) {
   return rest(app).post('/sso/exchange', { code });
@@ -195,14 +193,13 @@ describe('full login', () => {
     expect(link.rows[0].profile).toMatchObject({ sub: acct.id, groups: ['admins', 'ops'] });
     expect(link.rows[0].access_token).toMatch(/^v1:/);
     expect(link.rows[0].token_expires_at.getTime()).toBeGreaterThan(Date.now());
-    const firstLogin = link.rows[0].last_login_at.getTime();
 
     // The session is an SSO session without MFA.
     const session = await db.query(`select distinct method, mfa from refresh_token where user_id = $1`, [member.user.id]);
     expect(session.rows).toEqual([{ method: 'sso', mfa: false }]);
 
-    // A second login updates the same link.
-    await new Promise((r) => setTimeout(r, 10));
+    // A second login updates the same link (the first is moved an hour back, so "later" needs no waiting).
+    const firstLogin = (await db.query(`update sso_identity set last_login_at = last_login_at - interval '1 hour' where user_id = $1 returning last_login_at`, [member.user.id])).rows[0].last_login_at.getTime();
     expect(errorOf((await login(orgId, acct.id)).target)).toBeNull();
     const again = await db.query(`select last_login_at from sso_identity where user_id = $1`, [member.user.id]);
     expect(again.rows).toHaveLength(1);
@@ -242,13 +239,15 @@ describe('refusals', () => {
 
     expect(errorOf(await finish(new Browser(), callbackUrl))).toBe('session_expired');
 
+    const state = new URL(callbackUrl).searchParams.get('state')!;
     const intruder = new Browser();
     await intruder.get(`${app.url}/api/v1/sso/login/${orgId}`, { stopAt: isIdp }); // a valid cookie for another state
-    expect(intruder.cookie('service_sso_state', CALLBACK())).toBeDefined();
+    const intruderCookie = intruder.cookie('service_sso_state', CALLBACK());
+    expect(intruderCookie).toMatch(/^[\w-]+\.[\w-]{43}$/);
+    expect(intruderCookie!.split('.')[0]).not.toBe(state);
     expect(errorOf(await finish(intruder, callbackUrl))).toBe('session_expired');
 
     // The right state under a forged signature.
-    const state = new URL(callbackUrl).searchParams.get('state')!;
     const forged = await fetch(callbackUrl, { redirect: 'manual', headers: { cookie: `service_sso_state=${state}.${'A'.repeat(43)}` } });
     expect(errorOf(forged.headers.get('location')!)).toBe('session_expired');
 

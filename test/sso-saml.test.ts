@@ -7,7 +7,7 @@ import pg from 'pg';
 import { Membership } from '../entities/user.js';
 import { freePort } from '../src/db/embedded.js';
 import { createTestApp, type TestApp } from './support/app.js';
-import { Browser } from './support/browser.js';
+import { Browser, errorOf, ssoCode } from './support/browser.js';
 import { rest } from './support/clients.js';
 import { buildOrg, buildUser, systemRole } from './support/factories.js';
 import { createSamlIdp, type BuildResponseInput, type TestAuthnRequest } from './support/saml-idp.js';
@@ -42,8 +42,6 @@ const acsUrl = () => `${publicUrl}/api/v1/sso/saml/acs`;
 const spEntityId = () => `${publicUrl}/api/v1/sso/saml/metadata`;
 const isIdp = (location: string) => location.startsWith(idp.ssoUrl);
 const isDashboard = (location: string) => location.startsWith(publicUrl) && !location.startsWith(`${publicUrl}/api/`);
-const errorOf = (target: string) => new URL(target).searchParams.get('error');
-const ssoCode = (target: string) => new URL(target).hash.replace(/^#ssoCode=/, '');
 
 /** The SP signing certificate published in the metadata, as PEM. */
 async function spCertificate(): Promise<string> {

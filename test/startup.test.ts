@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../src/db/embedded.js';
 import { projectRoot } from '../src/paths.js';
+import { eventually } from './support/eventually.js';
 
 /** Runs the built server the way `npm start` does, with no configuration but a port and a data folder. */
 async function runServer(dataDir: string, port: number): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
@@ -16,18 +17,19 @@ async function runServer(dataDir: string, port: number): Promise<{ child: ChildP
   return { child, output: () => output, exited };
 }
 
-async function waitForHealth(port: number, timeoutMs: number): Promise<{ status: string; version: string }> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/health`);
-      if (res.ok) return (await res.json()) as { status: string; version: string };
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`no /health answer within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+function waitForHealth(port: number, timeoutMs: number): Promise<{ status: string; version: string }> {
+  return eventually(
+    async () => {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/health`);
+        return res.ok ? ((await res.json()) as { status: string; version: string }) : undefined;
+      } catch {
+        return undefined; // not listening yet
+      }
+    },
+    timeoutMs,
+    '/health to answer',
+  );
 }
 
 test('with no configuration the server starts on embedded PostgreSQL, answers /health, stops cleanly on SIGTERM and reuses its data', async () => {
@@ -48,6 +50,7 @@ test('with no configuration the server starts on embedded PostgreSQL, answers /h
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   } finally {
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    // PostgreSQL's last files can land just after the process reports its exit.
+    fs.rmSync(dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
 }, 60_000);

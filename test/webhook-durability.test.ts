@@ -4,15 +4,15 @@ import { withTransaction } from '../src/db/transaction.js';
 import { emit } from '../src/events/outbox.js';
 import type { Runtime } from '../src/runtime.js';
 import { DELIVER_JOB, SWEEP_JOB, sweepDeliveries } from '../src/services/webhook-deliveries.js';
-import { webhookInternals } from '../src/services/webhooks.js';
-import { createTestApp, eventually, type TestApp } from './support/app.js';
+import { createTestApp, type TestApp } from './support/app.js';
 import { rest } from './support/clients.js';
 import { createTestDatabase } from './support/database.js';
+import { jobsFinished, sql } from './support/db.js';
+import { eventually } from './support/eventually.js';
 import { buildOrg, buildUser } from './support/factories.js';
 import { startHttpsReceiver, type HttpsReceiver } from './support/https-receiver.js';
 
 const ENV = { ALLOW_PRIVATE_NETWORK_TARGETS: 'true' };
-const defaults = { ...webhookInternals };
 
 let receiver: HttpsReceiver;
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -24,7 +24,6 @@ afterAll(async () => {
   await receiver.close();
   await db.drop();
 });
-afterEach(() => Object.assign(webhookInternals, defaults));
 
 async function setup(app: TestApp, path: string, extra: Record<string, unknown> = {}) {
   const orgId = (await buildOrg(app)).id;
@@ -61,8 +60,10 @@ test('a delivery waiting for its retry when the server stops is completed by the
 });
 
 test('two instances never send one event to one webhook twice, even with duplicate jobs and sweeps', async () => {
-  const first = await createTestApp({ databaseUrl: db.url, env: ENV });
-  const second = await createTestApp({ databaseUrl: db.url, env: ENV });
+  // The sweep re-queues every unclaimed delivery that is due, at once.
+  const start = { tunables: { webhooks: { sweepGraceMs: 0 } } };
+  const first = await createTestApp({ databaseUrl: db.url, env: ENV, start });
+  const second = await createTestApp({ databaseUrl: db.url, env: ENV, start });
   try {
     const { orgId, api } = await setup(first, '/pair-0');
     const hooks = [(await api.get('/webhooks')).body.data[0].id as string];
@@ -80,11 +81,11 @@ test('two instances never send one event to one webhook twice, even with duplica
     for (const delivery of (await all()).slice(0, 20)) {
       for (const runtime of [first.server.runtime, second.server.runtime]) await runtime.jobs.schedule(DELIVER_JOB, { deliveryId: delivery.id });
     }
-    webhookInternals.sweepGraceMs = 0;
     await Promise.all([sweepDeliveries(RequestContext.system(first.server.runtime, 'test')), sweepDeliveries(RequestContext.system(second.server.runtime, 'test'))]);
 
     await eventually(async () => (await all()).every((d) => d.status === 'delivered'), 20_000, 'all delivered');
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // A duplicate send would come from a job still holding or about to run for a delivery: wait for every one to end.
+    await jobsFinished(first, DELIVER_JOB);
     const received = hooks.flatMap((_, i) => receiver.to(`/pair-${i}`));
     expect(received).toHaveLength(60);
     const pairs = new Set(received.map((r) => `${r.path} ${r.headers['x-service-event-id']}`));
@@ -113,15 +114,15 @@ test('the sweep re-queues a pending delivery whose job was lost; it is registere
       createdAt: new Date(Date.now() - 10 * 60_000),
     });
     await em.flush();
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    expect(receiver.to('/lost')).toEqual([]);
+    // Nothing would ever send it: no job names it.
+    expect(await sql(app, `select id from agenda_jobs where name = ? and data->>'deliveryId' = ?`, [DELIVER_JOB, lost.id])).toEqual([]);
 
     expect(await sweepDeliveries(RequestContext.system(app.server.runtime, 'test'))).toBe(1);
     await eventually(async () => (await rows(app.server.runtime, webhookId))[0]?.status === 'delivered', 10_000, 'delivered');
     expect(receiver.to('/lost').map((r) => r.headers['x-service-delivery-id'])).toEqual([lost.id]);
     expect(await sweepDeliveries(RequestContext.system(app.server.runtime, 'test'))).toBe(0);
 
-    const [job] = await em.getConnection().execute(`select type, repeat_interval from agenda_jobs where name = ?`, [SWEEP_JOB]);
+    const [job] = await sql(app, `select type, repeat_interval from agenda_jobs where name = ?`, [SWEEP_JOB]);
     expect(job).toEqual({ type: 'single', repeat_interval: '1 minute' });
   } finally {
     await app.stop();

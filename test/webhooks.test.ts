@@ -1,14 +1,15 @@
 import { Webhook } from '../entities/webhook.js';
-import { redactUrl, webhookInternals } from '../src/services/webhooks.js';
+import { redactUrl } from '../src/services/webhooks.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
+import { auditOf, sql } from './support/db.js';
 import { buildOrg, buildUser, type BuiltUser } from './support/factories.js';
 
 const SECRET = 'whsec-super-secret-value';
 const HEADER_VALUE = 'Bearer header-credential-xyz';
 
 /** Test DNS: names the tests use, nothing from the real resolver. */
-webhookInternals.resolve = async (host) => {
+const resolve = async (host: string): Promise<string[]> => {
   const table: Record<string, string[]> = {
     'hooks.example.com': ['93.184.216.34'],
     'internal.example.com': ['10.0.0.7'],
@@ -20,6 +21,7 @@ webhookInternals.resolve = async (host) => {
   if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
   return found;
 };
+const testDns = { tunables: { webhooks: { resolve } } };
 
 let app: TestApp;
 let orgA: string;
@@ -33,7 +35,7 @@ let partnerAdmin: BuiltUser;
 let systemAdmin: BuiltUser;
 
 beforeAll(async () => {
-  app = await createTestApp();
+  app = await createTestApp({ start: testDns });
   const a = await buildOrg(app);
   const b = await buildOrg(app);
   orgA = a.id;
@@ -58,12 +60,7 @@ const valid = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function audit(resourceId: string): Promise<{ action: string; changes: string[]; details: Record<string, unknown>; actor_type: string }[]> {
-  return app.server.runtime.orm.em
-    .fork()
-    .getConnection()
-    .execute('select action, changes, details, actor_type from audit_log where resource_id = ? order by seq', [resourceId]);
-}
+const audit = (resourceId: string) => auditOf(app, resourceId, ['action', 'changes', 'details', 'actor_type']);
 
 describe('REST', () => {
   test('create, read, list, update and delete; secrets never come back; every change is audited', async () => {
@@ -98,7 +95,7 @@ describe('REST', () => {
     const id = created.body.id as string;
 
     // Encrypted at rest: the stored row holds none of the plaintexts.
-    const [row] = await app.server.runtime.orm.em.fork().getConnection().execute('select url, secret, headers::text as headers from webhook where id = ?', [id]);
+    const [row] = await sql(app, 'select url, secret, headers::text as headers from webhook where id = ?', [id]);
     expect(JSON.stringify(row)).not.toMatch(/pa55w0rd|hooks\.example\.com|whsec|header-credential/);
     expect(app.server.runtime.secrets.decrypt(row.url)).toContain('alice:pa55w0rd@');
 
@@ -378,7 +375,7 @@ describe('SSRF: destination URLs with private targets refused (the default)', ()
   let admin: BuiltUser;
 
   beforeAll(async () => {
-    strict = await createTestApp();
+    strict = await createTestApp({ start: testDns });
     admin = await buildUser(strict, { orgId: (await buildOrg(strict)).id });
   });
   afterAll(async () => {

@@ -11,7 +11,7 @@ import { guardedRequest, UnsafeUrlError } from '../net/outbound-guard.js';
 import { CursorQuery, encodeCursor, finishCursorPage, keysetWhere, pageOptions, PageQuery, toPage, type Page } from '../pagination.js';
 import { parseInput, queryBoolean, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
-import { effectiveRetryPolicy, guardOptions, isReservedHeader, requireWebhook, unsealWebhook, webhookInternals } from './webhooks.js';
+import { effectiveRetryPolicy, guardOptions, isReservedHeader, requireWebhook, unsealWebhook } from './webhooks.js';
 
 export const DELIVER_JOB = 'webhooks.deliver';
 export const SWEEP_JOB = 'webhooks.sweep';
@@ -276,7 +276,7 @@ export async function fanOutEvent(tx: RequestContext, event: DomainEvent): Promi
  * and records the outcome, scheduling the next retry or dead-lettering it.
  */
 export async function deliver(ctx: RequestContext, job: DeliverJobData): Promise<void> {
-  const leaseUntil = new Date(Date.now() + webhookInternals.deliveryTimeoutMs + LEASE_MARGIN_MS);
+  const leaseUntil = new Date(ctx.runtime.clock.now().getTime() + ctx.runtime.tunables.webhooks.deliveryTimeoutMs + LEASE_MARGIN_MS);
   const delivery = await claim(ctx, job, leaseUntil);
   if (!delivery) return;
   const webhook = await ctx.em.findOne(Webhook, { id: delivery.webhookId });
@@ -287,8 +287,8 @@ export async function deliver(ctx: RequestContext, job: DeliverJobData): Promise
 
 /** Re-queues pending/retrying deliveries that are overdue and unclaimed: their job was lost (a crash between commit and scheduling). */
 export async function sweepDeliveries(ctx: RequestContext): Promise<number> {
-  const now = new Date();
-  const cutoff = new Date(now.getTime() - webhookInternals.sweepGraceMs);
+  const now = ctx.runtime.clock.now();
+  const cutoff = new Date(now.getTime() - ctx.runtime.tunables.webhooks.sweepGraceMs);
   const stuck = await ctx.em.find(
     WebhookDelivery,
     {
@@ -340,7 +340,7 @@ async function queueAndAnnounce(ctx: RequestContext, delivery: DeliveryUpdate): 
 
 /** One conditional update: of several jobs for one delivery, only one gets the lease. */
 async function claim(ctx: RequestContext, job: DeliverJobData, leaseUntil: Date): Promise<WebhookDelivery | null> {
-  const now = new Date();
+  const now = ctx.runtime.clock.now();
   const claimed = await ctx.em.nativeUpdate(
     WebhookDelivery,
     {
@@ -388,7 +388,7 @@ async function send(ctx: RequestContext, webhook: Webhook, delivery: WebhookDeli
   try {
     const response = await guardedRequest(
       url,
-      { method: 'POST', headers, body, timeoutMs: webhookInternals.deliveryTimeoutMs, maxBodyBytes: 4 * MAX_STORED_RESPONSE_CHARS },
+      { method: 'POST', headers, body, timeoutMs: ctx.runtime.tunables.webhooks.deliveryTimeoutMs, maxBodyBytes: 4 * MAX_STORED_RESPONSE_CHARS },
       guardOptions(ctx),
     );
     const ok = response.status >= 200 && response.status < 300;
@@ -407,7 +407,7 @@ async function send(ctx: RequestContext, webhook: Webhook, delivery: WebhookDeli
 }
 
 async function record(ctx: RequestContext, webhook: Webhook, claimed: WebhookDelivery, leaseUntil: Date, outcome: AttemptOutcome): Promise<void> {
-  const now = new Date();
+  const now = ctx.runtime.clock.now();
   const attempt = claimed.attempt + 1;
   const policy = effectiveRetryPolicy(webhook);
   const delivered = outcome.responseStatus !== null && outcome.error === null;
@@ -468,7 +468,8 @@ async function updateWebhookCounters(tx: RequestContext, webhook: Webhook, statu
   )) as { consecutive_failures: number; failing_since: Date; status: string }[];
   if (!streak || streak.status !== 'active') return;
   const span = now.getTime() - new Date(streak.failing_since).getTime();
-  if (streak.consecutive_failures < webhookInternals.autoFailAfter || span < webhookInternals.autoFailMinSpanMs) return;
+  const { autoFailAfter, autoFailMinSpanMs } = tx.runtime.tunables.webhooks;
+  if (streak.consecutive_failures < autoFailAfter || span < autoFailMinSpanMs) return;
   await tx.em.execute(`update webhook set status = 'error', updated_at = ? where id = ?`, [now, webhook.id]);
   await recordAudit(tx, {
     action: 'webhook.auto_failed',

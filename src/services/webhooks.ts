@@ -50,22 +50,8 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export const DEFAULT_RETRY_POLICY: WebhookRetryPolicy = { maxRetries: 5, initialDelayMs: 1000, backoffMultiplier: 2, maxDelayMs: 300_000 };
 export const MAX_WEBHOOK_HEADERS = 20;
 
-/**
- * Internal tunables, not configuration: tests swap the DNS resolver (DNS answers that change between
- * validation and delivery) and shorten the time-based ones. Production never touches them.
- */
-export const webhookInternals: {
-  resolve: GuardOptions['resolve'];
-  deliveryTimeoutMs: number;
-  /** consecutive failed deliveries, spanning at least autoFailMinSpanMs, that set a webhook to `failed` */
-  autoFailAfter: number;
-  autoFailMinSpanMs: number;
-  /** a pending/retrying delivery overdue by this much, and not held by a worker, is re-queued by the sweep */
-  sweepGraceMs: number;
-} = { resolve: undefined, deliveryTimeoutMs: 30_000, autoFailAfter: 10, autoFailMinSpanMs: 3_600_000, sweepGraceMs: 120_000 };
-
 export function guardOptions(ctx: RequestContext): GuardOptions {
-  return { allowPrivateNetworkTargets: ctx.runtime.config.allowPrivateNetworkTargets, resolve: webhookInternals.resolve };
+  return { allowPrivateNetworkTargets: ctx.runtime.config.allowPrivateNetworkTargets, resolve: ctx.runtime.tunables.webhooks.resolve };
 }
 
 // API ↔ stored status.

@@ -12,6 +12,11 @@ export interface TestApp {
   url: string;
   server: RunningServer;
   databaseUrl: string;
+  /**
+   * How many GraphQL subscriptions to `topic` have reached this instance's pubsub: a subscription
+   * counted here receives everything published from then on (graphql-ws acknowledges no subscribe).
+   */
+  subscriptions(topic: string): number;
   /** stops the server and drops the database (unless it was borrowed from another app) */
   stop(): Promise<void>;
 }
@@ -37,25 +42,22 @@ export async function createTestApp(options: { env?: Record<string, string>; dat
     ...options.env,
   });
   const server = await startServer(config, { outboxPollMs: 500, jobsProcessEveryMs: 500, ...options.start });
+  const subscribed = new Map<string, number>();
+  const { pubsub } = server.runtime;
+  const subscribe = pubsub.subscribe.bind(pubsub);
+  pubsub.subscribe = (topic) => {
+    subscribed.set(topic, (subscribed.get(topic) ?? 0) + 1);
+    return subscribe(topic);
+  };
   return {
     url: server.url,
     server,
     databaseUrl: db.url,
+    subscriptions: (topic) => subscribed.get(topic) ?? 0,
     async stop() {
       await server.stop();
       await db.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
-}
-
-/** Polls until `probe` returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function eventually<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value as T;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }

@@ -176,6 +176,12 @@ export async function loginAtIdp(
   return page.location;
 }
 
+/** The one-time code in the dashboard URL a successful SSO login ends at. */
+export const ssoCode = (target: string): string => new URL(target).hash.replace(/^#ssoCode=/, '');
+
+/** The `error` a failed SSO login reports to the dashboard, or null. */
+export const errorOf = (target: string): string | null => new URL(target).searchParams.get('error');
+
 function domainMatches(host: string, domain: string): boolean {
   return host === domain || host.endsWith(`.${domain}`);
 }

@@ -50,3 +50,13 @@ export async function gql<T = any>(app: TestApp, as: As, query: string, variable
   });
   return { status: res.status, body: (await res.json()) as never, headers: res.headers };
 }
+
+/** The one-time token in an invitation link. */
+export const inviteToken = (inviteUrl: string): string => new URL(inviteUrl).searchParams.get('token')!;
+
+/** A password login that must succeed; answers the session. */
+export async function loginOk(app: TestApp, email: string, password: string, headers?: Record<string, string>) {
+  const res = await rest(app).post('/auth/login', { email, password }, headers);
+  expect(res.status).toBe(200);
+  return res.body as { accessToken: string; refreshToken: string; expiresIn: number; user: any };
+}

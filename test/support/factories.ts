@@ -1,10 +1,10 @@
 import crypto from 'node:crypto';
+import { promisify } from 'node:util';
 import { Organization } from '../../entities/organization.js';
 import { Partner } from '../../entities/partner.js';
 import { Role, type Scope } from '../../entities/role.js';
 import { Site } from '../../entities/site.js';
 import { Membership, User } from '../../entities/user.js';
-import { hashPassword } from '../../src/auth/passwords.js';
 import { SYSTEM_ROLES } from '../../src/auth/permissions.js';
 import { signAccessToken } from '../../src/auth/tokens.js';
 import type { TestApp } from './app.js';
@@ -14,7 +14,18 @@ function em(app: TestApp) {
   return app.server.runtime.orm.em.fork();
 }
 
-const unique = () => crypto.randomBytes(4).toString('hex');
+/** Eight hex characters, for names and emails that must not collide. */
+export const unique = () => crypto.randomBytes(4).toString('hex');
+
+// Fixture users get a cheap scrypt cost (N = 2^10, not the production 2^15, ~70x faster): verifyPassword reads the
+// cost from the stored hash, so they sign in through the same code; hashes the server makes keep the production cost.
+const scrypt = promisify(crypto.scrypt) as (password: string, salt: Buffer, keylen: number, options: crypto.ScryptOptions) => Promise<Buffer>;
+const FIXTURE_SCRYPT = { N: 2 ** 10, r: 8, p: 1 };
+async function fixturePasswordHash(password: string): Promise<string> {
+  const salt = crypto.randomBytes(16);
+  const hash = await scrypt(password, salt, 32, FIXTURE_SCRYPT);
+  return ['scrypt', FIXTURE_SCRYPT.N, FIXTURE_SCRYPT.r, FIXTURE_SCRYPT.p, salt.toString('base64url'), hash.toString('base64url')].join('$');
+}
 
 export const systemRole = (name: string): string => {
   const role = SYSTEM_ROLES.find((r) => r.name === name);
@@ -86,7 +97,7 @@ export async function buildUser(
   const user = e.create(User, {
     email: (options.email ?? `user-${unique()}@example.test`).toLowerCase(),
     name: 'Test User',
-    passwordHash: await hashPassword(password),
+    passwordHash: await fixturePasswordHash(password),
     status: options.status ?? 'active',
   });
   const membership = e.create(Membership, {

@@ -1,0 +1,32 @@
+import type { TestApp } from './app.js';
+import { eventually } from './eventually.js';
+
+/** Raw SQL on the app's database, on a fresh connection of its pool. */
+export async function sql<T = any>(app: TestApp, query: string, params: unknown[] = []): Promise<T[]> {
+  return (await app.server.runtime.orm.em.fork().getConnection().execute(query, params)) as T[];
+}
+
+/**
+ * The audit rows written about one resource, oldest first, with the columns a test compares
+ * (`successOnly` leaves out refusals such as `access.denied`).
+ */
+export async function auditOf(app: TestApp, resourceId: string, columns: readonly string[], { successOnly = false } = {}): Promise<any[]> {
+  return sql(app, `select ${columns.join(', ')} from audit_log where resource_id = ?${successOnly ? ` and result = 'success'` : ''} order by seq`, [resourceId]);
+}
+
+/**
+ * Waits until the outbox has handed the event to every subscriber: they run in the transaction that
+ * sets `dispatched_at`, so whatever they write (webhook deliveries, …) is committed by then.
+ */
+export async function dispatched(app: TestApp, eventId: string, timeoutMs = 15_000): Promise<void> {
+  await eventually(async () => (await sql(app, 'select dispatched_at from outbox_event where id = ?', [eventId]))[0]?.dispatched_at != null, timeoutMs, `dispatch of event ${eventId}`);
+}
+
+/** Waits until no job called `name` is due, queued or running: everything scheduled so far has finished. */
+export async function jobsFinished(app: TestApp, name: string, timeoutMs = 15_000): Promise<void> {
+  await eventually(
+    async () => (await sql(app, 'select count(*)::int as n from agenda_jobs where name = ? and (next_run_at is not null or locked_at is not null or last_finished_at is null)', [name]))[0].n === 0,
+    timeoutMs,
+    `every ${name} job to finish`,
+  );
+}

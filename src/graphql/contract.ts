@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
-import { GraphQLJSON } from 'graphql-scalars';
+import { GraphQLJSON, GraphQLJSONObject } from 'graphql-scalars';
 import { ArgsType, Field, Float, ID, InputType, Int, ObjectType, registerEnumType, type ClassType } from 'type-graphql';
 import { z, type ZodType } from 'zod';
 import { isDateTimeSchema, isoDateTime } from '../validation.js';
@@ -107,6 +107,7 @@ function baseType(schema: ZodType, kind: Kind3, name: string): TypeThunk {
     case 'object':
       return derivedType(kind === 'args' ? 'input' : kind, metaOf(schema).title ?? name, schema as z.ZodObject);
     case 'record':
+      return () => GraphQLJSONObject;
     case 'unknown':
     case 'any':
       return () => GraphQLJSON;

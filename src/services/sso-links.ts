@@ -18,6 +18,10 @@ const LINK_PURPOSE = 'sso-link';
 
 export const SsoLinkInput = z.object({ redirect: RedirectPath.nullish() }).strict();
 
+export const SsoLinkStartSchema = z
+  .object({ url: z.string().describe('single-use, valid for two minutes') })
+  .meta({ title: 'SsoLinkStart', description: 'Open url in the browser: it starts the IdP login that links the signed-in account.' });
+
 /**
  * `POST /sso/link/:orgId`: a URL on this service for the browser, which opens the IdP login of the
  * organization's active provider bound to the signed-in user; that login links its subject to this user.

@@ -11,7 +11,6 @@ import {
   SsoProvider,
   SsoSession,
   type SsoAttributeMapping,
-  type SsoProviderStatus,
   type SsoProviderType,
 } from '../../entities/sso.js';
 import type { RequestContext } from '../auth/context.js';
@@ -24,7 +23,7 @@ import { withTransaction } from '../db/transaction.js';
 import { AppError, badRequest, conflict, notFound } from '../errors.js';
 import { createGuardedFetch } from '../net/outbound-guard.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
-import { parseInput, uuid } from '../validation.js';
+import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { assertCanGrant } from './roles.js';
 
@@ -36,18 +35,31 @@ const OIDC_MAPPING: SsoAttributeMapping = { email: 'email', name: 'name', firstN
 // ---------------------------------------------------------------------------------------------------------
 // Presets. Identifiers name the kind of IdP, not a product.
 
-export interface SsoPreset {
-  id: string;
-  name: string;
-  type: SsoProviderType;
-  /** OIDC issuer URL template */
-  issuerTemplate: string | null;
-  /** SAML SSO URL template */
-  ssoUrlTemplate: string | null;
-  scopes: string | null;
-  /** OIDC: the claims mapped to user fields; SAML: the attribute URIs mapped automatically */
-  attributeMapping: SsoAttributeMapping;
-}
+export const SsoProviderTypeSchema = z.enum(['oidc', 'saml']).meta({ title: 'SsoProviderType' });
+const SsoProviderStatusSchema = z.enum(['inactive', 'testing', 'active']).meta({ title: 'SsoProviderStatus' });
+
+export const SsoAttributeMappingViewSchema = z
+  .object({
+    email: z.string(),
+    name: z.string(),
+    firstName: z.string().optional().describe('used when the name claim is missing'),
+    lastName: z.string().optional().describe('combined with firstName into a display name'),
+    groups: z.string().optional().describe('a claim holding an array of strings'),
+  })
+  .meta({ title: 'SsoAttributeMapping', description: 'Which IdP claim holds each user field.' });
+
+export const SsoPresetSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    type: SsoProviderTypeSchema,
+    issuerTemplate: z.string().nullable().describe('OIDC issuer URL template'),
+    ssoUrlTemplate: z.string().nullable().describe('SAML SSO URL template'),
+    scopes: z.string().nullable(),
+    attributeMapping: SsoAttributeMappingViewSchema.describe('OIDC: the claims mapped to user fields; SAML: the attribute URIs mapped automatically'),
+  })
+  .meta({ title: 'SsoPreset' });
+export type SsoPreset = z.output<typeof SsoPresetSchema>;
 
 const SAML_MAPPING: SsoAttributeMapping = {
   email: 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress',
@@ -103,6 +115,7 @@ export const AttributeMappingInput = z
     groups: mappingClaim.nullish(),
   })
   .strict()
+  .meta({ title: 'SsoAttributeMappingInput' })
   .transform(({ email, name, firstName, lastName, groups }): SsoAttributeMapping => ({
     email,
     name,
@@ -155,7 +168,7 @@ const commonFields = {
 const oidcFields = {
   issuer: httpsUrl.nullable(),
   clientId: z.string().trim().min(1).max(255).nullable(),
-  clientSecret: z.string().min(1).max(4096).nullable(),
+  clientSecret: z.string().min(1).max(4096).nullable().describe('write-only'),
   authorizationUrl: webUrl.nullable(),
   tokenUrl: httpsUrl.nullable(),
   userInfoUrl: httpsUrl.nullable(),
@@ -165,9 +178,8 @@ const oidcFields = {
 const samlFields = {
   entityId: z.string().trim().min(1).max(500).nullable(),
   ssoUrl: webUrl.nullable(),
-  certificate: certificate.nullable(),
-  /** IdP metadata: entityId, ssoUrl and certificate are read from it (fields given alongside win) */
-  metadataXml: z.string().max(1_000_000),
+  certificate: certificate.nullable().describe('PEM, with or without the BEGIN/END lines'),
+  metadataXml: z.string().max(1_000_000).describe('IdP metadata; entityId, ssoUrl and certificate are read from it (fields given alongside win)'),
   allowIdpInitiated: z.boolean(),
   forceAuthn: z.boolean(),
   nameIdFormat: z.string().trim().min(1).max(255).nullable(),
@@ -184,59 +196,65 @@ const SAML_ONLY = Object.keys(samlFields);
 const optional = <T extends Record<string, z.ZodType>>(shape: T) =>
   Object.fromEntries(Object.entries(shape).map(([k, s]) => [k, s.optional()])) as { [K in keyof T]: z.ZodOptional<T[K]> };
 
-export const CreateSsoProviderInput = z
+export const CreateSsoProviderSchema = z
   .object({
-    orgId: uuid().optional(),
-    type: z.enum(['oidc', 'saml']),
-    preset: z.string().max(50).optional(),
+    orgId: uuid().optional().describe('organization callers: their own; partner and platform callers: required'),
+    type: SsoProviderTypeSchema,
+    preset: z.string().max(50).optional().describe('a preset id from ssoPresets'),
     ...optional(commonFields),
     name: commonFields.name,
     ...optional(oidcFields),
     ...optional(samlFields),
   })
   .strict();
-export type CreateSsoProviderInput = z.input<typeof CreateSsoProviderInput>;
+export type CreateSsoProviderInput = z.input<typeof CreateSsoProviderSchema>;
 
-export const UpdateSsoProviderInput = z.object({ ...optional(commonFields), ...optional(oidcFields), ...optional(samlFields) }).strict();
-export type UpdateSsoProviderInput = z.input<typeof UpdateSsoProviderInput>;
+export const UpdateSsoProviderSchema = z.object({ ...optional(commonFields), ...optional(oidcFields), ...optional(samlFields) }).strict();
+export type UpdateSsoProviderInput = z.input<typeof UpdateSsoProviderSchema>;
 
-export const SsoProviderStatusInput = z.object({ status: z.enum(['inactive', 'testing', 'active']) }).strict();
+export const SsoProviderStatusInput = z.object({ status: SsoProviderStatusSchema }).strict();
+export type SsoProviderStatusChange = z.input<typeof SsoProviderStatusInput>;
 
-export const ListSsoProvidersQuery = PageQuery.extend({ orgId: uuid().optional() }).strict();
+export const ListSsoProvidersQuery = PageQuery.extend({ orgId: uuid().optional().describe('required for partner and platform callers') }).strict();
+export type ListSsoProvidersInput = z.input<typeof ListSsoProvidersQuery>;
 
 // ---------------------------------------------------------------------------------------------------------
 // View
 
-export interface SsoProviderView {
-  id: string;
-  orgId: string;
-  name: string;
-  type: SsoProviderType;
-  status: SsoProviderStatus;
-  preset: string | null;
-  issuer: string | null;
-  clientId: string | null;
-  hasClientSecret: boolean;
-  authorizationUrl: string | null;
-  tokenUrl: string | null;
-  userInfoUrl: string | null;
-  jwksUrl: string | null;
-  scopes: string | null;
-  attributeMapping: SsoAttributeMapping | null;
-  autoProvision: boolean;
-  defaultRoleId: string | null;
-  allowedDomains: string | null;
-  enforceSSO: boolean;
-  entityId: string | null;
-  ssoUrl: string | null;
-  certificate: string | null;
-  allowIdpInitiated: boolean;
-  forceAuthn: boolean;
-  nameIdFormat: string | null;
-  createdBy: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+const optionalUrl = () => z.string().nullable();
+export const SsoProviderViewSchema = z
+  .object({
+    id: uuid(),
+    orgId: uuid(),
+    name: z.string(),
+    type: SsoProviderTypeSchema,
+    status: SsoProviderStatusSchema.describe('only active providers are used for login'),
+    preset: z.string().nullable(),
+    issuer: optionalUrl(),
+    clientId: z.string().nullable(),
+    hasClientSecret: z.boolean(),
+    authorizationUrl: optionalUrl(),
+    tokenUrl: optionalUrl(),
+    userInfoUrl: optionalUrl(),
+    jwksUrl: optionalUrl(),
+    scopes: z.string().nullable(),
+    attributeMapping: SsoAttributeMappingViewSchema.nullable(),
+    autoProvision: z.boolean(),
+    defaultRoleId: uuid().nullable(),
+    allowedDomains: z.string().nullable().describe('comma-separated; null allows every domain'),
+    enforceSSO: z.boolean(),
+    entityId: z.string().nullable().describe("SAML: the IdP's entity id"),
+    ssoUrl: optionalUrl().describe("SAML: the IdP's SSO URL"),
+    certificate: z.string().nullable().describe("SAML: the IdP's signing certificate (PEM)"),
+    allowIdpInitiated: z.boolean(),
+    forceAuthn: z.boolean(),
+    nameIdFormat: z.string().nullable(),
+    createdBy: uuid().nullable(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
+  })
+  .meta({ title: 'SsoProvider', description: 'An organization identity provider. The client secret is write-only: see hasClientSecret.' });
+export type SsoProviderView = z.output<typeof SsoProviderViewSchema>;
 
 /** Never the client secret: only whether one is set. */
 export function ssoProviderView(p: SsoProvider): SsoProviderView {
@@ -345,7 +363,7 @@ type Column = Exclude<keyof SsoProvider, 'id' | 'orgId' | 'type' | 'createdAt' |
 type Changes = Partial<Pick<SsoProvider, Column>>;
 
 /** Turns parsed input into column values for a provider of `type`: refuses the other protocol's fields, reads metadata, encrypts the secret. */
-function columnsFrom(ctx: RequestContext, type: SsoProviderType, input: z.output<typeof UpdateSsoProviderInput>): Changes {
+function columnsFrom(ctx: RequestContext, type: SsoProviderType, input: z.output<typeof UpdateSsoProviderSchema>): Changes {
   const foreign = Object.keys(input).filter((k) => input[k as keyof typeof input] !== undefined && (type === 'oidc' ? SAML_ONLY : OIDC_ONLY).includes(k));
   if (foreign.length) throw badRequest(`${foreign[0]}: does not apply to ${type} providers`);
   const { metadataXml, clientSecret, ...rest } = input;
@@ -423,7 +441,7 @@ async function assertControlsSignIn(em: EntityManager, principal: Principal, org
 }
 
 export async function createSsoProvider(ctx: RequestContext, body: CreateSsoProviderInput): Promise<SsoProviderView> {
-  const input = parseInput(CreateSsoProviderInput, body);
+  const input = parseInput(CreateSsoProviderSchema, body);
   const orgId = await targetOrgId(ctx, input.orgId);
   const principal = await authorize(ctx, 'organizations:write', { orgId, mfa: true, resource: RESOURCE });
   const { orgId: _orgId, type, preset: presetId, ...fields } = input;
@@ -456,7 +474,7 @@ export async function createSsoProvider(ctx: RequestContext, body: CreateSsoProv
 
 export async function updateSsoProvider(ctx: RequestContext, id: string, body: UpdateSsoProviderInput): Promise<SsoProviderView> {
   const current = await loadProvider(ctx, id, 'organizations:write', true);
-  const changes = columnsFrom(ctx, current.type, parseInput(UpdateSsoProviderInput, body));
+  const changes = columnsFrom(ctx, current.type, parseInput(UpdateSsoProviderSchema, body));
   if (current.type === 'oidc' && changes.issuer && changes.issuer !== current.issuer) {
     Object.assign(changes, endpointColumns(await discover(ctx, changes.issuer), changes));
   }
@@ -502,7 +520,7 @@ export async function deleteSsoProvider(ctx: RequestContext, id: string): Promis
   });
 }
 
-export async function setSsoProviderStatus(ctx: RequestContext, id: string, body: { status: string }): Promise<SsoProviderView> {
+export async function setSsoProviderStatus(ctx: RequestContext, id: string, body: SsoProviderStatusChange): Promise<SsoProviderView> {
   const current = await loadProvider(ctx, id, 'organizations:write', true);
   const { status } = parseInput(SsoProviderStatusInput, body);
   const alreadyActive = () => conflict('Another SSO provider is already active for this organization');
@@ -534,14 +552,23 @@ export async function setSsoProviderStatus(ctx: RequestContext, id: string, body
   });
 }
 
-export interface SsoProviderTestResult {
-  success: true;
-  type: SsoProviderType;
-  /** OIDC: what discovery found */
-  endpoints: OidcEndpoints | null;
-  /** SAML: the configuration that was checked */
-  saml: { entityId: string; ssoUrl: string; certificateExpiresAt: string } | null;
-}
+export const SsoProviderTestResultSchema = z
+  .object({
+    success: z.boolean(),
+    type: SsoProviderTypeSchema,
+    endpoints: z
+      .object({ issuer: z.string(), authorizationUrl: z.string(), tokenUrl: z.string(), userInfoUrl: z.string().nullable(), jwksUrl: z.string() })
+      .meta({ title: 'SsoOidcEndpoints' })
+      .nullable()
+      .describe('OIDC: what discovery found (not stored)'),
+    saml: z
+      .object({ entityId: z.string(), ssoUrl: z.string(), certificateExpiresAt: timestamp() })
+      .meta({ title: 'SsoSamlTest' })
+      .nullable()
+      .describe('SAML: the configuration that was checked'),
+  })
+  .meta({ title: 'SsoProviderTestResult', description: 'A failed test is an error (OIDC discovery failed, Provider is not fully configured).' });
+export type SsoProviderTestResult = z.output<typeof SsoProviderTestResultSchema> & { success: true; endpoints: OidcEndpoints | null };
 
 /**
  * OIDC: runs discovery against the issuer and reports the endpoints (nothing is stored). SAML: checks

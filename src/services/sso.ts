@@ -7,16 +7,26 @@ import type { Membership } from '../../entities/user.js';
 import type { RequestContext } from '../auth/context.js';
 import { skipAuthorization } from '../auth/policy.js';
 import { AppError } from '../errors.js';
-import { parseInput } from '../validation.js';
+import { parseInput, uuid } from '../validation.js';
 import { passwordLoginPolicies } from './auth.js';
 import { RedirectPath, type LoginRedirect } from './sso-accounts.js';
 import { startOidcLogin } from './sso-oidc.js';
-import { findActiveProvider } from './sso-providers.js';
+import { SsoProviderTypeSchema, findActiveProvider } from './sso-providers.js';
 import { startSamlLogin } from './sso-saml.js';
 
 export type SsoCheck =
   | { ssoEnabled: false }
   | { ssoEnabled: true; provider: { id: string; name: string; type: SsoProviderType }; enforceSSO: boolean; loginUrl: string };
+
+/** Both answers of the check in one shape (GraphQL has no anonymous unions): the other fields are absent without SSO. */
+export const SsoCheckSchema = z
+  .object({
+    ssoEnabled: z.boolean(),
+    provider: z.object({ id: uuid(), name: z.string(), type: SsoProviderTypeSchema }).meta({ title: 'SsoCheckProvider' }).optional(),
+    enforceSSO: z.boolean().optional(),
+    loginUrl: z.string().optional(),
+  })
+  .meta({ title: 'SsoCheck', description: 'Whether an organization signs in through SSO; the other fields are null when it does not.' });
 
 /** `GET /sso/check/:orgId`: an unknown organization answers like one without SSO, so ids cannot be probed. */
 export async function checkSso(ctx: RequestContext, orgId: string): Promise<SsoCheck> {

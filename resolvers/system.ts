@@ -1,50 +1,24 @@
-import { Arg, Ctx, Field, ObjectType, Query, Resolver, Root, Subscription } from 'type-graphql';
-import { GraphQLJSONObject } from 'graphql-scalars';
+import { Arg, Ctx, Query, Resolver, Root, Subscription } from 'type-graphql';
+import { objectType } from '../src/graphql/contract.js';
 import type { GraphqlContext } from '../src/graphql/context.js';
-import { skipAuthorization } from '../src/auth/policy.js';
 import type { DomainEvent } from '../src/events/types.js';
-import { subscribeDomainEvents } from '../src/services/events.js';
+import { DomainEventSchema, ServiceInfoSchema, serviceInfo, subscribeDomainEvents } from '../src/services/events.js';
 
-@ObjectType()
-class ServiceInfo {
-  @Field(() => String)
-  status!: string;
-
-  @Field(() => String)
-  version!: string;
-}
-
-@ObjectType('DomainEvent')
-class DomainEventObject {
-  @Field(() => String)
-  id!: string;
-
-  @Field(() => String)
-  type!: string;
-
-  @Field(() => String, { nullable: true })
-  orgId!: string | null;
-
-  @Field(() => String)
-  timestamp!: string;
-
-  @Field(() => GraphQLJSONObject)
-  data!: Record<string, unknown>;
-}
+const ServiceInfoObject = objectType('ServiceInfo', ServiceInfoSchema);
+const DomainEventObject = objectType('DomainEvent', DomainEventSchema);
 
 @Resolver()
 export class SystemResolver {
-  @Query(() => ServiceInfo, { description: 'Liveness and version of the service.' })
-  serviceInfo(@Ctx() { ctx }: GraphqlContext): ServiceInfo {
-    skipAuthorization(ctx, 'public service information');
-    return { status: 'ok', version: ctx.runtime.config.serviceVersion };
+  @Query(() => ServiceInfoObject, { description: 'Liveness and version of the service.' })
+  serviceInfo(@Ctx() { ctx }: GraphqlContext) {
+    return serviceInfo(ctx);
   }
 
   @Subscription(() => DomainEventObject, {
     description: 'Committed domain events of the organizations the caller can see, from any server instance.',
     subscribe: ({ args, context }) => subscribeDomainEvents((context as GraphqlContext).ctx, (args.types as string[] | undefined) ?? null),
   })
-  domainEvents(@Root() event: DomainEvent, @Arg('types', () => [String], { nullable: true }) _types?: string[]): DomainEventObject {
+  domainEvents(@Root() event: DomainEvent, @Arg('types', () => [String], { nullable: true }) _types?: string[]): DomainEvent {
     return event;
   }
 }

@@ -2,16 +2,16 @@ import type { OpenApiRegistry } from '../src/http/openapi.js';
 import {
   ListDeadLettersQuery,
   ListDeliveriesQuery,
-  TestWebhookInput,
+  TestWebhookSchema,
   listDeadLetters,
   listDeliveries,
   retryDelivery,
   testWebhook,
 } from '../src/services/webhook-deliveries.js';
 import {
-  CreateWebhookInput,
+  CreateWebhookSchema,
   ListWebhooksQuery,
-  UpdateWebhookInput,
+  UpdateWebhookSchema,
   createWebhook,
   deleteWebhook,
   getWebhook,
@@ -26,14 +26,14 @@ export function webhooksRouter(openapi: OpenApiRegistry): RestRouter {
   const webhook = { id: pathId('Webhook') };
 
   r.get('/webhooks', { summary: "List an organization's webhooks", query: ListWebhooksQuery }, (ctx, { query }) => listWebhooks(ctx, query));
-  r.post('/webhooks', { summary: 'Create a webhook', body: CreateWebhookInput, status: 201 }, (ctx, { body }) => createWebhook(ctx, body));
+  r.post('/webhooks', { summary: 'Create a webhook', body: CreateWebhookSchema, status: 201 }, (ctx, { body }) => createWebhook(ctx, body));
   r.get('/webhooks/:id', { summary: 'Get a webhook with its delivery statistics', params: webhook }, (ctx, { params }) => getWebhook(ctx, params.id));
-  r.patch('/webhooks/:id', { summary: 'Update a webhook', params: webhook, body: UpdateWebhookInput }, (ctx, { params, body }) => updateWebhook(ctx, params.id, body));
+  r.patch('/webhooks/:id', { summary: 'Update a webhook', params: webhook, body: UpdateWebhookSchema }, (ctx, { params, body }) => updateWebhook(ctx, params.id, body));
   r.delete('/webhooks/:id', { summary: 'Delete a webhook and its deliveries', params: webhook }, (ctx, { params }) => deleteWebhook(ctx, params.id));
   r.get('/webhooks/:id/deliveries', { summary: "A webhook's deliveries, newest first", params: webhook, query: ListDeliveriesQuery }, (ctx, { params, query }) =>
     listDeliveries(ctx, params.id, query),
   );
-  r.post('/webhooks/:id/test', { summary: 'Queue a test delivery', params: webhook, body: TestWebhookInput, status: 202 }, (ctx, { params, body }) => testWebhook(ctx, params.id, body));
+  r.post('/webhooks/:id/test', { summary: 'Queue a test delivery', params: webhook, body: TestWebhookSchema, status: 202 }, (ctx, { params, body }) => testWebhook(ctx, params.id, body));
   r.get('/webhooks/dead-letters', { summary: 'List failed deliveries (the dead-letter queue); re-drive one with the retry route', query: ListDeadLettersQuery }, (ctx, { query }) =>
     listDeadLetters(ctx, query),
   );

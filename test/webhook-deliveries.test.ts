@@ -336,7 +336,7 @@ test('GraphQL: test mutation, deliveries connection with keyset cursors and stat
     ids.push(response.body.data.testWebhook.delivery.id);
     await settled(id, ids[i]!, 'delivered');
   }
-  const query = `query($id: ID!, $after: String) { webhook(id: $id) { deliveries(first: 2, after: $after, status: "delivered") { totalCount edges { cursor node { id status } } pageInfo { hasNextPage endCursor } } } }`;
+  const query = `query($id: ID!, $after: String) { webhook(id: $id) { deliveries(first: 2, after: $after, status: delivered) { totalCount edges { cursor node { id status } } pageInfo { hasNextPage endCursor } } } }`;
   const first = (await gql(app, adminA.as, query, { id })).body.data.webhook.deliveries;
   expect(first.totalCount).toBe(3);
   expect(first.edges.map((e: any) => e.node.id)).toEqual([ids[2], ids[1]]);
@@ -344,7 +344,7 @@ test('GraphQL: test mutation, deliveries connection with keyset cursors and stat
   const second = (await gql(app, adminA.as, query, { id, after: first.pageInfo.endCursor })).body.data.webhook.deliveries;
   expect(second.edges.map((e: any) => e.node.id)).toEqual([ids[0]]);
   expect(second.pageInfo.hasNextPage).toBe(false);
-  const none = await gql(app, adminA.as, `query($id: ID!) { webhook(id: $id) { deliveries(status: "failed") { totalCount } } }`, { id });
+  const none = await gql(app, adminA.as, `query($id: ID!) { webhook(id: $id) { deliveries(status: failed) { totalCount } } }`, { id });
   expect(none.body.data.webhook.deliveries.totalCount).toBe(0);
 
   // REST: newest first, page/limit, status filter, limit capped at 100.

@@ -325,7 +325,7 @@ describe('GraphQL', () => {
     const read = await gql(
       app,
       adminA.as,
-      `query($id: ID!) { webhook(id: $id) { id deliveryStats { total pending delivered failed retrying lastDeliveredAt } deliveries(first: 5) { totalCount edges { cursor } pageInfo { hasNextPage endCursor } } } webhooks(status: "active") { data { id } pagination { total } } }`,
+      `query($id: ID!) { webhook(id: $id) { id deliveryStats { total pending delivered failed retrying lastDeliveredAt } deliveries(first: 5) { totalCount edges { cursor } pageInfo { hasNextPage endCursor } } } webhooks(status: active) { data { id } pagination { total } } }`,
       { id: webhook.id },
     );
     expect(read.body.errors).toBeUndefined();

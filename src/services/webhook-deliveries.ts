@@ -9,7 +9,7 @@ import { filterIterable } from '../events/subscriptions.js';
 import type { DomainEvent } from '../events/types.js';
 import { guardedRequest, UnsafeUrlError } from '../net/outbound-guard.js';
 import { CursorQuery, encodeCursor, finishCursorPage, keysetWhere, pageOptions, PageQuery, toPage, type Page } from '../pagination.js';
-import { parseInput, queryBoolean, uuid } from '../validation.js';
+import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { effectiveRetryPolicy, guardOptions, isReservedHeader, requireWebhook, unsealWebhook } from './webhooks.js';
 
@@ -25,7 +25,7 @@ const CLAIM_EARLY_TOLERANCE_MS = 500;
 const LEASE_MARGIN_MS = 15_000;
 const SWEEP_BATCH = 500;
 
-const DeliveryStatus = z.enum(['pending', 'delivered', 'failed', 'retrying']);
+const DeliveryStatus = z.enum(['pending', 'delivered', 'failed', 'retrying']).meta({ title: 'WebhookDeliveryStatus' });
 
 export const ListDeliveriesQuery = z.strictObject({
   page: z.coerce.number().int().min(1).default(1),
@@ -34,55 +34,72 @@ export const ListDeliveriesQuery = z.strictObject({
 });
 
 export const DeliveriesConnectionArgs = z.strictObject({
-  first: z.number().int().min(1).max(MAX_DELIVERY_PAGE).default(50),
+  first: z.number().int().min(1).max(MAX_DELIVERY_PAGE).default(50).describe(`1 to ${MAX_DELIVERY_PAGE}`),
   after: CursorQuery.shape.cursor,
   status: DeliveryStatus.optional(),
 });
 
-export const TestWebhookInput = z.strictObject({
+export type DeliveriesConnectionInput = z.input<typeof DeliveriesConnectionArgs>;
+
+export const TestWebhookSchema = z.strictObject({
   // Any name: a receiver may want to see how it handles a type it does not know.
   event: z.string().trim().min(1).max(100).default('webhook.test'),
   payload: z.record(z.string(), z.unknown()).optional(),
 });
-export type TestWebhookInput = z.input<typeof TestWebhookInput>;
+export type TestWebhookInput = z.input<typeof TestWebhookSchema>;
 
 export const ListDeadLettersQuery = PageQuery.extend({
-  orgId: uuid().optional(),
+  orgId: uuid().optional().describe('required for partner and system callers'),
   webhookId: uuid().optional(),
-  /** true: only re-driven ones; false: only those never re-driven */
-  redriven: z.union([z.boolean(), queryBoolean]).optional(),
+  redriven: z.boolean().or(queryBoolean).optional().describe('true: only re-driven ones; false: only those never re-driven'),
 }).strict();
+export type ListDeadLettersInput = z.input<typeof ListDeadLettersQuery>;
 
-export interface WebhookDeliveryView {
-  id: string;
-  webhookId: string;
-  orgId: string;
-  status: WebhookDeliveryStatus;
-  event: string;
-  eventId: string;
-  payload: Record<string, unknown>;
-  responseStatus: number | null;
-  responseBody: string | null;
-  attempt: number;
-  nextAttemptAt: string | null;
-  responseTimeMs: number | null;
-  errorMessage: string | null;
-  createdAt: string;
-  deliveredAt: string | null;
-  deadLetteredAt: string | null;
-  redrivenAt: string | null;
-  retryOf: string | null;
-}
+export const WebhookDeliveryViewSchema = z
+  .object({
+    id: uuid(),
+    webhookId: uuid(),
+    orgId: uuid(),
+    status: DeliveryStatus,
+    event: z.string(),
+    eventId: z.string(),
+    payload: z.record(z.string(), z.unknown()),
+    responseStatus: z.number().int().nullable(),
+    responseBody: z.string().nullable().describe('first 1,000 characters'),
+    attempt: z.number().int().describe('attempts made'),
+    nextAttemptAt: timestamp().nullable(),
+    responseTimeMs: z.number().int().nullable(),
+    errorMessage: z.string().nullable(),
+    createdAt: timestamp(),
+    deliveredAt: timestamp().nullable(),
+    deadLetteredAt: timestamp().nullable().describe('when it entered the dead-letter queue'),
+    redrivenAt: timestamp().nullable(),
+    retryOf: uuid().nullable().describe('the failed delivery this one re-drives'),
+  })
+  .meta({ title: 'WebhookDelivery' });
+export type WebhookDeliveryView = z.output<typeof WebhookDeliveryViewSchema>;
 
 /** What the `webhookDeliveryUpdated` subscription carries: ids and status only (NOTIFY payloads are small). */
-export interface DeliveryUpdate {
-  id: string;
-  webhookId: string;
-  orgId: string;
-  status: WebhookDeliveryStatus;
-  attempt: number;
-  event: string;
-}
+export const DeliveryUpdateSchema = z
+  .object({ id: uuid(), webhookId: uuid(), orgId: uuid(), status: DeliveryStatus, attempt: z.number().int(), event: z.string() })
+  .meta({ title: 'WebhookDeliveryUpdate', description: 'A delivery changed state' });
+export type DeliveryUpdate = z.output<typeof DeliveryUpdateSchema>;
+
+/** The answers of the test and retry operations: the queued delivery, as the spec shows it. */
+export const WebhookTestResultSchema = z
+  .object({
+    message: z.string(),
+    delivery: z
+      .object({ id: uuid(), webhookId: uuid(), status: DeliveryStatus, event: z.string(), attempt: z.number().int() })
+      .meta({ title: 'WebhookTestDelivery' }),
+  })
+  .meta({ title: 'WebhookTestResult' });
+export const WebhookRetryResultSchema = z
+  .object({
+    message: z.string(),
+    delivery: z.object({ id: uuid(), status: DeliveryStatus, attempt: z.number().int() }).meta({ title: 'WebhookRetriedDelivery' }),
+  })
+  .meta({ title: 'WebhookRetryResult' });
 
 export interface DeliverJobData {
   deliveryId: string;
@@ -146,7 +163,7 @@ export interface DeliveryConnection {
 }
 
 /** Keyset-paged deliveries, newest first, as a GraphQL connection. */
-export async function deliveriesConnection(ctx: RequestContext, webhookId: string, raw: unknown): Promise<DeliveryConnection> {
+export async function deliveriesConnection(ctx: RequestContext, webhookId: string, raw: DeliveriesConnectionInput): Promise<DeliveryConnection> {
   const args = parseInput(DeliveriesConnectionArgs, raw);
   const webhook = await requireWebhook(ctx, webhookId, 'read');
   const base = { webhookId: webhook.id, ...(args.status ? { status: args.status } : {}) };
@@ -162,7 +179,7 @@ export async function deliveriesConnection(ctx: RequestContext, webhookId: strin
 }
 
 /** Deliveries that ended `failed` (the dead-letter queue) of one organization, newest first. Re-drive them with `retryDelivery`. */
-export async function listDeadLetters(ctx: RequestContext, raw: unknown): Promise<Page<WebhookDeliveryView>> {
+export async function listDeadLetters(ctx: RequestContext, raw: ListDeadLettersInput): Promise<Page<WebhookDeliveryView>> {
   const query = parseInput(ListDeadLettersQuery, raw);
   const orgId = await targetOrgId(ctx, query.orgId, 'Webhook');
   await authorize(ctx, 'organizations:read', { orgId, resource: 'Webhook' });
@@ -189,8 +206,8 @@ export async function subscribeDeliveryUpdates(ctx: RequestContext, webhookId: s
 // ---- operations -----------------------------------------------------------
 
 /** Sends one delivery through the normal pipeline (URL check, signing, retries) and answers before it is attempted. */
-export async function testWebhook(ctx: RequestContext, webhookId: string, raw: unknown) {
-  const input = parseInput(TestWebhookInput, raw ?? {});
+export async function testWebhook(ctx: RequestContext, webhookId: string, raw: TestWebhookInput = {}): Promise<z.output<typeof WebhookTestResultSchema>> {
+  const input = parseInput(TestWebhookSchema, raw ?? {});
   const webhook = await requireWebhook(ctx, webhookId, 'write');
   const eventId = randomUUID();
   const timestamp = new Date().toISOString();
@@ -221,7 +238,7 @@ export async function testWebhook(ctx: RequestContext, webhookId: string, raw: u
 }
 
 /** Re-drives a failed delivery (a dead letter) as a new record; the original stays as it was. */
-export async function retryDelivery(ctx: RequestContext, webhookId: string, deliveryId: string) {
+export async function retryDelivery(ctx: RequestContext, webhookId: string, deliveryId: string): Promise<z.output<typeof WebhookRetryResultSchema>> {
   const webhook = await requireWebhook(ctx, webhookId, 'write');
   const original = isUuid(deliveryId) ? await ctx.em.findOne(WebhookDelivery, { id: deliveryId, webhookId: webhook.id }) : null;
   if (!original) throw notFound('Delivery');

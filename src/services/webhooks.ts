@@ -7,7 +7,7 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest, notFound } from '../errors.js';
 import { checkOutboundUrl, UnsafeUrlError, type GuardOptions } from '../net/outbound-guard.js';
 import { pageOptions, PageQuery, toPage, type Page } from '../pagination.js';
-import { parseInput, uuid } from '../validation.js';
+import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 
 /** Every event type a webhook may subscribe to (spec document 2), plus `webhook.test` for the test operation. */
@@ -55,7 +55,8 @@ export function guardOptions(ctx: RequestContext): GuardOptions {
 }
 
 // API ↔ stored status.
-export type WebhookApiStatus = 'active' | 'paused' | 'failed';
+const WebhookStatusSchema = z.enum(['active', 'paused', 'failed']).meta({ title: 'WebhookStatus' });
+export type WebhookApiStatus = z.output<typeof WebhookStatusSchema>;
 const TO_STORED: Record<WebhookApiStatus, WebhookStatus> = { active: 'active', paused: 'disabled', failed: 'error' };
 const TO_API: Record<WebhookStatus, WebhookApiStatus> = { active: 'active', disabled: 'paused', error: 'failed' };
 
@@ -89,7 +90,7 @@ const HeaderInput = z.strictObject({
     .string()
     .max(2000)
     .regex(/^[^\r\n\0]*$/, 'must not contain CR, LF or NUL'),
-});
+}).meta({ title: 'WebhookHeaderInput' });
 
 const HeadersInput = z
   .array(HeaderInput)
@@ -97,12 +98,14 @@ const HeadersInput = z
   .refine((headers) => new Set(headers.map((h) => h.key.toLowerCase())).size === headers.length, 'must not repeat a header name');
 
 /** Any subset; missing fields take the defaults, and the merged policy is checked as a whole. */
-export const RetryPolicyInput = z.strictObject({
-  maxRetries: z.number().int().min(0).max(20).optional(),
-  initialDelayMs: z.number().int().min(100).max(3_600_000).optional(),
-  backoffMultiplier: z.number().min(1).max(10).optional(),
-  maxDelayMs: z.number().int().min(100).max(86_400_000).optional(),
-});
+export const RetryPolicyInput = z
+  .strictObject({
+    maxRetries: z.number().int().min(0).max(20).optional().describe('0 to 20 (default 5)'),
+    initialDelayMs: z.number().int().min(100).max(3_600_000).optional().describe('100 to 3,600,000 (default 1,000)'),
+    backoffMultiplier: z.number().min(1).max(10).optional().describe('1 to 10 (default 2)'),
+    maxDelayMs: z.number().int().min(100).max(86_400_000).optional().describe('initialDelayMs to 86,400,000 (default 300,000)'),
+  })
+  .meta({ title: 'WebhookRetryPolicyInput', description: 'any subset; missing fields take the defaults' });
 
 const EventsInput = z
   .array(z.enum(WEBHOOK_EVENT_TYPES))
@@ -114,70 +117,66 @@ const Name = z.string().trim().min(1).max(255);
 const Url = z.string().min(1).max(2048);
 const Secret = z.string().min(1).max(512);
 
-export const CreateWebhookInput = z.strictObject({
-  orgId: uuid().optional(),
+export const CreateWebhookSchema = z.strictObject({
+  orgId: uuid().optional().describe('required for partner and system callers'),
   name: Name,
-  url: Url,
-  secret: Secret.optional(),
+  url: Url.describe('https only'),
+  secret: Secret.optional().describe('signing secret (write-only)'),
   events: EventsInput,
   headers: HeadersInput.default([]),
   retryPolicy: RetryPolicyInput.optional(),
 });
-export type CreateWebhookInput = z.input<typeof CreateWebhookInput>;
+export type CreateWebhookInput = z.input<typeof CreateWebhookSchema>;
 
-export const UpdateWebhookInput = z
+export const UpdateWebhookSchema = z
   .strictObject({
     name: Name.optional(),
     url: Url.optional(),
-    /** null removes the secret (deliveries are then unsigned) */
-    secret: Secret.nullable().optional(),
+    secret: Secret.nullable().optional().describe('null removes the secret (deliveries are then unsigned)'),
     events: EventsInput.optional(),
-    /** replaces the whole list */
-    headers: HeadersInput.optional(),
-    status: z.enum(['active', 'paused', 'failed']).optional(),
-    /** the fields given replace the current ones; null restores the defaults */
-    retryPolicy: RetryPolicyInput.nullable().optional(),
+    headers: HeadersInput.optional().describe('replaces the whole list'),
+    status: WebhookStatusSchema.optional(),
+    retryPolicy: RetryPolicyInput.nullable().optional().describe('the fields given replace the current ones; null restores the defaults'),
   })
   .refine((input) => Object.values(input).some((v) => v !== undefined), 'Provide at least one field to change');
-export type UpdateWebhookInput = z.input<typeof UpdateWebhookInput>;
+export type UpdateWebhookInput = z.input<typeof UpdateWebhookSchema>;
 
 export const ListWebhooksQuery = PageQuery.extend({
-  orgId: uuid().optional(),
-  status: z.enum(['active', 'paused', 'failed']).optional(),
+  orgId: uuid().optional().describe('required for partner and system callers'),
+  status: WebhookStatusSchema.optional(),
 }).strict();
+export type ListWebhooksInput = z.input<typeof ListWebhooksQuery>;
 
-export interface WebhookView {
-  id: string;
-  orgId: string;
-  name: string;
-  /**
-   * Callers who may edit the webhook: without userinfo credentials and signed query parameters.
-   * Everyone else: the origin only (`https://host[:port]`), since tokens also live in paths.
-   */
-  url: string;
-  hasSecret: boolean;
-  events: string[];
-  /** names only: values are write-only */
-  headers: { key: string }[];
-  status: WebhookApiStatus;
-  retryPolicy: WebhookRetryPolicy;
-  successCount: number;
-  failureCount: number;
-  lastDeliveryAt: string | null;
-  lastSuccessAt: string | null;
-  createdBy: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export const WebhookViewSchema = z
+  .object({
+    id: uuid(),
+    orgId: uuid(),
+    name: z.string(),
+    // Editors see it without userinfo credentials and signed query parameters; everyone else the origin only, since tokens also live in paths.
+    url: z.string().describe('editors (organizations:write): without embedded credentials or signed query parameters; other readers: the origin only'),
+    hasSecret: z.boolean(),
+    events: z.array(z.string()),
+    headers: z.array(z.object({ key: z.string() }).meta({ title: 'WebhookHeader', description: 'A custom header; its value is write-only' })),
+    status: WebhookStatusSchema,
+    retryPolicy: z
+      .object({ maxRetries: z.number().int(), initialDelayMs: z.number().int(), backoffMultiplier: z.number(), maxDelayMs: z.number().int() })
+      .meta({ title: 'WebhookRetryPolicy' }),
+    successCount: z.number().int(),
+    failureCount: z.number().int(),
+    lastDeliveryAt: timestamp().nullable(),
+    lastSuccessAt: timestamp().nullable(),
+    createdBy: uuid().nullable(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
+  })
+  .meta({ title: 'Webhook' });
+export type WebhookView = z.output<typeof WebhookViewSchema>;
 
-export interface DeliveryStats {
-  total: number;
-  pending: number;
-  delivered: number;
-  failed: number;
-  retrying: number;
-  lastDeliveredAt: string | null;
-}
+const count = () => z.number().int();
+export const DeliveryStatsSchema = z
+  .object({ total: count(), pending: count(), delivered: count(), failed: count(), retrying: count(), lastDeliveredAt: timestamp().nullable() })
+  .meta({ title: 'WebhookDeliveryStats' });
+export type DeliveryStats = z.output<typeof DeliveryStatsSchema>;
 
 export type WebhookDetailView = WebhookView & { deliveryStats: DeliveryStats };
 
@@ -302,7 +301,7 @@ function sealHeaders(ctx: RequestContext, headers: { key: string; value: string 
   return headers.map((h) => ({ key: h.key, value: ctx.runtime.secrets.encrypt(h.value) }));
 }
 
-export async function listWebhooks(ctx: RequestContext, raw: unknown): Promise<Page<WebhookView>> {
+export async function listWebhooks(ctx: RequestContext, raw: ListWebhooksInput): Promise<Page<WebhookView>> {
   const query = parseInput(ListWebhooksQuery, raw);
   const orgId = await targetOrgId(ctx, query.orgId, 'Webhook');
   await authorize(ctx, WEBHOOK_PERMISSION.read, { orgId, resource: 'Webhook' });
@@ -340,8 +339,8 @@ async function deliveryStats(ctx: RequestContext, webhookId: string): Promise<De
   return stats;
 }
 
-export async function createWebhook(ctx: RequestContext, raw: unknown): Promise<WebhookView> {
-  const input = parseInput(CreateWebhookInput, raw);
+export async function createWebhook(ctx: RequestContext, raw: CreateWebhookInput): Promise<WebhookView> {
+  const input = parseInput(CreateWebhookSchema, raw);
   const orgId = await targetOrgId(ctx, input.orgId, 'Webhook');
   const principal = await authorize(ctx, WEBHOOK_PERMISSION.write, { orgId, mfa: true, resource: 'Webhook' });
   await assertSafeUrl(ctx, input.url);
@@ -367,8 +366,8 @@ export async function createWebhook(ctx: RequestContext, raw: unknown): Promise<
   });
 }
 
-export async function updateWebhook(ctx: RequestContext, id: string, raw: unknown): Promise<WebhookView> {
-  const input = parseInput(UpdateWebhookInput, raw);
+export async function updateWebhook(ctx: RequestContext, id: string, raw: UpdateWebhookInput): Promise<WebhookView> {
+  const input = parseInput(UpdateWebhookSchema, raw);
   const webhook = await requireWebhook(ctx, id, 'write');
   if (input.url !== undefined) await assertSafeUrl(ctx, input.url);
   const retryPolicy = input.retryPolicy ? mergedRetryPolicy(webhook.retryPolicy, input.retryPolicy) : input.retryPolicy;

@@ -320,3 +320,22 @@ describe('access', () => {
     expect((await rest(app).post('/api-keys', { name: 'x', scopes: ['audit:read'] })).status).toBe(401);
   });
 });
+
+describe('events', () => {
+  test('creating, changing, rotating and revoking a key each emit their event, with no key material', async () => {
+    const org = await buildOrg(app);
+    const owner = await buildUser(app, { orgId: org.id });
+    const api = rest(app, owner.as);
+    const created = await api.post('/api-keys', { name: 'ci', scopes: ['users:read'] });
+    await api.patch(`/api-keys/${created.body.id}`, { name: 'ci runner' });
+    await api.post(`/api-keys/${created.body.id}/rotate`);
+    await api.delete(`/api-keys/${created.body.id}`);
+    const events = await sql(app, `select type, org_id, data from outbox_event where data->>'apiKeyId' = ? order by created_at, id`, [created.body.id]);
+    expect(events).toEqual([
+      { type: 'api_key.created', org_id: org.id, data: { apiKeyId: created.body.id, userId: owner.user.id, name: 'ci', scopes: ['users:read'] } },
+      { type: 'api_key.updated', org_id: org.id, data: { apiKeyId: created.body.id, userId: owner.user.id, changes: ['name'] } },
+      { type: 'api_key.rotated', org_id: org.id, data: { apiKeyId: created.body.id, userId: owner.user.id } },
+      { type: 'api_key.revoked', org_id: org.id, data: { apiKeyId: created.body.id, userId: owner.user.id, reason: 'revoked' } },
+    ]);
+  });
+});

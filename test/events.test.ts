@@ -19,9 +19,12 @@ function recorder(name: string, on = ['test.*']): EventSubscriber & { seen: Doma
   return { name, on, seen, handle: async (_ctx, event) => void seen.push(event) };
 }
 
+// The pipeline is tested with event types of its own, outside the product's vocabulary.
+const emitAny = (tx: RequestContext, type: string, orgId: string | null, data: Record<string, unknown>) => emit(tx, { type, orgId, data } as unknown as Parameters<typeof emit>[1]);
+
 async function emitCommitted(runtime: Runtime, type: string, orgId: string | null, data: Record<string, unknown> = {}): Promise<DomainEvent> {
   const ctx = RequestContext.system(runtime, 'test');
-  return withTransaction(ctx, (tx) => emit(tx, { type, orgId, data }));
+  return withTransaction(ctx, (tx) => emitAny(tx, type, orgId, data));
 }
 
 test('an event committed by a process that died before dispatching is delivered by the next one to start', async () => {
@@ -57,12 +60,12 @@ test('an event whose write rolls back is never delivered', async () => {
     const ctx = RequestContext.system(app.server.runtime, 'test');
     await expect(
       withTransaction(ctx, async (tx) => {
-        await emit(tx, { type: 'test.rolled_back', orgId: null, data: {} });
+        await emitAny(tx, 'test.rolled_back', null, {});
         throw new Error('the change failed');
       }),
     ).rejects.toThrow('the change failed');
     await emitCommitted(app.server.runtime, 'test.marker', null);
-    await eventually(() => sub.seen.some((e) => e.type === 'test.marker'), 10_000, 'the marker');
+    await eventually(() => sub.seen.some((e) => (e.type as string) === 'test.marker'), 10_000, 'the marker');
     expect(sub.seen.map((e) => e.type)).toEqual(['test.marker']);
   } finally {
     await app.stop();

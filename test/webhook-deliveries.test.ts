@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { RequestContext } from '../src/auth/context.js';
 import { withTransaction } from '../src/db/transaction.js';
 import { emit } from '../src/events/outbox.js';
-import type { DomainEvent } from '../src/events/types.js';
+import type { DomainEvent, DomainEventMap, DomainEventType } from '../src/events/types.js';
 import type { Runtime } from '../src/runtime.js';
 import { DELIVERY_UPDATED_TOPIC, retryDelayMs } from '../src/services/webhook-deliveries.js';
 import { DEFAULT_RETRY_POLICY } from '../src/services/webhooks.js';
@@ -48,7 +48,7 @@ async function createHook(path: string, extra: Record<string, unknown> = {}, as 
   return response.body.id;
 }
 
-async function emitEvent(runtime: Runtime, type: string, orgId: string, data: Record<string, unknown>): Promise<DomainEvent> {
+async function emitEvent<T extends DomainEventType>(runtime: Runtime, type: T, orgId: string, data: DomainEventMap[T]): Promise<DomainEvent> {
   return withTransaction(RequestContext.system(runtime, 'test'), (tx) => emit(tx, { type, orgId, data }));
 }
 

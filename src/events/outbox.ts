@@ -23,5 +23,6 @@ export async function emit<T extends DomainEventType>(
 }
 
 export function toDomainEvent(row: OutboxEvent): DomainEvent {
-  return { id: row.id, type: row.type, orgId: row.orgId, timestamp: new Date(row.createdAt).toISOString(), data: row.data };
+  // Rows are written by emit() only, so their type is one of the vocabulary's.
+  return { id: row.id, type: row.type as DomainEventType, orgId: row.orgId, timestamp: new Date(row.createdAt).toISOString(), data: row.data } as DomainEvent;
 }

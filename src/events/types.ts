@@ -5,7 +5,6 @@
 export interface DomainEventMap {
   'user.login': { userId: string; email: string; method: 'password' | 'sso' | 'mfa' };
   'user.logout': { userId: string; email: string };
-  'webhook.test': Record<string, unknown>;
   'partner.created': { partnerId: string; name: string; changes: string[] };
   'partner.updated': { partnerId: string; name: string; changes: string[] };
   'partner.deleted': { partnerId: string; name: string };
@@ -24,13 +23,94 @@ export interface DomainEventMap {
   'user.membership_accepted': { userId: string; membershipId: string; partnerId: string | null };
   'user.membership_declined': { userId: string; membershipId: string; partnerId: string | null };
   'api_key.revoked': { apiKeyId: string; userId: string; reason: string };
+  'api_key.created': { apiKeyId: string; userId: string; name: string; scopes: string[] };
+  'api_key.updated': { apiKeyId: string; userId: string; changes: string[] };
+  'api_key.rotated': { apiKeyId: string; userId: string };
+  'sso_provider.created': { providerId: string; name: string; type: string };
+  'sso_provider.updated': { providerId: string; name: string; changes: string[] };
+  'sso_provider.deleted': { providerId: string; name: string };
+  'sso_provider.status_changed': { providerId: string; from: string; to: string };
+  'access_review.created': { reviewId: string; name: string; partnerId: string | null; items: number };
+  'access_review.item_decided': { reviewId: string; itemId: string; decision: string };
+  'access_review.completed': { reviewId: string; revoked: number };
+  'webhook.test': Record<string, unknown>;
+  // The webhook catalog (spec, document 2). A domain narrows its payloads when it lands; until then
+  // they are open objects, except device.offline, whose data the spec shows.
+  'device.enrolled': PendingPayload;
+  'device.online': PendingPayload;
+  'device.offline': { deviceId: string; hostname: string; lastSeen: string } & PendingPayload;
+  'device.updated': PendingPayload;
+  'device.decommissioned': PendingPayload;
+  'alert.triggered': PendingPayload;
+  'alert.acknowledged': PendingPayload;
+  'alert.resolved': PendingPayload;
+  'alert.escalated': PendingPayload;
+  'script.started': PendingPayload;
+  'script.completed': PendingPayload;
+  'script.failed': PendingPayload;
+  'automation.started': PendingPayload;
+  'automation.completed': PendingPayload;
+  'automation.failed': PendingPayload;
+  'policy.evaluated': PendingPayload;
+  'policy.violation': PendingPayload;
+  'policy.compliant': PendingPayload;
+  'patch.available': PendingPayload;
+  'patch.approved': PendingPayload;
+  'patch.installed': PendingPayload;
+  'patch.failed': PendingPayload;
+  'patch.rollback': PendingPayload;
+  'security.score_changed': PendingPayload;
+  'remote.session.started': PendingPayload;
+  'remote.session.ended': PendingPayload;
+  'remote.file.transferred': PendingPayload;
+  'session.login': PendingPayload;
+  'session.logout': PendingPayload;
   'role.created': { roleId: string; name: string; scope: string; clonedFrom?: string };
   'role.updated': { roleId: string; name: string; scope: string; changes: string[] };
   'role.deleted': { roleId: string; name: string; scope: string };
-  [type: string]: Record<string, unknown>;
+
 }
 
+/** A payload its domain has not narrowed yet. */
+type PendingPayload = Record<string, unknown>;
+
 export type DomainEventType = keyof DomainEventMap & string;
+
+/** The events webhooks may subscribe to (spec, document 2): one vocabulary with the outbox's, checked by the compiler. */
+export const WEBHOOK_EVENT_TYPES = [
+  'device.enrolled',
+  'device.online',
+  'device.offline',
+  'device.updated',
+  'device.decommissioned',
+  'alert.triggered',
+  'alert.acknowledged',
+  'alert.resolved',
+  'alert.escalated',
+  'script.started',
+  'script.completed',
+  'script.failed',
+  'automation.started',
+  'automation.completed',
+  'automation.failed',
+  'policy.evaluated',
+  'policy.violation',
+  'policy.compliant',
+  'patch.available',
+  'patch.approved',
+  'patch.installed',
+  'patch.failed',
+  'patch.rollback',
+  'security.score_changed',
+  'remote.session.started',
+  'remote.session.ended',
+  'remote.file.transferred',
+  'user.login',
+  'user.logout',
+  'session.login',
+  'session.logout',
+  'webhook.test',
+] as const satisfies readonly DomainEventType[];
 
 export interface DomainEvent<T extends DomainEventType = DomainEventType> {
   id: string;

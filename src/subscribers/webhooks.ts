@@ -1,6 +1,6 @@
 import type { EventSubscriber } from '../events/types.js';
 import { fanOutEvent } from '../services/webhook-deliveries.js';
-import { WEBHOOK_EVENT_TYPES } from '../services/webhooks.js';
+import { WEBHOOK_EVENT_TYPES } from '../events/types.js';
 
 /** Committed domain events of the catalog become one delivery per subscribed active webhook (`webhook.test` never comes through the outbox). */
 export const webhookFanOut: EventSubscriber = {

@@ -167,6 +167,28 @@ describe('sites over GraphQL', () => {
     ]);
   });
 
+  test('a user limited to some sites sees only those, and other sites and other tenants\' sites are 404', async () => {
+    const org = await buildOrg(app);
+    const mine = await buildSite(app, org.id, { name: 'A' });
+    const other = await buildSite(app, org.id, { name: 'B' });
+    const stranger = await buildSite(app, (await buildOrg(app)).id, { name: 'Elsewhere' });
+    const user = await siteLimitedUser(org.id, [mine.id]);
+    const list = await gql(app, user.as, `query ($orgId: ID!) { sites(orgId: $orgId) { data { id } pagination { total } } }`, { orgId: org.id });
+    expect(list.body.data).toEqual({ sites: { data: [{ id: mine.id }], pagination: { total: 1 } } });
+    expect((await gql(app, user.as, `query ($id: ID!) { site(id: $id) { name organization { id } } }`, { id: mine.id })).body.data).toEqual({ site: { name: 'A', organization: { id: org.id } } });
+    for (const id of [other.id, stranger.id, 'not-a-uuid']) {
+      const res = await gql(app, user.as, `query ($id: ID!) { site(id: $id) { id } }`, { id });
+      expect(res.body.errors?.[0]).toMatchObject({ message: 'Site not found', extensions: { code: 'NOT_FOUND' } });
+      const deleted = await gql(app, user.as, `mutation ($id: ID!) { deleteSite(id: $id) }`, { id });
+      expect(deleted.body.errors?.[0]).toMatchObject({ message: 'Site not found', extensions: { code: 'NOT_FOUND' } });
+    }
+    // An unlimited administrator of the organization still gets 404 for another tenant's site, and an empty list for its organization.
+    const admin = rest(app, (await buildUser(app, { orgId: org.id })).as);
+    expect(await admin.get(`/orgs/sites/${stranger.id}`)).toMatchObject({ status: 404, body: { message: 'Site not found' } });
+    expect((await admin.get(`/orgs/sites?orgId=${stranger.orgId}`)).body.pagination.total).toBe(0);
+    expect((await admin.get('/orgs/sites')).body.data.map((s: { id: string }) => s.id).sort()).toEqual([mine.id, other.id].sort());
+  });
+
   test('errors carry their codes', async () => {
     const org = await buildOrg(app);
     const admin = await buildUser(app, { orgId: org.id });

@@ -45,7 +45,10 @@ export interface RequestMeta {
   authError: AppError | null;
 }
 
-/** Marked by authorize()/skipAuthorization(); shared by every copy of one request's context. */
+/**
+ * Marked by authorize()/skipAuthorization(); shared by every copy of one request's context, except that
+ * each GraphQL field resolution gets its own (`forField`), so one field's decision cannot cover another's.
+ */
 class AuthorizationMark {
   checked = false;
   reason: string | null = null;
@@ -92,12 +95,23 @@ export class RequestContext {
 
   /** The service acting on its own behalf (jobs, sweeps, bootstrap). */
   static system(runtime: Runtime, reason: string): RequestContext {
-    return RequestContext.create(runtime, systemPrincipal(), { requestId: `system:${reason}:${randomUUID()}` });
+    const ctx = RequestContext.create(runtime, systemPrincipal(), { requestId: `system:${reason}:${randomUUID()}` });
+    // Jobs and sweeps act for the service itself: the reason they were started is their access decision.
+    ctx.mark.checked = true;
+    ctx.mark.reason = reason;
+    return ctx;
   }
 
   /** The same request on another EntityManager (a transaction); the authorization mark is shared. */
   withEm(em: EntityManager): RequestContext {
     const copy = new RequestContext(this.runtime, em, this.principal, this.meta, this.log, this.mark, new Loaders(em), this.commitHooks, this.deniedAttempts);
+    copy.orgPartnerCache = this.orgPartnerCache;
+    return copy;
+  }
+
+  /** The same request with a fresh authorization mark: one GraphQL field resolution must make its own decision. */
+  forField(): RequestContext {
+    const copy = new RequestContext(this.runtime, this.em, this.principal, this.meta, this.log, new AuthorizationMark(), this.loaders, this.commitHooks, this.deniedAttempts);
     copy.orgPartnerCache = this.orgPartnerCache;
     return copy;
   }

@@ -1,3 +1,4 @@
+import type { EntityName, FilterQuery } from '@mikro-orm/core';
 import { badRequest, forbidden, mfaRequired, notFound, unauthenticated } from '../errors.js';
 import type { DeniedAttempt, Principal, RequestContext } from './context.js';
 import { hasPermission } from './permissions.js';
@@ -37,6 +38,19 @@ export async function authorize(ctx: RequestContext, permission: string, options
   }
   ctx.mark.checked = true;
   return principal;
+}
+
+/**
+ * Decides access like `authorize` but answers false instead of refusing, for data that is shown
+ * only when the caller may read it (e.g. a GraphQL field that is null otherwise). The answer,
+ * either way, is the access decision; nothing is reported as denied.
+ */
+export async function permits(ctx: RequestContext, permission: string, options: Pick<AuthorizeOptions, 'orgId' | 'partnerId'>): Promise<boolean> {
+  const principal = requirePrincipal(ctx);
+  ctx.mark.checked = true;
+  if (!hasPermission(principal.permissions, permission)) return false;
+  if (options.orgId && !(await canAccessOrg(ctx, options.orgId))) return false;
+  return !options.partnerId || canAccessPartner(principal, options.partnerId);
 }
 
 /**
@@ -128,6 +142,82 @@ export async function visibleOrgIds(ctx: RequestContext, requestedOrgId?: string
       return principal.orgAccess === 'selected' ? owned.filter((id) => principal.orgIds.includes(id)) : owned;
     }
   }
+}
+
+/**
+ * The sites a caller may see within `orgId` (or, without one, within the organizations they see):
+ * `null` means every site; organization memberships limited to some sites get that list.
+ */
+export function visibleSiteIds(ctx: RequestContext, orgId?: string | null): string[] | null {
+  const principal = requirePrincipal(ctx);
+  if (principal.scope !== 'organization' || principal.siteIds.length === 0) return null;
+  // Limited memberships belong to one organization; any other shows none of its sites (and no rows).
+  return !orgId || orgId === principal.orgId ? principal.siteIds : [];
+}
+
+export interface TenantColumns {
+  /** the row's organization column */
+  org: string;
+  /** the row's site column (`id` for sites themselves): rows outside the caller's sites are left out */
+  site?: string;
+  /** the row's partner column for partner-level rows (`org` null): partner callers also see their own */
+  partner?: string;
+  /** a requested organization narrows the list; one the caller cannot see yields nothing */
+  requestedOrgId?: string | null;
+}
+
+/**
+ * The tenant and site filter of a list query, decided here rather than in each service (a scoped-query
+ * helper, not MikroORM filters, which each fork and raw query would have to remember to enable).
+ * `null` when nothing is filtered (system callers); combine it with the list's own conditions in `$and`.
+ */
+export async function tenantWhere<T extends object>(ctx: RequestContext, columns: TenantColumns): Promise<FilterQuery<T> | null> {
+  const principal = requirePrincipal(ctx);
+  const orgIds = await visibleOrgIds(ctx, columns.requestedOrgId);
+  const clauses: Record<string, unknown>[] = [];
+  if (orgIds !== null) {
+    const inOrgs = { [columns.org]: { $in: orgIds } };
+    clauses.push(
+      columns.partner && principal.scope === 'partner' && !columns.requestedOrgId
+        ? { $or: [inOrgs, { [columns.org]: null, [columns.partner]: principal.partnerId }] }
+        : inOrgs,
+    );
+  }
+  const siteIds = columns.site ? visibleSiteIds(ctx, columns.requestedOrgId) : null;
+  if (siteIds !== null) clauses.push({ [columns.site!]: { $in: siteIds } });
+  return (clauses.length === 0 ? null : clauses.length === 1 ? clauses[0] : { $and: clauses }) as FilterQuery<T> | null;
+}
+
+export interface LoadOwnedOptions {
+  /** name used in the 404 message, e.g. `Webhook` */
+  resource: string;
+  mfa?: boolean;
+  /** the row's site column when it is not `siteId` (`id` for sites themselves) */
+  site?: string;
+}
+
+/**
+ * Loads a tenant-owned row by id and decides access to it: an id that is not a uuid, a missing row,
+ * another tenant's row and a row outside the caller's sites all answer 404 `<resource> not found`;
+ * `permission` is authorized on the row's organization (its partner for partner-level rows).
+ */
+export async function loadOwned<T extends { orgId: string | null; partnerId?: string | null }>(
+  ctx: RequestContext,
+  entity: EntityName<T>,
+  id: string,
+  permission: string,
+  options: LoadOwnedOptions,
+): Promise<T> {
+  requirePrincipal(ctx);
+  const row = isUuid(id) ? await ctx.em.findOne(entity, { id } as FilterQuery<T>) : null;
+  if (!row) throw notFound(options.resource);
+  // Partner-level rows (no organization) belong to their partner.
+  const tenant = row.orgId ? { orgId: row.orgId } : { partnerId: row.partnerId };
+  await authorize(ctx, permission, { ...tenant, mfa: options.mfa, resource: options.resource });
+  const siteColumn = options.site ?? ((ctx.em.getMetadata().find(entity)?.properties as Record<string, unknown> | undefined)?.siteId ? 'siteId' : null);
+  const siteIds = siteColumn ? visibleSiteIds(ctx, row.orgId) : null;
+  if (siteIds && !siteIds.includes((row as Record<string, unknown>)[siteColumn!] as string)) throw notFound(options.resource);
+  return row;
 }
 
 /**

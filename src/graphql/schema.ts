@@ -1,17 +1,30 @@
 import 'reflect-metadata';
 import { buildSchema, type MiddlewareFn } from 'type-graphql';
 import type { GraphQLSchema } from 'graphql';
+import type { RequestContext } from '../auth/context.js';
 import { resolvers } from '../../resolvers/index.js';
 import type { PgPubSub } from '../events/pubsub.js';
 import type { GraphqlContext } from './context.js';
 import { dropNullsTheSchemaRefuses } from './contract.js';
 
-/** Backstop: a root field whose service made no access decision fails instead of answering. */
-const requireAccessDecision: MiddlewareFn<GraphqlContext> = async ({ context, info }, next) => {
-  const root = info.parentType.name;
+/**
+ * Backstop: every field resolution that reaches for the request context (root fields, field resolvers)
+ * gets its own authorization mark and fails when its service made no access decision. The mark is per
+ * field, so a field resolver cannot ride on the decision its root field made; fields that never touch
+ * the context (plain properties) only return what an authorized field already loaded.
+ */
+export const requireAccessDecision: MiddlewareFn<GraphqlContext> = async (action, next) => {
+  const { context, info } = action;
+  let fieldCtx: RequestContext | null = null;
+  action.context = {
+    ...context,
+    get ctx() {
+      return (fieldCtx ??= context.ctx.forField());
+    },
+  };
   const result = await next();
-  if ((root === 'Query' || root === 'Mutation') && !context.ctx.mark.checked) {
-    throw new Error(`${root}.${info.fieldName} answered without an access decision (authorize or skipAuthorization)`);
+  if (fieldCtx && !(fieldCtx as RequestContext).mark.checked) {
+    throw new Error(`${info.parentType.name}.${info.fieldName} answered without an access decision (authorize or skipAuthorization)`);
   }
   return result;
 };

@@ -5,11 +5,12 @@ import { Partner } from '../../entities/partner.js';
 import { Role } from '../../entities/role.js';
 import { Membership, User } from '../../entities/user.js';
 import type { RequestContext } from '../auth/context.js';
-import { authorize, isUuid, requirePrincipal, targetOrgId, visibleOrgIds, type AuthorizeOptions } from '../auth/policy.js';
+import { authorize, isUuid, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
+import { emit } from '../events/outbox.js';
 import { recordAudit } from './audit.js';
 import { applyStatus, assertOutranks } from './users.js';
 
@@ -125,16 +126,8 @@ function detailView(review: AccessReview, items: AccessReviewItem[]): AccessRevi
 /** Organization callers see their organization's reviews; partner callers their organizations' and their own staff's; system all. */
 export async function listAccessReviews(ctx: RequestContext, query: AccessReviewListInput): Promise<Page<AccessReviewView>> {
   const input = parseInput(AccessReviewListQuery, query);
-  const principal = await authorize(ctx, 'access_reviews:read', { orgId: input.orgId, resource: 'Organization' });
-  const orgIds = await visibleOrgIds(ctx, input.orgId);
-  const where: FilterQuery<AccessReview>[] = [];
-  if (orgIds !== null) {
-    where.push(
-      principal.scope === 'partner' && !input.orgId
-        ? { $or: [{ orgId: { $in: orgIds } }, { orgId: null, partnerId: principal.partnerId }] }
-        : { orgId: { $in: orgIds } },
-    );
-  }
+  await authorize(ctx, 'access_reviews:read', { orgId: input.orgId, resource: 'Organization' });
+  const where: FilterQuery<AccessReview>[] = [(await tenantWhere<AccessReview>(ctx, { org: 'orgId', partner: 'partnerId', requestedOrgId: input.orgId })) ?? {}];
   if (input.status) where.push({ status: input.status });
   const [reviews, total] = await ctx.em.findAndCount(AccessReview, { $and: where }, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(input) });
   const summaries = await summarize(ctx, reviews.map((r) => r.id));
@@ -164,8 +157,7 @@ async function summarize(ctx: RequestContext, reviewIds: string[]): Promise<Map<
 }
 
 export async function getAccessReview(ctx: RequestContext, id: string): Promise<AccessReviewDetail> {
-  const review = await loadReview(ctx, id);
-  await authorize(ctx, 'access_reviews:read', reviewTenant(review));
+  const review = await loadOwned(ctx, AccessReview, id, 'access_reviews:read', { resource: 'Access review' });
   return detailView(review, await ctx.em.find(AccessReviewItem, { reviewId: review.id }, { orderBy: { userEmail: 'asc', id: 'asc' } }));
 }
 
@@ -213,6 +205,7 @@ export async function createAccessReview(ctx: RequestContext, rawInput: CreateAc
       partnerId,
       details: { name: review.name, items: items.length },
     });
+    await emit(tx, { type: 'access_review.created', orgId, data: { reviewId: review.id, name: review.name, partnerId, items: items.length } });
     return detailView(review, items.sort((a, b) => a.userEmail.localeCompare(b.userEmail)));
   });
 }
@@ -223,7 +216,8 @@ export async function decideAccessReviewItem(
   itemId: string,
   rawInput: DecideAccessReviewItemInput,
 ): Promise<AccessReviewItemView> {
-  const principal = await authorize(ctx, 'access_reviews:write', reviewTenant(await loadReview(ctx, reviewId)));
+  await loadOwned(ctx, AccessReview, reviewId, 'access_reviews:write', { resource: 'Access review' });
+  const principal = requirePrincipal(ctx);
   const input = parseInput(DecideAccessReviewItemSchema, rawInput);
   return withTransaction(ctx, async (tx) => {
     const review = await lockReview(tx, reviewId);
@@ -242,6 +236,7 @@ export async function decideAccessReviewItem(
       partnerId: review.partnerId,
       details: { itemId: item.id, userId: item.userId, membershipId: item.membershipId, decision: item.decision },
     });
+    await emit(tx, { type: 'access_review.item_decided', orgId: review.orgId, data: { reviewId: review.id, itemId: item.id, decision: item.decision } });
     return itemView(item);
   });
 }
@@ -252,7 +247,8 @@ export async function decideAccessReviewItem(
  * Completion removes access, so it needs a second factor like other sensitive writes.
  */
 export async function completeAccessReview(ctx: RequestContext, id: string): Promise<AccessReviewDetail> {
-  const principal = await authorize(ctx, 'access_reviews:write', { ...reviewTenant(await loadReview(ctx, id)), mfa: true });
+  await loadOwned(ctx, AccessReview, id, 'access_reviews:write', { mfa: true, resource: 'Access review' });
+  const principal = requirePrincipal(ctx);
   return withTransaction(ctx, async (tx) => {
     const review = await lockReview(tx, id);
     const items = await tx.em.find(AccessReviewItem, { reviewId: id }, { orderBy: { userEmail: 'asc', id: 'asc' } });
@@ -278,6 +274,7 @@ export async function completeAccessReview(ctx: RequestContext, id: string): Pro
       partnerId: review.partnerId,
       details: { approved: count('approved'), revoked: count('revoked'), applied },
     });
+    await emit(tx, { type: 'access_review.completed', orgId: review.orgId, data: { reviewId: review.id, revoked: applied } });
     return detailView(review, items);
   });
 }
@@ -301,20 +298,9 @@ async function revokeMembership(tx: RequestContext, review: AccessReview, item: 
   return true;
 }
 
-async function loadReview(ctx: RequestContext, id: string): Promise<AccessReview> {
-  requirePrincipal(ctx);
-  const review = isUuid(id) ? await ctx.em.findOne(AccessReview, { id }) : null;
-  if (!review) throw notFound('Access review');
-  return review;
-}
-
 /** Locks the review for the transaction and refuses changes once it is completed. */
 async function lockReview(tx: RequestContext, id: string): Promise<AccessReview> {
   const review = await tx.em.findOneOrFail(AccessReview, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true, failHandler: () => notFound('Access review') });
   if (review.status === 'completed') throw conflict('Access review is already completed');
   return review;
-}
-
-function reviewTenant(review: AccessReview): AuthorizeOptions {
-  return review.orgId ? { orgId: review.orgId, resource: 'Access review' } : { partnerId: review.partnerId, resource: 'Access review' };
 }

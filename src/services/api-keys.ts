@@ -4,7 +4,7 @@ import { ApiKey } from '../../entities/api-key.js';
 import { generateApiKey } from '../auth/api-key-format.js';
 import type { Principal, RequestContext } from '../auth/context.js';
 import { expandPermissions, hasPermission, isValidPermission } from '../auth/permissions.js';
-import { authenticated, authorize, isUuid, requirePrincipal, visibleOrgIds, type AuthorizeOptions } from '../auth/policy.js';
+import { authenticated, authorize, isUuid, requirePrincipal, tenantWhere, type AuthorizeOptions } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
@@ -104,7 +104,7 @@ export async function listApiKeys(ctx: RequestContext, query: ApiKeyListInput): 
   let visible: FilterQuery<ApiKey> = own;
   if (hasPermission(principal.permissions, 'api_keys:read')) {
     await authorize(ctx, 'api_keys:read');
-    const tenants = await tenantFilter(ctx, principal);
+    const tenants = await tenantWhere<ApiKey>(ctx, { org: 'orgId', partner: 'partnerId' });
     visible = tenants === null ? {} : { $or: [own, tenants] };
   } else {
     authenticated(ctx);
@@ -120,14 +120,6 @@ export async function listApiKeys(ctx: RequestContext, query: ApiKeyListInput): 
   if (input.status) where.push(status[input.status]);
   const [rows, total] = await ctx.em.findAndCount(ApiKey, { $and: where }, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(input) });
   return toPage(rows.map(apiKeyView), total, input);
-}
-
-/** Keys of the tenants a caller with `api_keys:read` may see; null = all (system scope). */
-async function tenantFilter(ctx: RequestContext, principal: Principal): Promise<FilterQuery<ApiKey> | null> {
-  const orgIds = await visibleOrgIds(ctx);
-  if (orgIds === null) return null;
-  if (principal.scope === 'partner') return { $or: [{ orgId: { $in: orgIds } }, { orgId: null, partnerId: principal.partnerId }] };
-  return { orgId: { $in: orgIds } };
 }
 
 export async function getApiKey(ctx: RequestContext, id: string): Promise<ApiKeyView> {
@@ -163,6 +155,7 @@ export async function createApiKey(ctx: RequestContext, rawInput: CreateApiKeyIn
       action: 'api_key.create',
       details: { name: key.name, prefix: key.prefix, scopes: key.scopes, expiresAt: key.expiresAt?.toISOString() ?? null },
     });
+    await emit(tx, { type: 'api_key.created', orgId: key.orgId, data: { apiKeyId: key.id, userId: key.userId, name: key.name, scopes: key.scopes } });
     return { ...apiKeyView(key), key: material.key };
   });
 }
@@ -181,6 +174,7 @@ export async function updateApiKey(ctx: RequestContext, id: string, rawInput: Up
     if (input.expiresAt !== undefined) key.expiresAt = input.expiresAt === null ? null : new Date(input.expiresAt);
     await tx.em.flush();
     await recordAudit(tx, { ...auditTarget(key), action: 'api_key.update', changes, details: input.scopes ? { scopes: input.scopes } : {} });
+    await emit(tx, { type: 'api_key.updated', orgId: key.orgId, data: { apiKeyId: key.id, userId: key.userId, changes } });
     return apiKeyView(key);
   });
 }
@@ -234,6 +228,7 @@ export async function rotateApiKey(ctx: RequestContext, id: string): Promise<Api
     key.lastUsedAt = null;
     await tx.em.flush();
     await recordAudit(tx, { ...auditTarget(key), action: 'api_key.rotate', details: { oldPrefix, prefix: material.prefix } });
+    await emit(tx, { type: 'api_key.rotated', orgId: key.orgId, data: { apiKeyId: key.id, userId: key.userId } });
     return { ...apiKeyView(key), key: material.key };
   });
 }

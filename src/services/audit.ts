@@ -4,7 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { AuditLog, type ActorType, type AuditResult } from '../../entities/audit-log.js';
 import type { DeniedAttempt, Principal, RequestContext } from '../auth/context.js';
-import { authorize, isUuid, requirePrincipal, visibleOrgIds, type DenialLog } from '../auth/policy.js';
+import { authorize, isUuid, requirePrincipal, tenantWhere, visibleOrgIds, type DenialLog } from '../auth/policy.js';
 import { canonicalJson } from '../canonical-json.js';
 import { badRequest, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
@@ -580,11 +580,8 @@ function period(input: { from?: string; to?: string }): { from: string; to: stri
  * (organization-less) entries, system callers all. Naming an organization narrows to it.
  */
 async function authorizeRead(ctx: RequestContext, permission: 'audit:read' | 'audit:export', orgId?: string): Promise<FilterQuery<AuditLog>> {
-  const principal = await authorize(ctx, permission, { orgId, resource: 'Organization' });
-  const orgIds = await visibleOrgIds(ctx, orgId);
-  if (orgIds === null) return {};
-  if (principal.scope === 'partner' && !orgId) return { $or: [{ orgId: { $in: orgIds } }, { orgId: null, partnerId: principal.partnerId }] };
-  return { orgId: { $in: orgIds } };
+  await authorize(ctx, permission, { orgId, resource: 'Organization' });
+  return (await tenantWhere<AuditLog>(ctx, { org: 'orgId', partner: 'partnerId', requestedOrgId: orgId })) ?? {};
 }
 
 /** Builds the filter afresh on every call: MikroORM's raw fragments are single-use. */

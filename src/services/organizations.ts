@@ -1,10 +1,10 @@
-import { LockMode } from '@mikro-orm/core';
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Organization } from '../../entities/organization.js';
 import { Partner } from '../../entities/partner.js';
 import type { RequestContext } from '../auth/context.js';
 import { hasPermission } from '../auth/permissions.js';
-import { authorize, canAccessOrg, requirePrincipal, visibleOrgIds } from '../auth/policy.js';
+import { authorize, permits, requirePrincipal, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
@@ -115,13 +115,11 @@ async function organizationView(ctx: RequestContext, org: Organization): Promise
 export async function listOrganizations(ctx: RequestContext, rawQuery: OrganizationListInput): Promise<Page<OrganizationView>> {
   const query = parseInput(OrganizationListQuery, rawQuery);
   await authorize(ctx, 'organizations:read');
-  const ids = await visibleOrgIds(ctx);
-  const where: Record<string, unknown> = {};
-  if (ids) where.id = { $in: ids };
-  if (query.partnerId) where.partnerId = query.partnerId;
-  if (query.status) where.status = query.status;
-  if (query.search) where.name = { $ilike: containsPattern(query.search) };
-  const [rows, total] = await ctx.em.findAndCount(Organization, where, { orderBy: { name: 'asc', id: 'asc' }, ...pageOptions(query) });
+  const where: FilterQuery<Organization>[] = [(await tenantWhere<Organization>(ctx, { org: 'id' })) ?? {}];
+  if (query.partnerId) where.push({ partnerId: query.partnerId });
+  if (query.status) where.push({ status: query.status });
+  if (query.search) where.push({ name: { $ilike: containsPattern(query.search) } });
+  const [rows, total] = await ctx.em.findAndCount(Organization, { $and: where }, { orderBy: { name: 'asc', id: 'asc' }, ...pageOptions(query) });
   return toPage(await organizationViews(ctx, rows), total, query);
 }
 
@@ -140,8 +138,7 @@ export async function getOrganization(ctx: RequestContext, id: string): Promise<
 
 /** For GraphQL's `Site.organization`: null when the caller could not read it through `organization(id)`. */
 export async function visibleOrganization(ctx: RequestContext, orgId: string): Promise<OrganizationView | null> {
-  const principal = requirePrincipal(ctx);
-  if (!hasPermission(principal.permissions, 'organizations:read') || !(await canAccessOrg(ctx, orgId))) return null;
+  if (!(await permits(ctx, 'organizations:read', { orgId }))) return null;
   const org = await ctx.loaders.byId(Organization).load(orgId);
   return org ? organizationView(ctx, org) : null;
 }

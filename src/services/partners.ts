@@ -2,8 +2,7 @@ import { LockMode } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Partner, WEEKDAYS, type TenantSettings, type Weekday } from '../../entities/partner.js';
 import type { RequestContext } from '../auth/context.js';
-import { hasPermission } from '../auth/permissions.js';
-import { authorize, canAccessPartner, isUuid, requirePrincipal } from '../auth/policy.js';
+import { authorize, isUuid, permits, requirePrincipal } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
@@ -156,8 +155,7 @@ export async function updateMyPartner(ctx: RequestContext, rawInput: UpdatePartn
  * could not read it through `partner(id)` (organization scope, or no `partners:read`).
  */
 export async function visiblePartner(ctx: RequestContext, partnerId: string): Promise<PartnerView | null> {
-  const principal = requirePrincipal(ctx);
-  if (!canAccessPartner(principal, partnerId) || !hasPermission(principal.permissions, 'partners:read')) return null;
+  if (!(await permits(ctx, 'partners:read', { partnerId }))) return null;
   const partner = await ctx.loaders.byId(Partner).load(partnerId);
   return partner ? partnerView(partner) : null;
 }

@@ -4,7 +4,7 @@ import { Role, SCOPES, type Scope } from '../../entities/role.js';
 import { Membership } from '../../entities/user.js';
 import type { Principal, RequestContext } from '../auth/context.js';
 import { ALL_PERMISSIONS, PERMISSION_CATALOG, expandPermissions, isValidPermission } from '../auth/permissions.js';
-import { authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, targetOrgId, visibleOrgIds } from '../auth/policy.js';
+import { authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
@@ -147,7 +147,7 @@ async function loadRole(ctx: RequestContext, id: string, permission: string, mfa
 async function visibleRolesWhere(ctx: RequestContext, principal: Principal): Promise<FilterQuery<Role>> {
   const system: FilterQuery<Role> = { isSystem: true, scope: { $in: systemRoleScopes(principal.scope) } };
   if (principal.scope === 'system') return { $or: [system, { isSystem: false }] };
-  const custom: FilterQuery<Role>[] = [{ isSystem: false, orgId: { $in: (await visibleOrgIds(ctx)) ?? [] } }];
+  const custom: FilterQuery<Role>[] = [{ $and: [{ isSystem: false }, (await tenantWhere<Role>(ctx, { org: 'orgId' })) ?? {}] }];
   if (principal.scope === 'partner') custom.push({ isSystem: false, scope: 'partner', partnerId: principal.partnerId });
   return { $or: [system, ...custom] };
 }

@@ -1,10 +1,10 @@
-import { LockMode } from '@mikro-orm/core';
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Site } from '../../entities/site.js';
-import type { Principal, RequestContext } from '../auth/context.js';
-import { authorize, isUuid, targetOrgId, visibleOrgIds } from '../auth/policy.js';
+import type { RequestContext } from '../auth/context.js';
+import { authorize, loadOwned, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
-import { forbidden, notFound } from '../errors.js';
+import { forbidden } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
@@ -64,30 +64,17 @@ function siteView(site: Site): SiteView {
   };
 }
 
-/** Organization memberships may be limited to some sites (`siteIds`); everyone else sees every site of the organizations they see. */
-function siteRestriction(principal: Principal): string[] | null {
-  return principal.scope === 'organization' && principal.siteIds.length > 0 ? principal.siteIds : null;
-}
-
 /** Loads a site the caller may act on with `permission`; another tenant's site, or one outside the caller's sites, is 404. */
-async function accessibleSite(ctx: RequestContext, id: string, permission: string): Promise<Site> {
-  const site = isUuid(id) ? await ctx.em.findOne(Site, { id }) : null;
-  if (!site) throw notFound('Site');
-  const principal = await authorize(ctx, permission, { orgId: site.orgId, resource: 'Site' });
-  if (siteRestriction(principal)?.includes(site.id) === false) throw notFound('Site');
-  return site;
+function accessibleSite(ctx: RequestContext, id: string, permission: string): Promise<Site> {
+  return loadOwned(ctx, Site, id, permission, { resource: 'Site', site: 'id' });
 }
 
 export async function listSites(ctx: RequestContext, rawQuery: SiteListInput): Promise<Page<SiteView>> {
   const query = parseInput(SiteListQuery, rawQuery);
-  const principal = await authorize(ctx, 'sites:read');
-  const orgIds = await visibleOrgIds(ctx, query.orgId);
-  const where: Record<string, unknown> = {};
-  if (orgIds) where.orgId = { $in: orgIds };
-  const restriction = siteRestriction(principal);
-  if (restriction) where.id = { $in: restriction };
-  if (query.search) where.name = { $ilike: containsPattern(query.search) };
-  const [rows, total] = await ctx.em.findAndCount(Site, where, { orderBy: { name: 'asc', id: 'asc' }, ...pageOptions(query) });
+  await authorize(ctx, 'sites:read');
+  const where: FilterQuery<Site>[] = [(await tenantWhere<Site>(ctx, { org: 'orgId', site: 'id', requestedOrgId: query.orgId })) ?? {}];
+  if (query.search) where.push({ name: { $ilike: containsPattern(query.search) } });
+  const [rows, total] = await ctx.em.findAndCount(Site, { $and: where }, { orderBy: { name: 'asc', id: 'asc' }, ...pageOptions(query) });
   return toPage(rows.map(siteView), total, query);
 }
 
@@ -99,8 +86,8 @@ export async function getSite(ctx: RequestContext, id: string): Promise<SiteView
 export async function createSite(ctx: RequestContext, rawInput: CreateSiteInput): Promise<SiteView> {
   const input = parseInput(CreateSiteSchema, rawInput);
   const orgId = await targetOrgId(ctx, input.orgId);
-  const principal = await authorize(ctx, 'sites:write', { orgId, resource: 'Organization' });
-  if (siteRestriction(principal)) throw forbidden('Users limited to some sites cannot create sites');
+  await authorize(ctx, 'sites:write', { orgId, resource: 'Organization' });
+  if (visibleSiteIds(ctx, orgId)) throw forbidden('Users limited to some sites cannot create sites');
   return withTransaction(ctx, async (tx) => {
     const site = tx.em.create(Site, { orgId, name: input.name, timezone: input.timezone ?? 'UTC', address: input.address ?? null });
     await tx.em.flush();

@@ -16,7 +16,7 @@ import {
 import type { RequestContext } from '../auth/context.js';
 import { discoverOidcEndpoints, type OidcEndpoints, type OidcFetch } from '../auth/oidc-toolkit.js';
 import type { Principal } from '../auth/context.js';
-import { authenticated, authorize, isUuid, requirePrincipal, targetOrgId, visibleOrgIds } from '../auth/policy.js';
+import { authenticated, authorize, isUuid, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { normalizeCertificate, parseIdpMetadata } from '../auth/saml-toolkit.js';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/transaction.js';
@@ -24,6 +24,7 @@ import { AppError, badRequest, conflict, notFound } from '../errors.js';
 import { createGuardedFetch } from '../net/outbound-guard.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
+import { emit } from '../events/outbox.js';
 import { recordAudit } from './audit.js';
 import { assertCanGrant } from './roles.js';
 
@@ -337,20 +338,15 @@ export async function usableDefaultRole(em: EntityManager, orgId: string, roleId
 // ---------------------------------------------------------------------------------------------------------
 // Operations
 
-async function loadProvider(ctx: RequestContext, id: string, permission: string, mfa = false): Promise<SsoProvider> {
-  requirePrincipal(ctx);
-  const provider = isUuid(id) ? await ctx.em.findOne(SsoProvider, { id }) : null;
-  if (!provider) throw notFound(RESOURCE);
-  await authorize(ctx, permission, { orgId: provider.orgId, mfa, resource: RESOURCE });
-  return provider;
+function loadProvider(ctx: RequestContext, id: string, permission: string, mfa = false): Promise<SsoProvider> {
+  return loadOwned(ctx, SsoProvider, id, permission, { mfa, resource: RESOURCE });
 }
 
 export async function listSsoProviders(ctx: RequestContext, query: z.input<typeof ListSsoProvidersQuery>): Promise<Page<SsoProviderView>> {
   const input = parseInput(ListSsoProvidersQuery, query);
   await authorize(ctx, 'organizations:read', { orgId: input.orgId ?? null, resource: 'Organization' });
   // Without `orgId`, partner and system callers see the providers of every organization they can see.
-  const orgIds = await visibleOrgIds(ctx, input.orgId);
-  const where = orgIds === null ? {} : { orgId: { $in: orgIds } };
+  const where = (await tenantWhere<SsoProvider>(ctx, { org: 'orgId', requestedOrgId: input.orgId })) ?? {};
   const [rows, total] = await ctx.em.findAndCount(SsoProvider, where, { orderBy: { createdAt: 'asc', id: 'asc' }, ...pageOptions(input) });
   return toPage(rows.map(ssoProviderView), total, input);
 }
@@ -468,6 +464,7 @@ export async function createSsoProvider(ctx: RequestContext, body: CreateSsoProv
       orgId,
       details: { name: provider.name, type, status: provider.status },
     });
+    await emit(tx, { type: 'sso_provider.created', orgId, data: { providerId: provider.id, name: provider.name, type } });
     return ssoProviderView(provider);
   });
 }
@@ -497,6 +494,7 @@ export async function updateSsoProvider(ctx: RequestContext, id: string, body: U
       changes: changed,
       details: { type: provider.type },
     });
+    await emit(tx, { type: 'sso_provider.updated', orgId: provider.orgId, data: { providerId: provider.id, name: provider.name, changes: changed } });
     return ssoProviderView(provider);
   });
 }
@@ -517,6 +515,7 @@ export async function deleteSsoProvider(ctx: RequestContext, id: string): Promis
       orgId: current.orgId,
       details: { name: current.name, type: current.type, identitiesRemoved, sessionsRemoved },
     });
+    await emit(tx, { type: 'sso_provider.deleted', orgId: current.orgId, data: { providerId: current.id, name: current.name } });
   });
 }
 
@@ -548,6 +547,7 @@ export async function setSsoProviderStatus(ctx: RequestContext, id: string, body
       changes: from === status ? [] : ['status'],
       details: { from, to: status },
     });
+    if (from !== status) await emit(tx, { type: 'sso_provider.status_changed', orgId: provider.orgId, data: { providerId: provider.id, from, to: status } });
     return ssoProviderView(provider);
   });
 }

@@ -6,7 +6,7 @@ import { Site } from '../../entities/site.js';
 import { Membership, User } from '../../entities/user.js';
 import type { Principal, RequestContext } from '../auth/context.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
-import { authenticated, authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, skipAuthorization, targetOrgId, visibleOrgIds } from '../auth/policy.js';
+import { authenticated, authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, skipAuthorization, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound, unauthenticated } from '../errors.js';
 import { emit } from '../events/outbox.js';
@@ -186,15 +186,6 @@ async function reachesAll(ctx: RequestContext, principal: Principal, memberships
   return true;
 }
 
-/** The memberships a caller's lists reach (null: all, for system callers), optionally within one organization. */
-async function reachableMemberships(ctx: RequestContext, principal: Principal, orgId?: string): Promise<FilterQuery<Membership> | null> {
-  if (orgId) return { orgId: { $in: (await visibleOrgIds(ctx, orgId)) ?? [] } };
-  if (principal.scope === 'system') return null;
-  const clauses: FilterQuery<Membership>[] = [{ orgId: { $in: (await visibleOrgIds(ctx)) ?? [] } }];
-  if (principal.scope === 'partner') clauses.push({ orgId: null, partnerId: principal.partnerId });
-  return { $or: clauses };
-}
-
 /**
  * The membership a user is shown and managed through: an active one before a pending invitation, one
  * at the caller's own level if any (a partner member's partner row), else the oldest.
@@ -312,7 +303,8 @@ export async function getMe(ctx: RequestContext): Promise<MeView> {
 }
 
 async function userPage(ctx: RequestContext, principal: Principal, query: z.output<typeof UserListQuery>): Promise<Page<UserView>> {
-  const reach = await reachableMemberships(ctx, principal, query.orgId);
+  // The memberships the list reaches (null: all, for system callers), optionally within one organization.
+  const reach = await tenantWhere<Membership>(ctx, { org: 'orgId', partner: 'partnerId', requestedOrgId: query.orgId });
   const membershipWhere: FilterQuery<Membership> = { $and: [reach ?? {}, query.roleId ? { roleId: query.roleId } : {}] };
   const where: FilterQuery<User>[] = [];
   if (reach || query.roleId) {

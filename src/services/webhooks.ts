@@ -1,50 +1,16 @@
 import { z } from 'zod';
+import { WEBHOOK_EVENT_TYPES } from '../events/types.js';
 import { Webhook, WebhookDelivery, type StoredWebhookHeader, type WebhookRetryPolicy, type WebhookStatus } from '../../entities/webhook.js';
 import type { RequestContext } from '../auth/context.js';
 import { hasPermission } from '../auth/permissions.js';
-import { authorize, isUuid, requirePrincipal, targetOrgId } from '../auth/policy.js';
+import { authorize, loadOwned, requirePrincipal, targetOrgId } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
-import { badRequest, notFound } from '../errors.js';
+import { badRequest } from '../errors.js';
 import { checkOutboundUrl, UnsafeUrlError, type GuardOptions } from '../net/outbound-guard.js';
 import { pageOptions, PageQuery, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 
-/** Every event type a webhook may subscribe to (spec document 2), plus `webhook.test` for the test operation. */
-export const WEBHOOK_EVENT_TYPES = [
-  'device.enrolled',
-  'device.online',
-  'device.offline',
-  'device.updated',
-  'device.decommissioned',
-  'alert.triggered',
-  'alert.acknowledged',
-  'alert.resolved',
-  'alert.escalated',
-  'script.started',
-  'script.completed',
-  'script.failed',
-  'automation.started',
-  'automation.completed',
-  'automation.failed',
-  'policy.evaluated',
-  'policy.violation',
-  'policy.compliant',
-  'patch.available',
-  'patch.approved',
-  'patch.installed',
-  'patch.failed',
-  'patch.rollback',
-  'security.score_changed',
-  'remote.session.started',
-  'remote.session.ended',
-  'remote.file.transferred',
-  'user.login',
-  'user.logout',
-  'session.login',
-  'session.logout',
-  'webhook.test',
-] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export const DEFAULT_RETRY_POLICY: WebhookRetryPolicy = { maxRetries: 5, initialDelayMs: 1000, backoffMultiplier: 2, maxDelayMs: 300_000 };
@@ -272,11 +238,8 @@ export function webhookView(ctx: RequestContext, webhook: Webhook): WebhookView 
  * Loads a webhook the caller may read (`write`: change, with MFA). Another tenant's webhook answers
  * 404 like a missing one.
  */
-export async function requireWebhook(ctx: RequestContext, id: string, access: 'read' | 'write'): Promise<Webhook> {
-  const webhook = isUuid(id) ? await ctx.em.findOne(Webhook, { id }) : null;
-  if (!webhook) throw notFound('Webhook');
-  await authorize(ctx, WEBHOOK_PERMISSION[access], { orgId: webhook.orgId, mfa: access === 'write', resource: 'Webhook' });
-  return webhook;
+export function requireWebhook(ctx: RequestContext, id: string, access: 'read' | 'write'): Promise<Webhook> {
+  return loadOwned(ctx, Webhook, id, WEBHOOK_PERMISSION[access], { mfa: access === 'write', resource: 'Webhook' });
 }
 
 async function assertSafeUrl(ctx: RequestContext, url: string): Promise<void> {

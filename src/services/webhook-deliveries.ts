@@ -148,7 +148,7 @@ export function signDelivery(secret: string, timestamp: string, body: string): s
 
 // ---- reads ----------------------------------------------------------------
 
-export async function listDeliveries(ctx: RequestContext, webhookId: string, raw: unknown): Promise<Page<WebhookDeliveryView>> {
+export async function listDeliveries(ctx: RequestContext, webhookId: string, raw: z.input<typeof ListDeliveriesQuery>): Promise<Page<WebhookDeliveryView>> {
   const query = parseInput(ListDeliveriesQuery, raw);
   const webhook = await requireWebhook(ctx, webhookId, 'read');
   const where = { webhookId: webhook.id, ...(query.status ? { status: query.status } : {}) };

@@ -2,6 +2,7 @@
 // accepted membership, chosen at login and switchable without signing in again.
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, inviteToken, rest } from './support/clients.js';
+import { sql } from './support/db.js';
 import { buildOrg, buildUser, systemRole, unique } from './support/factories.js';
 
 let app: TestApp;
@@ -171,3 +172,24 @@ describe('accepting', () => {
     expect((await rest(app, adminA.as).get(`/users/${person.user.id}`)).status).toBe(404);
   });
 });
+
+test('the invitation link is no way to guess the account’s password: failures count as failed logins', async () => {
+  const guarded = await createTestApp({ env: { LOGIN_MAX_FAILURES_PER_EMAIL: '3' } });
+  try {
+    const orgA = await buildOrg(guarded);
+    const attacker = await buildUser(guarded, { orgId: orgA.id });
+    const victim = await buildUser(guarded, { orgId: (await buildOrg(guarded)).id });
+    const invited = await rest(guarded, attacker.as).post('/users/invite', { email: victim.user.email, name: 'V', roleId: VIEWER });
+    const token = inviteToken(invited.body.inviteUrl);
+    for (const guess of ['guess one', 'guess two', 'guess three']) {
+      expect(await rest(guarded).post('/auth/accept-invite', { token, password: guess })).toMatchObject({ status: 400, body: { message: 'Invalid or expired invitation' } });
+    }
+    // locked like a login: even the right password is refused now
+    expect(await rest(guarded).post('/auth/accept-invite', { token, password: victim.password })).toMatchObject({ status: 429, body: { code: 'RATE_LIMITED' } });
+    const [failures] = await sql(guarded, `select count(*)::int as n from login_attempt where email = ? and not success`, [victim.user.email]);
+    expect(failures.n).toBe(3);
+  } finally {
+    await guarded.stop();
+  }
+});
+

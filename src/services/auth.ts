@@ -128,6 +128,7 @@ export type PasswordChanged = z.output<typeof PasswordChangedSchema>;
 
 const INVALID_LOGIN = 'Invalid email or password';
 const INVALID_MFA_CODE = 'Invalid MFA code';
+const WRONG_CURRENT_PASSWORD = 'Current password is incorrect';
 const MFA_ISSUER = 'rmm-service';
 const RECOVERY_CODE_COUNT = 10;
 
@@ -416,10 +417,10 @@ export async function refresh(ctx: RequestContext, input: RefreshInput): Promise
   return tokens;
 }
 
-type SessionPrincipal = Principal & { userId: string; membershipId: string; email: string };
+export type SessionPrincipal = Principal & { userId: string; membershipId: string; email: string };
 
 /** Account operations act on the caller's own user session; an API key cannot sign out, change passwords or second factors. */
-function sessionUser(ctx: RequestContext): SessionPrincipal {
+export function sessionUser(ctx: RequestContext): SessionPrincipal {
   const principal = authenticated(ctx);
   if (principal.kind !== 'user' || !principal.userId || !principal.membershipId || !principal.email) {
     throw forbidden('This operation needs a user session, not an API key');
@@ -489,6 +490,19 @@ async function refuseLockedAccount(ctx: RequestContext, email: string): Promise<
 }
 
 /**
+ * Whether `password` is the account's own, checked as a login is: refused (429) while the IP is
+ * throttled or the email locked out, and a wrong one counted against both. Every password check
+ * outside login goes through here, so none is an unthrottled way to guess a password.
+ */
+export async function checkOwnPassword(ctx: RequestContext, user: User, password: string, action: string): Promise<boolean> {
+  await refuseThrottledIp(ctx);
+  await refuseLockedAccount(ctx, user.email);
+  if (await verifyPassword(password, user.passwordHash)) return true;
+  await recordFailure(ctx, { action, email: user.email, user, reason: 'wrong_password' });
+  return false;
+}
+
+/**
  * `POST /auth/change-password`: bumps the token version (every access token stops working), revokes every
  * session of the user and returns a new one for the caller.
  */
@@ -496,11 +510,7 @@ export async function changePassword(ctx: RequestContext, input: ChangePasswordI
   const principal = sessionUser(ctx);
   const { currentPassword, newPassword, apiKeys } = parseInput(ChangePasswordInput, input);
   const user = await ctx.em.findOneOrFail(User, { id: principal.userId });
-  await refuseLockedAccount(ctx, user.email);
-  if (!(await verifyPassword(currentPassword, user.passwordHash))) {
-    await recordFailure(ctx, { action: 'auth.password.change', email: user.email, user, reason: 'wrong_password' });
-    throw badRequest('Current password is incorrect');
-  }
+  if (!(await checkOwnPassword(ctx, user, currentPassword, 'auth.password.change'))) throw badRequest(WRONG_CURRENT_PASSWORD);
   const passwordHash = await hashPassword(newPassword);
   return withTransaction(ctx, async (tx) => {
     const locked = (await lockUser(tx, principal.userId))!;
@@ -519,25 +529,22 @@ export async function changePassword(ctx: RequestContext, input: ChangePasswordI
 
 /**
  * An SSO session shows what the organization's IdP vouched for, not that the caller holds the account's
- * own credentials: enrolling a second factor on an account with a password takes that password too.
+ * own credentials: account-level changes (a second factor, joining another tenant) on an account with
+ * a password take that password too. An account without one has the IdP as its only credential.
  */
-async function proveOwnCredentials(ctx: RequestContext, principal: SessionPrincipal, currentPassword: string | undefined): Promise<void> {
+export async function proveOwnCredentials(ctx: RequestContext, principal: SessionPrincipal, currentPassword: string | undefined, action: string): Promise<void> {
   if (principal.sessionMethod !== 'sso') return;
   const user = await ctx.em.findOneOrFail(User, { id: principal.userId });
   if (!user.passwordHash) return;
-  if (!currentPassword) throw forbidden('Confirm your current password (currentPassword) to change how this account signs in');
-  await refuseLockedAccount(ctx, user.email);
-  if (!(await verifyPassword(currentPassword, user.passwordHash))) {
-    await recordFailure(ctx, { action: 'auth.mfa.setup', email: user.email, user, reason: 'wrong_password' });
-    throw badRequest('Current password is incorrect');
-  }
+  if (!currentPassword) throw forbidden('Confirm your current password (currentPassword): this session signed in through single sign-on');
+  if (!(await checkOwnPassword(ctx, user, currentPassword, action))) throw badRequest(WRONG_CURRENT_PASSWORD);
 }
 
 /** `POST /auth/mfa/setup`: a new TOTP secret, stored encrypted; MFA stays off until a code from it is confirmed. */
 export async function setupMfa(ctx: RequestContext, input: MfaSetupInput = {}): Promise<MfaSetup> {
   const principal = sessionUser(ctx);
   const { currentPassword } = parseInput(MfaSetupInput, input);
-  await proveOwnCredentials(ctx, principal, currentPassword);
+  await proveOwnCredentials(ctx, principal, currentPassword, 'auth.mfa.setup');
   return withTransaction(ctx, async (tx) => {
     const user = (await lockUser(tx, principal.userId))!;
     if (user.mfaEnabled) throw conflict('MFA is already enabled; disable it before setting up a new authenticator');

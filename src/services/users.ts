@@ -5,7 +5,7 @@ import { Role, type Scope } from '../../entities/role.js';
 import { Site } from '../../entities/site.js';
 import { Membership, User } from '../../entities/user.js';
 import type { Principal, RequestContext } from '../auth/context.js';
-import { hashPassword, verifyPassword } from '../auth/passwords.js';
+import { hashPassword } from '../auth/passwords.js';
 import { authenticated, authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, skipAuthorization, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound, unauthenticated } from '../errors.js';
@@ -14,7 +14,7 @@ import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { randomToken, sha256Hex } from '../secrets.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
-import { consumeSecondFactor, issueSession, passwordLoginAllowed, SSO_ENFORCED, type AuthSession } from './auth.js';
+import { checkOwnPassword, consumeSecondFactor, issueSession, passwordLoginAllowed, proveOwnCredentials, sessionUser, SSO_ENFORCED, type AuthSession } from './auth.js';
 import { sendMail } from './mailer.js';
 import { ScopeSchema, assertCanGrant, assignableRole, effectivePermissionsAt, readableRole, type MembershipTarget } from './roles.js';
 import { UserStatusSchema, UserViewSchema, userView, type UserView } from './user-view.js';
@@ -639,21 +639,23 @@ export async function acceptInvite(ctx: RequestContext, rawInput: AcceptInviteIn
  */
 async function acceptMembershipWithPassword(ctx: RequestContext, pending: Membership, input: z.output<typeof AcceptInviteSchema>): Promise<AuthSession> {
   const user = await ctx.em.findOne(User, { id: pending.userId });
-  if (!user || user.status !== 'active' || !(await verifyPassword(input.password, user.passwordHash))) throw badRequest(INVALID_INVITATION);
+  // The inviter holds the link too: a wrong password counts like a failed login, so the link is no way to guess it.
+  if (!user || user.status !== 'active' || !(await checkOwnPassword(ctx, user, input.password, 'user.membership.accept'))) throw badRequest(INVALID_INVITATION);
   if (!(await passwordLoginAllowed(ctx.em, pending))) throw forbidden(`${SSO_ENFORCED}: sign in and accept the invitation under your invitations`);
   return withTransaction(ctx, async (tx) => {
     const locked = await tx.em.findOneOrFail(User, { id: user.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     const membership = await lockPendingMembership(tx, { inviteTokenHash: pending.inviteTokenHash, userId: user.id });
+    if (!membership) throw badRequest(INVALID_INVITATION);
     if (locked.mfaEnabled && !(input.code && (await consumeSecondFactor(tx, locked, input.code)))) throw badRequest('Invalid MFA code');
     await activateMembership(tx, locked, membership);
     return { ...(await issueSession(tx, locked, membership, { method: 'password', mfa: locked.mfaEnabled })), user: userView(locked, membership) };
   });
 }
 
-async function lockPendingMembership(tx: RequestContext, where: FilterQuery<Membership>): Promise<Membership> {
+/** A pending membership not yet expired, locked so it is accepted once; null otherwise. */
+async function lockPendingMembership(tx: RequestContext, where: FilterQuery<Membership>): Promise<Membership | null> {
   const membership = await tx.em.findOne(Membership, { ...(where as object), status: 'pending' }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-  if (!membership || !membership.inviteExpiresAt || membership.inviteExpiresAt <= new Date()) throw badRequest(INVALID_INVITATION);
-  return membership;
+  return membership?.inviteExpiresAt && membership.inviteExpiresAt > new Date() ? membership : null;
 }
 
 async function activateMembership(tx: RequestContext, user: User, membership: Membership): Promise<void> {
@@ -673,16 +675,9 @@ async function activateMembership(tx: RequestContext, user: User, membership: Me
 // ---------------------------------------------------------------------------------------------------------
 // The caller's own invitations: pending memberships another tenant offered to this account
 
-/** The caller's own account, from a user session (an API key acts for a membership, not for the account). */
-function accountOwner(ctx: RequestContext): Principal & { userId: string } {
-  const principal = authenticated(ctx);
-  if (principal.kind !== 'user' || !principal.userId) throw forbidden('This operation needs a user session, not an API key');
-  return principal as Principal & { userId: string };
-}
-
 /** `GET /users/me/invitations`: pending memberships not yet expired, newest first. */
 export async function listMyInvitations(ctx: RequestContext): Promise<{ data: InvitationView[] }> {
-  const principal = accountOwner(ctx);
+  const principal = sessionUser(ctx);
   if (principal.sessionMethod === 'sso') return { data: [] };
   const rows = (await ctx.em.execute(
     `select m.id, m.scope, m.partner_id, m.org_id, m.role_id, r.name as role_name, m.created_at, m.invite_expires_at,
@@ -713,22 +708,16 @@ export async function listMyInvitations(ctx: RequestContext): Promise<{ data: In
 /**
  * `POST /users/me/invitations/:id/accept`: the signed-in owner joins the tenant. A session started
  * through an organization's IdP proves that IdP's word, not the account's own credentials, so it
- * needs the account's password as well (and cannot accept at all for an account without one).
+ * needs the account's password as well when the account has one.
  */
 export async function acceptMyInvitation(ctx: RequestContext, id: string, rawInput: AcceptMyInvitationInput): Promise<MembershipView> {
   const input = parseInput(AcceptMyInvitationSchema, rawInput);
-  const principal = accountOwner(ctx);
-  if (principal.sessionMethod === 'sso') {
-    const user = await ctx.em.findOneOrFail(User, { id: principal.userId });
-    if (!input.currentPassword) throw forbidden('Confirm your current password (currentPassword) to join another organization from a single sign-on session');
-    if (!(await verifyPassword(input.currentPassword, user.passwordHash))) throw badRequest('Current password is incorrect');
-  }
+  const principal = sessionUser(ctx);
+  await proveOwnCredentials(ctx, principal, input.currentPassword, 'user.membership.accept');
   return withTransaction(ctx, async (tx) => {
     const user = await tx.em.findOneOrFail(User, { id: principal.userId });
-    if (!isUuid(id)) throw notFound('Invitation');
-    const membership = await lockPendingMembership(tx, { id, userId: user.id }).catch(() => {
-      throw notFound('Invitation');
-    });
+    const membership = isUuid(id) ? await lockPendingMembership(tx, { id, userId: user.id }) : null;
+    if (!membership) throw notFound('Invitation');
     await activateMembership(tx, user, membership);
     return membershipView(membership, await rolesOf(tx, [membership]));
   });
@@ -736,7 +725,7 @@ export async function acceptMyInvitation(ctx: RequestContext, id: string, rawInp
 
 /** `POST /users/me/invitations/:id/decline`: the pending membership is removed. */
 export async function declineMyInvitation(ctx: RequestContext, id: string): Promise<void> {
-  const principal = accountOwner(ctx);
+  const principal = sessionUser(ctx);
   await withTransaction(ctx, async (tx) => {
     const membership = isUuid(id) ? await tx.em.findOne(Membership, { id, userId: principal.userId, status: 'pending' }) : null;
     if (!membership) throw notFound('Invitation');

@@ -1,7 +1,7 @@
 import { Arg, Args, Ctx, ID, Query, Resolver } from 'type-graphql';
 import { argsType, inputType, objectType } from '../src/graphql/contract.js';
 import type { GraphqlContext } from '../src/graphql/context.js';
-import { pageSchema } from '../src/pagination.js';
+import { PageQuery, pageSchema, type PageInput } from '../src/pagination.js';
 import {
   AuditFilters,
   AuditLogViewSchema,
@@ -12,20 +12,20 @@ import {
   listAuditLogs,
   type AuditPeriodQuery as AuditPeriodInput,
 } from '../src/services/audit.js';
-import { PageArgs } from './shared.js';
 
 const AuditLogObject = objectType('AuditLog', AuditLogViewSchema);
 const AuditLogPage = objectType('AuditLogPage', pageSchema(AuditLogViewSchema, 'AuditLogPage'));
 const AuditStatsObject = objectType('AuditStats', AuditStatsSchema);
 const AuditLogFilter = inputType('AuditLogFilter', AuditFilters);
 const AuditPeriodArgs = argsType('AuditPeriodArgs', AuditPeriodQuery);
+const PageArgs = argsType('PageArgs', PageQuery);
 
 @Resolver()
 export class AuditResolver {
   @Query(() => AuditLogPage, { description: 'Audit entries of the tenants you can see, newest first.' })
   auditLogs(
     @Ctx() { ctx }: GraphqlContext,
-    @Args(() => PageArgs) page: PageArgs,
+    @Args(() => PageArgs) page: PageInput,
     @Arg('filters', () => AuditLogFilter, { nullable: true }) filters?: AuditFilters,
   ) {
     return listAuditLogs(ctx, { ...filters, ...page });

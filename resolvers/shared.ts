@@ -1,31 +1,6 @@
-import { ArgsType, ClassType, Field, Int, ObjectType } from 'type-graphql';
-import { objectType } from '../src/graphql/contract.js';
-import { DEFAULT_LIMIT, MAX_LIMIT, PaginationSchema } from '../src/pagination.js';
+import { ClassType, Field, Int, ObjectType } from 'type-graphql';
 
-/** The `pagination` block of page/limit lists, as in REST (`{data, pagination:{page, limit, total}}`). */
-export const Pagination = objectType('Pagination', PaginationSchema);
-
-@ArgsType()
-export class PageArgs {
-  @Field(() => Int, { defaultValue: 1 })
-  page!: number;
-
-  @Field(() => Int, { defaultValue: DEFAULT_LIMIT, description: `1 to ${MAX_LIMIT}` })
-  limit!: number;
-}
-
-/** `XPage { data: [X!]!, pagination: Pagination! }` for a list type, mirroring the REST list body. */
-export function PageOf<T extends object>(item: ClassType<T>, name: string) {
-  @ObjectType(name)
-  class PageType {
-    @Field(() => [item])
-    data!: T[];
-
-    @Field(() => Pagination)
-    pagination!: InstanceType<typeof Pagination>;
-  }
-  return PageType;
-}
+// Pages are derived from `pageSchema` (src/pagination.ts); cursor lists use this Relay connection.
 
 @ObjectType()
 export class PageInfo {

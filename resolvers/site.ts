@@ -1,6 +1,7 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { argsType, inputType, objectType } from '../src/graphql/contract.js';
 import type { GraphqlContext } from '../src/graphql/context.js';
+import { pageSchema } from '../src/pagination.js';
 import { visibleOrganization } from '../src/services/organizations.js';
 import {
   CreateSiteSchema,
@@ -18,10 +19,9 @@ import {
   type UpdateSiteInput,
 } from '../src/services/sites.js';
 import { OrganizationObject } from './organization.js';
-import { PageOf } from './shared.js';
 
 export const SiteObject = objectType('Site', SiteViewSchema);
-const SitePage = PageOf(SiteObject, 'SitePage');
+const SitePage = objectType('SitePage', pageSchema(SiteViewSchema, 'SitePage'));
 const SiteListArgs = argsType('SiteListArgs', SiteListQuery);
 const CreateSiteInput = inputType('CreateSiteInput', CreateSiteSchema);
 const UpdateSiteInput = inputType('UpdateSiteInput', UpdateSiteSchema);

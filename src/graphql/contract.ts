@@ -26,7 +26,7 @@ function parseDateTime(value: unknown): string {
   return parsed.data;
 }
 
-type Kind3 = 'object' | 'input' | 'args';
+type DerivedKind = 'object' | 'input' | 'args';
 type TypeThunk = NonNullable<Parameters<typeof Field>[0]> & (() => unknown);
 
 export interface ContractOptions {
@@ -55,7 +55,7 @@ function metaOf(schema: ZodType): { title?: string; description?: string } {
 }
 
 /** The GraphQL type of one zod field: wrappers become nullability and defaults, the rest a named type. */
-function describe(schema: ZodType, kind: Kind3, name: string): Described {
+function describe(schema: ZodType, kind: DerivedKind, name: string): Described {
   let current = schema;
   let nullable = false;
   let defaultValue: unknown;
@@ -67,7 +67,6 @@ function describe(schema: ZodType, kind: Kind3, name: string): Described {
     else if (def.type === 'default' || def.type === 'prefault') {
       // Inputs: the default shows in the schema (the service applies it again); views always carry the value.
       if (kind !== 'object') defaultValue = def.defaultValue;
-      if (kind === 'object') nullable ||= false;
     } else if (def.type === 'pipe') {
       current = def.in!;
       continue;
@@ -77,14 +76,10 @@ function describe(schema: ZodType, kind: Kind3, name: string): Described {
   }
   // A field with a default may be left out of an input.
   if (defaultValue !== undefined) nullable = false;
-  return { type: baseType(current, kind, name), nullable: nullable || (kind !== 'object' && defaultValue === undefined && isOptional(schema)), defaultValue, description };
+  return { type: baseType(current, kind, name), nullable, defaultValue, description };
 }
 
-function isOptional(schema: ZodType): boolean {
-  return (schema as { _zod: { optin?: string } })._zod.optin === 'optional';
-}
-
-function baseType(schema: ZodType, kind: Kind3, name: string): TypeThunk {
+function baseType(schema: ZodType, kind: DerivedKind, name: string): TypeThunk {
   if (isDateTimeSchema(schema)) return () => DateTimeScalar;
   const def = schema._zod.def as unknown as { type: string; element?: ZodType };
   const format = (schema as { format?: string | null }).format;
@@ -136,7 +131,7 @@ function derivedType(kind: 'object' | 'input', name: string, schema: z.ZodObject
   return () => type;
 }
 
-function derive(kind: Kind3, name: string, schema: z.ZodObject, options: ContractOptions): ClassType {
+function derive(kind: DerivedKind, name: string, schema: z.ZodObject, options: ContractOptions): ClassType {
   const key = `${kind}:${name}`;
   const existing = derived.get(key);
   if (existing) return existing;

@@ -19,7 +19,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from '../pagination.js';
 const SIZE_ARGS = ['first', 'limit'];
 
 /**
- * The items list of a page type (PageOf's `data` next to `pagination`) or a connection type
+ * The items list of a page type (`pageSchema`'s `data` next to `pagination`) or a connection type
  * (ConnectionOf's `edges` next to `pageInfo`), or null for any other type.
  */
 function pageItems(type: GraphQLNamedType | undefined): string | null {

@@ -49,7 +49,7 @@ export const SiteViewSchema = z.object({
   address: z.string().nullable(),
   createdAt: timestamp(),
   updatedAt: timestamp(),
-});
+}).meta({ title: 'Site' });
 export type SiteView = z.output<typeof SiteViewSchema>;
 
 function siteView(site: Site): SiteView {

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { RequestContext } from '../src/auth/context.js';
 import { withTransaction } from '../src/db/transaction.js';
 import { recordAudit } from '../src/services/audit.js';
+import type { AuditAction } from '../src/events/types.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { buildOrg, buildPartner, buildUser, systemRole } from './support/factories.js';
@@ -220,15 +221,15 @@ describe('export', () => {
     const admin = await buildUser(app, { orgId: org.id });
     const ctx = RequestContext.system(app.server.runtime, 'test');
     await withTransaction(ctx, async (tx) => {
-      for (let i = 0; i < 1203; i++) await recordAudit(tx, { action: 'test.bulk', resourceType: 'thing', resourceId: String(i), orgId: org.id, details: { i } });
+      for (let i = 0; i < 1203; i++) await recordAudit(tx, { action: 'bench.write', resourceType: 'thing', resourceId: String(i), orgId: org.id, details: { i } });
     });
-    const res = await rest(app, admin.as).post('/audit/export', { format: 'json', filters: { action: 'test.*' } });
+    const res = await rest(app, admin.as).post('/audit/export', { format: 'json', filters: { action: 'bench.*' } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="audit-log-.+\.json"$/);
     expect(res.body).toHaveLength(1203);
     expect(res.body.map((r: any) => Number(r.resourceId))).toEqual(Array.from({ length: 1203 }, (_, i) => 1202 - i));
-    expect(res.body[0]).toMatchObject({ action: 'test.bulk', orgId: org.id, details: { i: 1202 } });
+    expect(res.body[0]).toMatchObject({ action: 'bench.write', orgId: org.id, details: { i: 1202 } });
 
     const none = await rest(app, admin.as).post('/audit/export', { format: 'json', filters: { action: 'nothing.*' } });
     expect(none.body).toEqual([]);
@@ -332,7 +333,7 @@ describe('the hash chains', () => {
   test('each organization has its own chain, and its writes do not wait for another organization’s open transaction', async () => {
     const system = await buildUser(app);
     const [a, b] = [await buildOrg(app), await buildOrg(app)];
-    const write = (orgId: string, action: string) =>
+    const write = (orgId: string, action: AuditAction) =>
       withTransaction(RequestContext.system(app.server.runtime, 'test'), (tx) => recordAudit(tx, { action, resourceType: 'thing', orgId }));
 
     let release!: () => void;
@@ -340,23 +341,23 @@ describe('the hash chains', () => {
     let appended!: () => void;
     const aAppended = new Promise<void>((resolve) => (appended = resolve));
     const holdingA = withTransaction(RequestContext.system(app.server.runtime, 'test'), async (tx) => {
-      await recordAudit(tx, { action: 'test.hold', resourceType: 'thing', orgId: a.id });
+      await recordAudit(tx, { action: 'site.create', resourceType: 'thing', orgId: a.id });
       appended();
       await held;
     });
     await aAppended;
     // a's chain stays locked until its transaction ends; b's write commits meanwhile
-    await write(b.id, 'test.first');
+    await write(b.id, 'site.update');
     release();
     await holdingA;
-    await write(a.id, 'test.second');
+    await write(a.id, 'site.delete');
 
     expect((await rest(app, system.as).get(`/audit/reports/compliance?orgId=${a.id}`)).body.chain).toEqual({ valid: true, checked: 2, brokenAt: null, chains: 1, broken: [] });
-    const entries = async (orgId: string) => (await rest(app, system.as).get(`/audit?orgId=${orgId}&action=test.*`)).body.data.reverse();
+    const entries = async (orgId: string) => (await rest(app, system.as).get(`/audit?orgId=${orgId}&action=site.*`)).body.data.reverse();
     const [hold, second] = await entries(a.id);
-    expect([hold.action, hold.prevHash, second.action, second.prevHash]).toEqual(['test.hold', GENESIS, 'test.second', hold.hash]);
+    expect([hold.action, hold.prevHash, second.action, second.prevHash]).toEqual(['site.create', GENESIS, 'site.delete', hold.hash]);
     const [onlyB] = await entries(b.id);
-    expect([onlyB.action, onlyB.prevHash]).toEqual(['test.first', GENESIS]);
+    expect([onlyB.action, onlyB.prevHash]).toEqual(['site.update', GENESIS]);
     expect(BigInt(onlyB.seq)).toBeLessThan(BigInt(second.seq));
   });
 

@@ -1,7 +1,7 @@
 import type { Scope } from '../../entities/role.js';
 
 /** Every permission a role can grant, as `resource: actions`. `GET /roles/permissions/available` serves this. */
-export const PERMISSION_CATALOG: Record<string, readonly string[]> = {
+export const PERMISSION_CATALOG = {
   partners: ['read', 'write', 'delete'],
   organizations: ['read', 'write', 'delete'],
   sites: ['read', 'write', 'delete'],
@@ -13,19 +13,29 @@ export const PERMISSION_CATALOG: Record<string, readonly string[]> = {
   devices: ['read', 'write', 'delete', 'execute'],
   alerts: ['read', 'write'],
   scripts: ['read', 'write', 'execute'],
-};
+} as const satisfies Record<string, readonly string[]>;
 
-export const ALL_PERMISSIONS: string[] = Object.entries(PERMISSION_CATALOG).flatMap(([resource, actions]) => actions.map((a) => `${resource}:${a}`));
+type Catalog = typeof PERMISSION_CATALOG;
+export type PermissionResource = keyof Catalog;
+/** A permission a service checks: the compiler refuses one the catalog does not list. */
+export type Permission = { [R in PermissionResource]: `${R}:${Catalog[R][number]}` }[PermissionResource];
+type PermissionAction = Catalog[PermissionResource][number];
+/** What a role may grant: a permission, or a wildcard over the catalog (`*`, `resource:*`, `*:action`). */
+export type PermissionGrant = Permission | '*' | `${PermissionResource}:*` | `*:${PermissionAction}`;
+
+export const ALL_PERMISSIONS: Permission[] = (Object.keys(PERMISSION_CATALOG) as PermissionResource[]).flatMap((resource) =>
+  PERMISSION_CATALOG[resource].map((action) => `${resource}:${action}` as Permission),
+);
 
 /** `resource:action`, where either side of a granted entry may be `*` (and `*` alone grants everything). */
-export function permissionMatches(granted: string, needed: string): boolean {
+export function permissionMatches(granted: string, needed: Permission): boolean {
   if (granted === '*' || granted === needed) return true;
   const [gr, ga] = granted.split(':');
   const [nr, na] = needed.split(':');
   return (gr === '*' || gr === nr) && (ga === '*' || ga === na);
 }
 
-export function hasPermission(granted: readonly string[], needed: string): boolean {
+export function hasPermission(granted: readonly string[], needed: Permission): boolean {
   return granted.some((g) => permissionMatches(g, needed));
 }
 
@@ -35,12 +45,12 @@ export function isValidPermission(entry: string): boolean {
   const [resource, action, extra] = entry.split(':');
   if (extra !== undefined || !resource || !action) return false;
   if (resource === '*') return action === '*' || ALL_PERMISSIONS.some((p) => p.endsWith(`:${action}`));
-  const actions = PERMISSION_CATALOG[resource];
+  const actions: readonly string[] | undefined = PERMISSION_CATALOG[resource as PermissionResource];
   return !!actions && (action === '*' || actions.includes(action));
 }
 
 /** The catalog permissions an entry set grants, expanded: used to check that a custom role only grants what its creator holds. */
-export function expandPermissions(granted: readonly string[]): string[] {
+export function expandPermissions(granted: readonly string[]): Permission[] {
   return ALL_PERMISSIONS.filter((p) => hasPermission(granted, p));
 }
 
@@ -49,10 +59,10 @@ export interface SystemRoleSeed {
   name: string;
   scope: Scope;
   description: string;
-  permissions: string[];
+  permissions: PermissionGrant[];
 }
 
-const orgWork = ['devices:*', 'alerts:*', 'scripts:*'];
+const orgWork: PermissionGrant[] = ['devices:*', 'alerts:*', 'scripts:*'];
 
 /** Seeded on every start (ids fixed, permissions kept in step with this table). */
 export const SYSTEM_ROLES: SystemRoleSeed[] = [

@@ -1,7 +1,7 @@
 import type { EntityName, FilterQuery } from '@mikro-orm/core';
 import { badRequest, forbidden, mfaRequired, notFound, unauthenticated } from '../errors.js';
 import type { DeniedAttempt, Principal, RequestContext } from './context.js';
-import { hasPermission } from './permissions.js';
+import { hasPermission, type Permission } from './permissions.js';
 
 /**
  * The one place access is decided. Every public service method starts with `authorize` (or
@@ -19,7 +19,7 @@ export interface AuthorizeOptions {
   resource?: string;
 }
 
-export async function authorize(ctx: RequestContext, permission: string, options: AuthorizeOptions = {}): Promise<Principal> {
+export async function authorize(ctx: RequestContext, permission: Permission, options: AuthorizeOptions = {}): Promise<Principal> {
   const principal = requirePrincipal(ctx);
   const resource = options.resource ?? 'Resource';
   if (options.orgId !== undefined && options.orgId !== null && !(await canAccessOrg(ctx, options.orgId))) throw notFound(resource);
@@ -45,7 +45,7 @@ export async function authorize(ctx: RequestContext, permission: string, options
  * only when the caller may read it (e.g. a GraphQL field that is null otherwise). The answer,
  * either way, is the access decision; nothing is reported as denied.
  */
-export async function permits(ctx: RequestContext, permission: string, options: Pick<AuthorizeOptions, 'orgId' | 'partnerId'>): Promise<boolean> {
+export async function permits(ctx: RequestContext, permission: Permission, options: Pick<AuthorizeOptions, 'orgId' | 'partnerId'>): Promise<boolean> {
   const principal = requirePrincipal(ctx);
   ctx.mark.checked = true;
   if (!hasPermission(principal.permissions, permission)) return false;
@@ -70,7 +70,7 @@ export function installDenialLog(log: DenialLog): void {
  * attempt waits until it has ended (`recordQueuedDenials`), so it is never written on a second
  * connection while the request holds one, which could deadlock against that transaction's locks.
  */
-async function reportDenied(ctx: RequestContext, permission: string, reason: DeniedAttempt['reason'], options: AuthorizeOptions): Promise<void> {
+async function reportDenied(ctx: RequestContext, permission: Permission, reason: DeniedAttempt['reason'], options: AuthorizeOptions): Promise<void> {
   const attempt: DeniedAttempt = { permission, reason, orgId: options.orgId ?? null, partnerId: options.partnerId ?? null, resource: options.resource ?? null };
   if (ctx.em.isInTransaction()) ctx.queueDenied(attempt);
   else await writeDenial(ctx, attempt);
@@ -205,7 +205,7 @@ export async function loadOwned<T extends { orgId: string | null; partnerId?: st
   ctx: RequestContext,
   entity: EntityName<T>,
   id: string,
-  permission: string,
+  permission: Permission,
   options: LoadOwnedOptions,
 ): Promise<T> {
   requirePrincipal(ctx);

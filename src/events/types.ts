@@ -112,6 +112,76 @@ export const WEBHOOK_EVENT_TYPES = [
   'webhook.test',
 ] as const satisfies readonly DomainEventType[];
 
+/**
+ * The audit actions, each with the event its mutation emits (null: recorded, not published). Action
+ * names follow the spec's audit vocabulary (`sso.provider.create`); event names the webhook catalog's
+ * (`sso_provider.created`). `recordChange` reads this table, so a mutation's audit row and its event
+ * cannot drift apart.
+ */
+export const AUDIT_ACTIONS = {
+  'partner.create': 'partner.created',
+  'partner.update': 'partner.updated',
+  'partner.delete': 'partner.deleted',
+  'organization.create': 'organization.created',
+  'organization.update': 'organization.updated',
+  'organization.delete': 'organization.deleted',
+  'site.create': 'site.created',
+  'site.update': 'site.updated',
+  'site.delete': 'site.deleted',
+  'role.create': 'role.created',
+  'role.clone': 'role.created',
+  'role.update': 'role.updated',
+  'role.delete': 'role.deleted',
+  'user.invite': 'user.invited',
+  'user.invite.accept': 'user.invite_accepted',
+  'user.invite.resend': null,
+  'user.create': null,
+  'user.update': 'user.updated',
+  'user.delete': 'user.deleted',
+  'user.role.change': 'user.role_changed',
+  'user.membership.accept': 'user.membership_accepted',
+  'user.membership.decline': 'user.membership_declined',
+  'user.access.revoke': null,
+  'auth.login': 'user.login',
+  'auth.logout': 'user.logout',
+  'auth.password.change': 'user.password_changed',
+  'auth.membership.switch': null,
+  'auth.session.revoke': null,
+  'auth.mfa.setup': null,
+  'auth.mfa.enable': null,
+  'auth.mfa.disable': null,
+  'auth.mfa.recovery_code.use': null,
+  'api_key.create': 'api_key.created',
+  'api_key.update': 'api_key.updated',
+  'api_key.revoke': 'api_key.revoked',
+  'api_key.rotate': 'api_key.rotated',
+  'sso.provider.create': 'sso_provider.created',
+  'sso.provider.update': 'sso_provider.updated',
+  'sso.provider.delete': 'sso_provider.deleted',
+  'sso.provider.status.update': 'sso_provider.status_changed',
+  'sso.provider.test': null,
+  'sso.identity.link': null,
+  'sso.identity.link.start': null,
+  'access_review.create': 'access_review.created',
+  'access_review.decide': 'access_review.item_decided',
+  'access_review.complete': 'access_review.completed',
+  'webhook.create': null,
+  'webhook.update': null,
+  'webhook.delete': null,
+  'webhook.test': null,
+  'webhook.retry': null,
+  'webhook.auto_failed': null,
+  'access.denied': null,
+  'audit.read': null,
+  'audit.export': null,
+  'bench.write': null,
+} as const satisfies Record<string, DomainEventType | null>;
+
+export type AuditAction = keyof typeof AUDIT_ACTIONS;
+/** Actions whose mutation publishes an event, and that event's type. */
+export type PublishingAction = { [A in AuditAction]: (typeof AUDIT_ACTIONS)[A] extends null ? never : A }[AuditAction];
+export type EventOfAction<A extends PublishingAction> = Extract<(typeof AUDIT_ACTIONS)[A], DomainEventType>;
+
 export interface DomainEvent<T extends DomainEventType = DomainEventType> {
   id: string;
   type: T;

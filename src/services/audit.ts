@@ -6,13 +6,15 @@ import { AuditLog, type ActorType, type AuditResult } from '../../entities/audit
 import type { DeniedAttempt, Principal, RequestContext } from '../auth/context.js';
 import { authorize, isUuid, requirePrincipal, tenantWhere, visibleOrgIds, type DenialLog } from '../auth/policy.js';
 import { canonicalJson } from '../canonical-json.js';
+import { emit } from '../events/outbox.js';
+import { AUDIT_ACTIONS, type AuditAction, type DomainEventMap, type EventOfAction, type PublishingAction } from '../events/types.js';
 import { badRequest, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { containsPattern, escapeLike } from '../db/like.js';
 
 export interface AuditEntry {
-  action: string;
+  action: AuditAction;
   resourceType: string;
   resourceId?: string | null;
   orgId?: string | null;
@@ -76,6 +78,15 @@ export async function recordAudit(ctx: RequestContext, entry: AuditEntry): Promi
   };
   if (ctx.em.isInTransaction()) return append(ctx.em);
   return ctx.em.transactional((em) => append(em as EntityManager));
+}
+
+/**
+ * A mutation's audit row and the event its action publishes (AUDIT_ACTIONS), both in the caller's
+ * transaction: they commit together or not at all. The event belongs to the entry's organization.
+ */
+export async function recordChange<A extends PublishingAction>(tx: RequestContext, entry: AuditEntry & { action: A }, data: DomainEventMap[EventOfAction<A>]): Promise<void> {
+  await recordAudit(tx, entry);
+  await emit(tx, { type: AUDIT_ACTIONS[entry.action] as EventOfAction<A>, orgId: entry.orgId ?? null, data });
 }
 
 /** The policy's denial log (installed by src/server.ts); it calls this outside any transaction, so the entry gets its own. */

@@ -17,6 +17,7 @@ import { randomToken, safeEqual, sha256Hex } from '../secrets.js';
 import { parseInput, uuid } from '../validation.js';
 import { revokeKeysOfUser } from './api-keys.js';
 import { recordAudit } from './audit.js';
+import type { AuditAction } from '../events/types.js';
 import { UserViewSchema, userView } from './user-view.js';
 
 const sessionTokenFields = {
@@ -262,7 +263,7 @@ async function emailLocked(ctx: RequestContext, email: string): Promise<boolean>
  * Counts a failed attempt against the email and the IP and audits it (never the password). Written on its own
  * EntityManager and transaction so it stays when the request fails.
  */
-async function recordFailure(ctx: RequestContext, failure: { action: string; email: string; user: User | null; reason: string }): Promise<void> {
+async function recordFailure(ctx: RequestContext, failure: { action: AuditAction; email: string; user: User | null; reason: string }): Promise<void> {
   const separate = ctx.withEm(ctx.runtime.orm.em.fork() as EntityManager);
   await withTransaction(separate, async (tx) => {
     tx.em.create(LoginAttempt, { email: failure.email, ip: clientIp(tx), success: false });
@@ -494,7 +495,7 @@ async function refuseLockedAccount(ctx: RequestContext, email: string): Promise<
  * throttled or the email locked out, and a wrong one counted against both. Every password check
  * outside login goes through here, so none is an unthrottled way to guess a password.
  */
-export async function checkOwnPassword(ctx: RequestContext, user: User, password: string, action: string): Promise<boolean> {
+export async function checkOwnPassword(ctx: RequestContext, user: User, password: string, action: AuditAction): Promise<boolean> {
   await refuseThrottledIp(ctx);
   await refuseLockedAccount(ctx, user.email);
   if (await verifyPassword(password, user.passwordHash)) return true;
@@ -532,7 +533,7 @@ export async function changePassword(ctx: RequestContext, input: ChangePasswordI
  * own credentials: account-level changes (a second factor, joining another tenant) on an account with
  * a password take that password too. An account without one has the IdP as its only credential.
  */
-export async function proveOwnCredentials(ctx: RequestContext, principal: SessionPrincipal, currentPassword: string | undefined, action: string): Promise<void> {
+export async function proveOwnCredentials(ctx: RequestContext, principal: SessionPrincipal, currentPassword: string | undefined, action: AuditAction): Promise<void> {
   if (principal.sessionMethod !== 'sso') return;
   const user = await ctx.em.findOneOrFail(User, { id: principal.userId });
   if (!user.passwordHash) return;

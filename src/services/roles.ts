@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { Role, SCOPES, type Scope } from '../../entities/role.js';
 import { Membership } from '../../entities/user.js';
 import type { Principal, RequestContext } from '../auth/context.js';
-import { ALL_PERMISSIONS, PERMISSION_CATALOG, expandPermissions, isValidPermission } from '../auth/permissions.js';
+import { ALL_PERMISSIONS, PERMISSION_CATALOG, expandPermissions, isValidPermission, type Permission } from '../auth/permissions.js';
 import { authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
@@ -118,7 +118,7 @@ export function roleView(role: Role): RoleView {
 const OUTSIDE_SCOPE: Record<Scope, string[]> = { system: [], partner: [], organization: ['partners'] };
 
 /** The catalog permissions a membership of `scope` actually gets from `granted`. */
-export function effectivePermissionsAt(scope: Scope, granted: readonly string[]): string[] {
+export function effectivePermissionsAt(scope: Scope, granted: readonly string[]): Permission[] {
   return expandPermissions(granted).filter((p) => !OUTSIDE_SCOPE[scope].includes(p.split(':')[0]!));
 }
 
@@ -135,7 +135,7 @@ function systemRoleScopes(scope: Scope): Scope[] {
 }
 
 /** A role the caller may see, with `permission` authorized on the role's tenant; anything else is 404. */
-async function loadRole(ctx: RequestContext, id: string, permission: string, mfa = false): Promise<{ role: Role; principal: Principal }> {
+async function loadRole(ctx: RequestContext, id: string, permission: Permission, mfa = false): Promise<{ role: Role; principal: Principal }> {
   const caller = requirePrincipal(ctx);
   const role = isUuid(id) ? await ctx.em.findOne(Role, { id }) : null;
   if (!role || (role.isSystem && !systemRoleScopes(caller.scope).includes(role.scope))) throw notFound('Role');

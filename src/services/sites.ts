@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { Site } from '../../entities/site.js';
 import type { RequestContext } from '../auth/context.js';
 import { authorize, loadOwned, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
+import type { Permission } from '../auth/permissions.js';
 import { withTransaction } from '../db/transaction.js';
 import { forbidden } from '../errors.js';
-import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
-import { recordAudit } from './audit.js';
+import { recordChange } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { searchText, tenantName } from './partners.js';
 import { containsPattern } from '../db/like.js';
@@ -65,7 +65,7 @@ function siteView(site: Site): SiteView {
 }
 
 /** Loads a site the caller may act on with `permission`; another tenant's site, or one outside the caller's sites, is 404. */
-function accessibleSite(ctx: RequestContext, id: string, permission: string): Promise<Site> {
+function accessibleSite(ctx: RequestContext, id: string, permission: Permission): Promise<Site> {
   return loadOwned(ctx, Site, id, permission, { resource: 'Site', site: 'id' });
 }
 
@@ -92,8 +92,11 @@ export async function createSite(ctx: RequestContext, rawInput: CreateSiteInput)
     const site = tx.em.create(Site, { orgId, name: input.name, timezone: input.timezone ?? 'UTC', address: input.address ?? null });
     await tx.em.flush();
     const changes = providedFields({ ...input, orgId });
-    await recordAudit(tx, { action: 'site.create', resourceType: 'site', resourceId: site.id, orgId, partnerId: await tx.partnerOfOrg(orgId), changes, details: { name: site.name } });
-    await emit(tx, { type: 'site.created', orgId, data: { siteId: site.id, orgId, name: site.name, changes } });
+    await recordChange(
+      tx,
+      { action: 'site.create', resourceType: 'site', resourceId: site.id, orgId, partnerId: await tx.partnerOfOrg(orgId), changes, details: { name: site.name } },
+      { siteId: site.id, orgId, name: site.name, changes },
+    );
     return siteView(site);
   });
 }
@@ -107,8 +110,11 @@ export async function updateSite(ctx: RequestContext, id: string, rawInput: Upda
     // A PATCH that changes nothing is not a mutation: no audit row, no event.
     if (changes.length === 0) return siteView(site);
     await tx.em.flush();
-    await recordAudit(tx, { action: 'site.update', resourceType: 'site', resourceId: id, orgId, partnerId: await tx.partnerOfOrg(orgId), changes, details: { name: site.name } });
-    await emit(tx, { type: 'site.updated', orgId, data: { siteId: id, orgId, name: site.name, changes } });
+    await recordChange(
+      tx,
+      { action: 'site.update', resourceType: 'site', resourceId: id, orgId, partnerId: await tx.partnerOfOrg(orgId), changes, details: { name: site.name } },
+      { siteId: id, orgId, name: site.name, changes },
+    );
     return siteView(site);
   });
 }
@@ -117,7 +123,10 @@ export async function deleteSite(ctx: RequestContext, id: string): Promise<void>
   const site = await accessibleSite(ctx, id, 'sites:delete');
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(Site, { id });
-    await recordAudit(tx, { action: 'site.delete', resourceType: 'site', resourceId: id, orgId: site.orgId, partnerId: await tx.partnerOfOrg(site.orgId), details: { name: site.name } });
-    await emit(tx, { type: 'site.deleted', orgId: site.orgId, data: { siteId: id, orgId: site.orgId, name: site.name } });
+    await recordChange(
+      tx,
+      { action: 'site.delete', resourceType: 'site', resourceId: id, orgId: site.orgId, partnerId: await tx.partnerOfOrg(site.orgId), details: { name: site.name } },
+      { siteId: id, orgId: site.orgId, name: site.name },
+    );
   });
 }

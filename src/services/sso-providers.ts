@@ -17,6 +17,7 @@ import type { RequestContext } from '../auth/context.js';
 import { discoverOidcEndpoints, type OidcEndpoints, type OidcFetch } from '../auth/oidc-toolkit.js';
 import type { Principal } from '../auth/context.js';
 import { authenticated, authorize, isUuid, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
+import type { Permission } from '../auth/permissions.js';
 import { normalizeCertificate, parseIdpMetadata } from '../auth/saml-toolkit.js';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/transaction.js';
@@ -338,7 +339,7 @@ export async function usableDefaultRole(em: EntityManager, orgId: string, roleId
 // ---------------------------------------------------------------------------------------------------------
 // Operations
 
-function loadProvider(ctx: RequestContext, id: string, permission: string, mfa = false): Promise<SsoProvider> {
+function loadProvider(ctx: RequestContext, id: string, permission: Permission, mfa = false): Promise<SsoProvider> {
   return loadOwned(ctx, SsoProvider, id, permission, { mfa, resource: RESOURCE });
 }
 

@@ -7,6 +7,7 @@ import { Membership, User } from '../../entities/user.js';
 import type { Principal, RequestContext } from '../auth/context.js';
 import { hashPassword } from '../auth/passwords.js';
 import { authenticated, authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, skipAuthorization, targetOrgId, tenantWhere } from '../auth/policy.js';
+import type { Permission } from '../auth/permissions.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound, unauthenticated } from '../errors.js';
 import { emit } from '../events/outbox.js';
@@ -216,7 +217,7 @@ interface ManagedUser {
  * `permission` authorized on that membership's tenant; others are 404. Pass `lock` inside a
  * transaction that changes the user.
  */
-async function loadManagedUser(ctx: RequestContext, id: string, permission: string, lock = false): Promise<ManagedUser> {
+async function loadManagedUser(ctx: RequestContext, id: string, permission: Permission, lock = false): Promise<ManagedUser> {
   const caller = requirePrincipal(ctx);
   const user = isUuid(id) ? await ctx.em.findOne(User, { id }, lock ? { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true } : {}) : null;
   if (!user) throw notFound('User');

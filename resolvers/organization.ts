@@ -1,6 +1,4 @@
-import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
-import { argsType, inputType, objectType } from '../src/graphql/contract.js';
-import type { GraphqlContext } from '../src/graphql/context.js';
+import { args, field, id, input, mutation, operations, query } from '../src/graphql/contract.js';
 import { pageSchema } from '../src/pagination.js';
 import {
   CreateOrganizationSchema,
@@ -14,56 +12,23 @@ import {
   getTenancy,
   listOrganizations,
   updateOrganization,
-  type CreateOrganizationInput,
-  type OrganizationListInput,
   type OrganizationView,
-  type UpdateOrganizationInput,
 } from '../src/services/organizations.js';
-import { visiblePartner } from '../src/services/partners.js';
-import { PartnerObject } from './partner.js';
+import { PartnerViewSchema, visiblePartner } from '../src/services/partners.js';
 
-export const OrganizationObject = objectType('Organization', OrganizationViewSchema);
-const TenancyObject = objectType('Tenancy', TenancyViewSchema);
-const OrganizationPage = objectType('OrganizationPage', pageSchema(OrganizationViewSchema, 'OrganizationPage'));
-const OrganizationListArgs = argsType('OrganizationListArgs', OrganizationListQuery);
-const CreateOrganizationInput = inputType('CreateOrganizationInput', CreateOrganizationSchema);
-const UpdateOrganizationInput = inputType('UpdateOrganizationInput', UpdateOrganizationSchema);
+const listArgs = args('OrganizationListArgs', OrganizationListQuery);
 
-@Resolver(() => OrganizationObject)
-export class OrganizationResolver {
-  @Query(() => TenancyObject)
-  tenancy(@Ctx() { ctx }: GraphqlContext, @Args(() => OrganizationListArgs) args: OrganizationListInput) {
-    return getTenancy(ctx, args);
-  }
-
-  @Query(() => OrganizationPage, { description: 'Organizations the caller can see.' })
-  organizations(@Ctx() { ctx }: GraphqlContext, @Args(() => OrganizationListArgs) args: OrganizationListInput) {
-    return listOrganizations(ctx, args);
-  }
-
-  @Query(() => OrganizationObject)
-  organization(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string) {
-    return getOrganization(ctx, id);
-  }
-
-  @Mutation(() => OrganizationObject)
-  createOrganization(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => CreateOrganizationInput) input: CreateOrganizationInput) {
-    return createOrganization(ctx, input);
-  }
-
-  @Mutation(() => OrganizationObject)
-  updateOrganization(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('input', () => UpdateOrganizationInput) input: UpdateOrganizationInput) {
-    return updateOrganization(ctx, id, input);
-  }
-
-  @Mutation(() => Boolean, { description: 'Deletes the organization with its sites.' })
-  async deleteOrganization(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string): Promise<boolean> {
-    await deleteOrganization(ctx, id);
-    return true;
-  }
-
-  @FieldResolver(() => PartnerObject, { nullable: true, description: 'null unless the caller may read the partner' })
-  partner(@Ctx() { ctx }: GraphqlContext, @Root() org: OrganizationView) {
-    return visiblePartner(ctx, org.partnerId);
-  }
-}
+export const OrganizationResolver = operations(OrganizationViewSchema, {
+  tenancy: query(TenancyViewSchema, [listArgs], getTenancy),
+  organizations: query(pageSchema(OrganizationViewSchema, 'OrganizationPage'), [listArgs], listOrganizations, {
+    description: 'Organizations the caller can see.',
+  }),
+  organization: query(OrganizationViewSchema, [id], getOrganization),
+  createOrganization: mutation(OrganizationViewSchema, [input('CreateOrganizationInput', CreateOrganizationSchema)], createOrganization),
+  updateOrganization: mutation(OrganizationViewSchema, [id, input('UpdateOrganizationInput', UpdateOrganizationSchema)], updateOrganization),
+  deleteOrganization: mutation(Boolean, [id], deleteOrganization, { description: 'Deletes the organization with its sites.' }),
+  partner: field(PartnerViewSchema, [], (ctx, org: OrganizationView) => visiblePartner(ctx, org.partnerId), {
+    nullable: true,
+    description: 'null unless the caller may read the partner',
+  }),
+});

@@ -1,6 +1,5 @@
-import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
-import { argsType, inputType, objectType } from '../src/graphql/contract.js';
-import type { GraphqlContext } from '../src/graphql/context.js';
+import { FieldResolver, Resolver, Root } from 'type-graphql';
+import { args, id, input, mutation, objectType, operations, query } from '../src/graphql/contract.js';
 import { pageSchema } from '../src/pagination.js';
 import {
   CloneRoleSchema,
@@ -17,59 +16,26 @@ import {
   getRole,
   listRoles,
   updateRole,
-  type CloneRoleInput,
-  type CreateRoleInput,
-  type RoleListInput,
   type RoleView,
-  type UpdateRoleInput,
 } from '../src/services/roles.js';
 
-export const RoleObject = objectType('Role', RoleViewSchema);
-const RolePage = objectType('RolePage', pageSchema(RoleViewSchema, 'RolePage'));
-const PermissionCatalogObject = objectType('PermissionCatalog', PermissionCatalogViewSchema);
-const RoleListArgs = argsType('RoleListArgs', RoleListQuery);
-const CreateRoleInput = inputType('CreateRoleInput', CreateRoleSchema);
-const UpdateRoleInput = inputType('UpdateRoleInput', UpdateRoleSchema);
-const CloneRoleInput = inputType('CloneRoleInput', CloneRoleSchema);
-
-@Resolver(() => RoleObject)
-export class RoleResolver {
-  @Query(() => RolePage, { description: 'System roles and the custom roles the caller sees.' })
-  roles(@Ctx() { ctx }: GraphqlContext, @Args(() => RoleListArgs) args: RoleListInput) {
-    return listRoles(ctx, args);
-  }
-
-  @Query(() => RoleObject)
-  role(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string) {
-    return getRole(ctx, id);
-  }
-
-  @Query(() => PermissionCatalogObject, { description: 'Every permission a role can grant.' })
-  availablePermissions(@Ctx() { ctx }: GraphqlContext) {
-    return availablePermissions(ctx);
-  }
-
-  @Mutation(() => RoleObject, { description: 'Needs an MFA session.' })
-  createRole(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => CreateRoleInput) input: CreateRoleInput) {
-    return createRole(ctx, input);
-  }
-
-  @Mutation(() => RoleObject, { description: 'Custom roles only; needs an MFA session.' })
-  updateRole(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('input', () => UpdateRoleInput) input: UpdateRoleInput) {
-    return updateRole(ctx, id, input);
-  }
-
-  @Mutation(() => Boolean, { description: 'Custom roles nobody holds; needs an MFA session.' })
-  async deleteRole(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string): Promise<boolean> {
-    await deleteRole(ctx, id);
-    return true;
-  }
-
-  @Mutation(() => RoleObject, { description: 'Needs an MFA session.' })
-  cloneRole(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('input', () => CloneRoleInput, { nullable: true }) input?: CloneRoleInput) {
-    return cloneRole(ctx, id, input ?? {});
-  }
-
+@Resolver(() => objectType('Role', RoleViewSchema))
+export class RoleResolver extends operations({
+  roles: query(pageSchema(RoleViewSchema, 'RolePage'), [args('RoleListArgs', RoleListQuery)], listRoles, {
+    description: 'System roles and the custom roles the caller sees.',
+  }),
+  role: query(RoleViewSchema, [id], getRole),
+  availablePermissions: query(PermissionCatalogViewSchema, [], availablePermissions, {
+    description: 'Every permission a role can grant.',
+  }),
+  createRole: mutation(RoleViewSchema, [input('CreateRoleInput', CreateRoleSchema)], createRole, { description: 'Needs an MFA session.' }),
+  updateRole: mutation(RoleViewSchema, [id, input('UpdateRoleInput', UpdateRoleSchema)], updateRole, { description: 'Custom roles only; needs an MFA session.' }),
+  deleteRole: mutation(Boolean, [id], deleteRole, { description: 'Custom roles nobody holds; needs an MFA session.' }),
+  cloneRole: mutation(RoleViewSchema, [id, input('CloneRoleInput', CloneRoleSchema, { nullable: true })], (ctx, role, clone) => cloneRole(ctx, role, clone ?? {}), {
+    description: 'Needs an MFA session.',
+  }),
+}) {
+  // Reads no request context, so it makes no access decision: it only expands what an authorized field loaded.
   @FieldResolver(() => [String], { description: 'The catalog permissions the role grants, wildcards expanded (REST `effective-permissions`).' })
   effectivePermissions(@Root() role: RoleView): string[] {
     return effectivePermissionsAt(role.scope, role.permissions);

@@ -1,6 +1,5 @@
-import { Arg, Args, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
-import { argsType, inputType, objectType } from '../src/graphql/contract.js';
-import type { GraphqlContext } from '../src/graphql/context.js';
+import { ID } from 'type-graphql';
+import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
 import { pageSchema } from '../src/pagination.js';
 import { SsoCheckSchema, checkSso } from '../src/services/sso.js';
 import { SsoLinkStartSchema, startSsoLink } from '../src/services/sso-links.js';
@@ -20,77 +19,23 @@ import {
   setSsoProviderStatus,
   testSsoProvider,
   updateSsoProvider,
-  type CreateSsoProviderInput,
-  type ListSsoProvidersInput,
-  type SsoProviderStatusChange,
-  type UpdateSsoProviderInput,
 } from '../src/services/sso-providers.js';
 
-const SsoProviderObject = objectType('SsoProvider', SsoProviderViewSchema);
-const SsoProviderPage = objectType('SsoProviderPage', pageSchema(SsoProviderViewSchema, 'SsoProviderPage'));
-const SsoPresetObject = objectType('SsoPreset', SsoPresetSchema);
-const SsoCheckObject = objectType('SsoCheck', SsoCheckSchema);
-const SsoProviderTestResultObject = objectType('SsoProviderTestResult', SsoProviderTestResultSchema);
-const SsoLinkStartObject = objectType('SsoLinkStart', SsoLinkStartSchema);
-const SsoProviderStatusArgs = argsType('SsoProviderStatusArgs', SsoProviderStatusInput);
-const SsoProviderListArgs = argsType('SsoProviderListArgs', ListSsoProvidersQuery);
-const CreateSsoProviderInput = inputType('CreateSsoProviderInput', CreateSsoProviderSchema);
-const UpdateSsoProviderInput = inputType('UpdateSsoProviderInput', UpdateSsoProviderSchema);
-
-@Resolver()
-export class SsoResolver {
-  @Query(() => [SsoPresetObject])
-  ssoPresets(@Ctx() { ctx }: GraphqlContext) {
-    return listSsoPresets(ctx);
-  }
-
-  @Query(() => SsoProviderPage)
-  ssoProviders(@Ctx() { ctx }: GraphqlContext, @Args(() => SsoProviderListArgs) args: ListSsoProvidersInput) {
-    return listSsoProviders(ctx, args);
-  }
-
-  @Query(() => SsoProviderObject)
-  ssoProvider(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string) {
-    return getSsoProvider(ctx, id);
-  }
-
-  @Query(() => SsoCheckObject, { description: 'Public: whether the organization signs in through SSO.' })
-  ssoCheck(@Ctx() { ctx }: GraphqlContext, @Arg('orgId', () => ID) orgId: string) {
-    return checkSso(ctx, orgId);
-  }
-
-  @Mutation(() => SsoProviderObject)
-  createSsoProvider(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => CreateSsoProviderInput) input: CreateSsoProviderInput) {
-    return createSsoProvider(ctx, input);
-  }
-
-  @Mutation(() => SsoProviderObject)
-  updateSsoProvider(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('input', () => UpdateSsoProviderInput) input: UpdateSsoProviderInput) {
-    return updateSsoProvider(ctx, id, input);
-  }
-
-  @Mutation(() => Boolean, { description: 'Deletes the provider with its login sessions and identity links.' })
-  async deleteSsoProvider(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string): Promise<boolean> {
-    await deleteSsoProvider(ctx, id);
-    return true;
-  }
-
-  @Mutation(() => SsoProviderObject)
-  setSsoProviderStatus(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Args(() => SsoProviderStatusArgs) { status }: SsoProviderStatusChange) {
-    return setSsoProviderStatus(ctx, id, { status });
-  }
-
-  @Mutation(() => SsoProviderTestResultObject)
-  testSsoProvider(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string) {
-    return testSsoProvider(ctx, id);
-  }
-
-  @Mutation(() => SsoLinkStartObject, { description: "Links the signed-in account to its identity at the organization's IdP (user sessions only)." })
-  startSsoLink(
-    @Ctx() { ctx }: GraphqlContext,
-    @Arg('orgId', () => ID) orgId: string,
-    @Arg('redirect', () => String, { nullable: true, description: 'a path on the dashboard to return to' }) redirect?: string | null,
-  ) {
-    return startSsoLink(ctx, orgId, { redirect });
-  }
-}
+export const SsoResolver = operations({
+  ssoCheck: query(SsoCheckSchema, [arg('orgId', ID)], checkSso, { description: 'Public: whether the organization signs in through SSO.' }),
+  // Before ssoPresets: a type several schemas share takes its description from the first to derive it (SsoAttributeMapping: the provider view's).
+  ssoProviders: query(pageSchema(SsoProviderViewSchema, 'SsoProviderPage'), [args('SsoProviderListArgs', ListSsoProvidersQuery)], listSsoProviders),
+  ssoProvider: query(SsoProviderViewSchema, [id], getSsoProvider),
+  ssoPresets: query([SsoPresetSchema], [], listSsoPresets),
+  createSsoProvider: mutation(SsoProviderViewSchema, [input('CreateSsoProviderInput', CreateSsoProviderSchema)], createSsoProvider),
+  updateSsoProvider: mutation(SsoProviderViewSchema, [id, input('UpdateSsoProviderInput', UpdateSsoProviderSchema)], updateSsoProvider),
+  deleteSsoProvider: mutation(Boolean, [id], deleteSsoProvider, { description: 'Deletes the provider with its login sessions and identity links.' }),
+  setSsoProviderStatus: mutation(SsoProviderViewSchema, [id, args('SsoProviderStatusArgs', SsoProviderStatusInput)], (ctx, provider, { status }) => setSsoProviderStatus(ctx, provider, { status })),
+  testSsoProvider: mutation(SsoProviderTestResultSchema, [id], testSsoProvider),
+  startSsoLink: mutation(
+    SsoLinkStartSchema,
+    [arg('orgId', ID), arg('redirect', String, { nullable: true, description: 'a path on the dashboard to return to' })],
+    (ctx, orgId, redirect) => startSsoLink(ctx, orgId, { redirect }),
+    { description: "Links the signed-in account to its identity at the organization's IdP (user sessions only)." },
+  ),
+});

@@ -1,24 +1,9 @@
-import { Arg, Ctx, Query, Resolver, Root, Subscription } from 'type-graphql';
-import { objectType } from '../src/graphql/contract.js';
-import type { GraphqlContext } from '../src/graphql/context.js';
-import type { DomainEvent } from '../src/events/types.js';
+import { arg, operations, query, subscription } from '../src/graphql/contract.js';
 import { DomainEventSchema, ServiceInfoSchema, serviceInfo, subscribeDomainEvents } from '../src/services/events.js';
 
-const ServiceInfoObject = objectType('ServiceInfo', ServiceInfoSchema);
-const DomainEventObject = objectType('DomainEvent', DomainEventSchema);
-
-@Resolver()
-export class SystemResolver {
-  @Query(() => ServiceInfoObject, { description: 'Liveness and version of the service.' })
-  serviceInfo(@Ctx() { ctx }: GraphqlContext) {
-    return serviceInfo(ctx);
-  }
-
-  @Subscription(() => DomainEventObject, {
+export const SystemResolver = operations({
+  serviceInfo: query(ServiceInfoSchema, [], serviceInfo, { description: 'Liveness and version of the service.' }),
+  domainEvents: subscription(DomainEventSchema, [arg('types', [String], { nullable: true })], (ctx, types) => subscribeDomainEvents(ctx, types ?? null), {
     description: 'Committed domain events of the organizations the caller can see, from any server instance.',
-    subscribe: ({ args, context }) => subscribeDomainEvents((context as GraphqlContext).ctx, (args.types as string[] | undefined) ?? null),
-  })
-  domainEvents(@Root() event: DomainEvent, @Arg('types', () => [String], { nullable: true }) _types?: string[]): DomainEvent {
-    return event;
-  }
-}
+  }),
+});

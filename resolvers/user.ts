@@ -1,9 +1,8 @@
-import { Arg, Args, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
-import { argsType, inputType, objectType } from '../src/graphql/contract.js';
-import type { GraphqlContext } from '../src/graphql/context.js';
+import { ID } from 'type-graphql';
+import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
 import { pageSchema } from '../src/pagination.js';
 import { AuthSessionSchema } from '../src/services/auth.js';
-import { AssignableRolesQuery, assignableRoles, type AssignableRolesInput } from '../src/services/roles.js';
+import { AssignableRolesQuery, RoleViewSchema, assignableRoles } from '../src/services/roles.js';
 import { UserViewSchema } from '../src/services/user-view.js';
 import {
   AcceptInviteSchema,
@@ -28,99 +27,36 @@ import {
   setUserRole,
   updateMe,
   updateUser,
-  type AcceptInviteInput,
-  type InviteUserInput,
-  type UpdateMeInput,
-  type UpdateUserInput,
-  type UserListInput,
 } from '../src/services/users.js';
-import { RoleObject } from './role.js';
 
-const UserObject = objectType('User', UserViewSchema);
-const MeObject = objectType('Me', MeViewSchema);
-const MembershipObject = objectType('Membership', MembershipViewSchema);
-const InvitationObject = objectType('Invitation', InvitationViewSchema);
-const InviteResultObject = objectType('InviteResult', InviteResultSchema);
-const AuthSessionObject = objectType('AuthSession', AuthSessionSchema);
-const UserPage = objectType('UserPage', pageSchema(UserViewSchema, 'UserPage'));
-const UserListArgs = argsType('UserListArgs', UserListQuery);
-const AssignableRolesArgs = argsType('AssignableRolesArgs', AssignableRolesQuery);
-const InviteUserInput = inputType('InviteUserInput', InviteUserSchema);
-const UpdateUserInput = inputType('UpdateUserInput', UpdateUserSchema);
-const UpdateMeInput = inputType('UpdateMeInput', UpdateMeSchema);
-const AcceptInviteInput = inputType('AcceptInviteInput', AcceptInviteSchema);
-
-@Resolver()
-export class UserResolver {
-  @Query(() => MeObject)
-  me(@Ctx() { ctx }: GraphqlContext) {
-    return getMe(ctx);
-  }
-
-  @Query(() => UserPage, { description: 'Users with a membership the caller reaches.' })
-  users(@Ctx() { ctx }: GraphqlContext, @Args(() => UserListArgs) args: UserListInput) {
-    return listUsers(ctx, args);
-  }
-
-  @Query(() => UserObject)
-  user(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string) {
-    return getUser(ctx, id);
-  }
-
-  @Query(() => [RoleObject], { description: 'Roles the caller may assign (REST `GET /users/roles`).' })
-  assignableRoles(@Ctx() { ctx }: GraphqlContext, @Args(() => AssignableRolesArgs) args: AssignableRolesInput) {
-    return assignableRoles(ctx, args);
-  }
-
-  @Mutation(() => InviteResultObject)
-  inviteUser(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => InviteUserInput) input: InviteUserInput) {
-    return inviteUser(ctx, input);
-  }
-
-  @Mutation(() => InviteResultObject, { description: 'A new invite link; the previous one stops working.' })
-  resendInvite(@Ctx() { ctx }: GraphqlContext, @Arg('userId', () => ID) userId: string) {
-    return resendInvite(ctx, { userId });
-  }
-
-  @Mutation(() => UserObject)
-  updateUser(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('input', () => UpdateUserInput) input: UpdateUserInput) {
-    return updateUser(ctx, id, input);
-  }
-
-  @Mutation(() => Boolean, { description: 'Removes the memberships the caller manages, and the account with its last one.' })
-  async deleteUser(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string): Promise<boolean> {
-    await deleteUser(ctx, id);
-    return true;
-  }
-
-  @Mutation(() => UserObject, { description: 'Needs an MFA session.' })
-  setUserRole(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('roleId', () => ID) roleId: string) {
-    return setUserRole(ctx, id, { roleId });
-  }
-
-  @Mutation(() => UserObject)
-  updateMe(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => UpdateMeInput) input: UpdateMeInput) {
-    return updateMe(ctx, input);
-  }
-
-  @Query(() => [InvitationObject], { description: "The caller's pending invitations (REST `GET /users/me/invitations`)." })
-  async myInvitations(@Ctx() { ctx }: GraphqlContext) {
-    return (await listMyInvitations(ctx)).data;
-  }
-
-  @Mutation(() => MembershipObject, { description: 'Accepts a pending invitation; an SSO session also needs currentPassword.' })
-  acceptInvitation(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('currentPassword', () => String, { nullable: true }) currentPassword?: string | null) {
-    return acceptMyInvitation(ctx, id, currentPassword ? { currentPassword } : {});
-  }
-
-  @Mutation(() => Boolean, { description: 'Declines a pending invitation.' })
-  async declineInvitation(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string): Promise<boolean> {
-    await declineMyInvitation(ctx, id);
-    return true;
-  }
-
-  @Mutation(() => AuthSessionObject, { description: 'Public: accepts an invitation link and starts a session.' })
-  acceptInvite(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => AcceptInviteInput) input: AcceptInviteInput) {
-    return acceptInvite(ctx, input);
-  }
-}
+export const UserResolver = operations({
+  me: query(MeViewSchema, [], getMe),
+  users: query(pageSchema(UserViewSchema, 'UserPage'), [args('UserListArgs', UserListQuery)], listUsers, {
+    description: 'Users with a membership the caller reaches.',
+  }),
+  user: query(UserViewSchema, [id], getUser),
+  assignableRoles: query([RoleViewSchema], [args('AssignableRolesArgs', AssignableRolesQuery)], assignableRoles, {
+    description: 'Roles the caller may assign (REST `GET /users/roles`).',
+  }),
+  inviteUser: mutation(InviteResultSchema, [input('InviteUserInput', InviteUserSchema)], inviteUser),
+  resendInvite: mutation(InviteResultSchema, [arg('userId', ID)], (ctx, userId) => resendInvite(ctx, { userId }), {
+    description: 'A new invite link; the previous one stops working.',
+  }),
+  updateUser: mutation(UserViewSchema, [id, input('UpdateUserInput', UpdateUserSchema)], updateUser),
+  deleteUser: mutation(Boolean, [id], deleteUser, { description: 'Removes the memberships the caller manages, and the account with its last one.' }),
+  setUserRole: mutation(UserViewSchema, [id, arg('roleId', ID)], (ctx, user, roleId) => setUserRole(ctx, user, { roleId }), { description: 'Needs an MFA session.' }),
+  updateMe: mutation(UserViewSchema, [input('UpdateMeInput', UpdateMeSchema)], updateMe),
+  myInvitations: query([InvitationViewSchema], [], async (ctx) => (await listMyInvitations(ctx)).data, {
+    description: "The caller's pending invitations (REST `GET /users/me/invitations`).",
+  }),
+  acceptInvitation: mutation(
+    MembershipViewSchema,
+    [id, arg('currentPassword', String, { nullable: true })],
+    (ctx, invitation, currentPassword) => acceptMyInvitation(ctx, invitation, currentPassword ? { currentPassword } : {}),
+    { description: 'Accepts a pending invitation; an SSO session also needs currentPassword.' },
+  ),
+  declineInvitation: mutation(Boolean, [id], declineMyInvitation, { description: 'Declines a pending invitation.' }),
+  acceptInvite: mutation(AuthSessionSchema, [input('AcceptInviteInput', AcceptInviteSchema)], acceptInvite, {
+    description: 'Public: accepts an invitation link and starts a session.',
+  }),
+});

@@ -1,6 +1,5 @@
-import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
-import { argsType, inputType, objectType } from '../src/graphql/contract.js';
-import type { GraphqlContext } from '../src/graphql/context.js';
+import { ID } from 'type-graphql';
+import { arg, args, field, id, input, mutation, objectType, operations, query, subscription } from '../src/graphql/contract.js';
 import { pageSchema } from '../src/pagination.js';
 import {
   DeliveriesConnectionArgs,
@@ -15,10 +14,6 @@ import {
   retryDelivery,
   subscribeDeliveryUpdates,
   testWebhook,
-  type DeliveriesConnectionInput,
-  type DeliveryUpdate,
-  type ListDeadLettersInput,
-  type TestWebhookInput,
 } from '../src/services/webhook-deliveries.js';
 import {
   CreateWebhookSchema,
@@ -32,88 +27,37 @@ import {
   listWebhooks,
   updateWebhook,
   webhookDeliveryStats,
-  type CreateWebhookInput,
-  type ListWebhooksInput,
-  type UpdateWebhookInput,
   type WebhookView,
 } from '../src/services/webhooks.js';
 import { ConnectionOf } from './shared.js';
 
-const WebhookObject = objectType('Webhook', WebhookViewSchema);
-const WebhookPage = objectType('WebhookPage', pageSchema(WebhookViewSchema, 'WebhookPage'));
-const WebhookDeliveryStatsObject = objectType('WebhookDeliveryStats', DeliveryStatsSchema);
-const WebhookDeliveryObject = objectType('WebhookDelivery', WebhookDeliveryViewSchema);
-const WebhookDeliveryConnection = ConnectionOf(WebhookDeliveryObject, 'WebhookDelivery');
-const WebhookDeliveryPage = objectType('WebhookDeliveryPage', pageSchema(WebhookDeliveryViewSchema, 'WebhookDeliveryPage'));
-const WebhookDeliveryUpdateObject = objectType('WebhookDeliveryUpdate', DeliveryUpdateSchema);
-const WebhookTestResultObject = objectType('WebhookTestResult', WebhookTestResultSchema);
-const WebhookRetryResultObject = objectType('WebhookRetryResult', WebhookRetryResultSchema);
-const WebhookListArgs = argsType('WebhookListArgs', ListWebhooksQuery);
-// `redriven` takes "true"/"false" in a REST query string too; GraphQL has real booleans.
-const DeadLetterArgs = argsType('DeadLetterArgs', ListDeadLettersQuery, { fields: { redriven: { type: () => Boolean } } });
-const DeliveryConnectionArgs = argsType('DeliveryConnectionArgs', DeliveriesConnectionArgs);
-const CreateWebhookInput = inputType('CreateWebhookInput', CreateWebhookSchema);
-const UpdateWebhookInput = inputType('UpdateWebhookInput', UpdateWebhookSchema);
-const TestWebhookInput = inputType('TestWebhookInput', TestWebhookSchema);
-
-@Resolver(() => WebhookObject)
-export class WebhookResolver {
-  @Query(() => WebhookPage, { description: "An organization's webhooks" })
-  webhooks(@Ctx() { ctx }: GraphqlContext, @Args(() => WebhookListArgs) args: ListWebhooksInput) {
-    return listWebhooks(ctx, args);
-  }
-
-  @Query(() => WebhookObject)
-  webhook(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string) {
-    return getWebhook(ctx, id);
-  }
-
-  @Query(() => WebhookDeliveryPage, { description: 'Failed deliveries (the dead-letter queue), newest first; re-drive with retryWebhookDelivery' })
-  webhookDeadLetters(@Ctx() { ctx }: GraphqlContext, @Args(() => DeadLetterArgs) args: ListDeadLettersInput) {
-    return listDeadLetters(ctx, args);
-  }
-
-  @FieldResolver(() => WebhookDeliveryStatsObject)
-  deliveryStats(@Ctx() { ctx }: GraphqlContext, @Root() webhook: WebhookView) {
-    return webhookDeliveryStats(ctx, webhook.id);
-  }
-
-  @FieldResolver(() => WebhookDeliveryConnection, { description: 'Deliveries, newest first' })
-  deliveries(@Ctx() { ctx }: GraphqlContext, @Root() webhook: WebhookView, @Args(() => DeliveryConnectionArgs) args: DeliveriesConnectionInput) {
-    return deliveriesConnection(ctx, webhook.id, args);
-  }
-
-  @Mutation(() => WebhookObject)
-  createWebhook(@Ctx() { ctx }: GraphqlContext, @Arg('input', () => CreateWebhookInput) input: CreateWebhookInput) {
-    return createWebhook(ctx, input);
-  }
-
-  @Mutation(() => WebhookObject)
-  updateWebhook(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('input', () => UpdateWebhookInput) input: UpdateWebhookInput) {
-    return updateWebhook(ctx, id, input);
-  }
-
-  @Mutation(() => Boolean, { description: 'Deletes the webhook and its deliveries' })
-  async deleteWebhook(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string) {
-    await deleteWebhook(ctx, id);
-    return true;
-  }
-
-  @Mutation(() => WebhookTestResultObject)
-  testWebhook(@Ctx() { ctx }: GraphqlContext, @Arg('id', () => ID) id: string, @Arg('input', () => TestWebhookInput, { nullable: true }) input?: TestWebhookInput) {
-    return testWebhook(ctx, id, input ?? {});
-  }
-
-  @Mutation(() => WebhookRetryResultObject, { description: 'Re-drives a failed delivery as a new one' })
-  retryWebhookDelivery(@Ctx() { ctx }: GraphqlContext, @Arg('webhookId', () => ID) webhookId: string, @Arg('deliveryId', () => ID) deliveryId: string) {
-    return retryDelivery(ctx, webhookId, deliveryId);
-  }
-
-  @Subscription(() => WebhookDeliveryUpdateObject, {
+export const WebhookResolver = operations(WebhookViewSchema, {
+  webhooks: query(pageSchema(WebhookViewSchema, 'WebhookPage'), [args('WebhookListArgs', ListWebhooksQuery)], listWebhooks, {
+    description: "An organization's webhooks",
+  }),
+  webhook: query(WebhookViewSchema, [id], getWebhook),
+  webhookDeadLetters: query(
+    pageSchema(WebhookDeliveryViewSchema, 'WebhookDeliveryPage'),
+    // `redriven` takes "true"/"false" in a REST query string too; GraphQL has real booleans.
+    [args('DeadLetterArgs', ListDeadLettersQuery, { fields: { redriven: { type: () => Boolean } } })],
+    listDeadLetters,
+    { description: 'Failed deliveries (the dead-letter queue), newest first; re-drive with retryWebhookDelivery' },
+  ),
+  deliveryStats: field(DeliveryStatsSchema, [], (ctx, webhook: WebhookView) => webhookDeliveryStats(ctx, webhook.id)),
+  deliveries: field(
+    ConnectionOf(objectType('WebhookDelivery', WebhookDeliveryViewSchema), 'WebhookDelivery'),
+    [args('DeliveryConnectionArgs', DeliveriesConnectionArgs)],
+    (ctx, webhook: WebhookView, page) => deliveriesConnection(ctx, webhook.id, page),
+    { description: 'Deliveries, newest first' },
+  ),
+  createWebhook: mutation(WebhookViewSchema, [input('CreateWebhookInput', CreateWebhookSchema)], createWebhook),
+  updateWebhook: mutation(WebhookViewSchema, [id, input('UpdateWebhookInput', UpdateWebhookSchema)], updateWebhook),
+  deleteWebhook: mutation(Boolean, [id], deleteWebhook, { description: 'Deletes the webhook and its deliveries' }),
+  testWebhook: mutation(WebhookTestResultSchema, [id, input('TestWebhookInput', TestWebhookSchema, { nullable: true })], (ctx, webhook, test) => testWebhook(ctx, webhook, test ?? {})),
+  retryWebhookDelivery: mutation(WebhookRetryResultSchema, [arg('webhookId', ID), arg('deliveryId', ID)], retryDelivery, {
+    description: 'Re-drives a failed delivery as a new one',
+  }),
+  webhookDeliveryUpdated: subscription(DeliveryUpdateSchema, [arg('webhookId', ID, { nullable: true })], (ctx, webhookId) => subscribeDeliveryUpdates(ctx, webhookId ?? null), {
     description: 'Delivery state changes of the webhooks the caller can see, from any server instance',
-    subscribe: ({ args, context }) => subscribeDeliveryUpdates((context as GraphqlContext).ctx, (args.webhookId as string | undefined) ?? null),
-  })
-  webhookDeliveryUpdated(@Root() update: DeliveryUpdate, @Arg('webhookId', () => ID, { nullable: true }) _webhookId?: string): DeliveryUpdate {
-    return update;
-  }
-}
+  }),
+});

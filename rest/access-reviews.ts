@@ -1,6 +1,10 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
+import { pageSchema } from '../src/pagination.js';
 import {
+  AccessReviewDetailSchema,
+  AccessReviewItemViewSchema,
   AccessReviewListQuery,
+  AccessReviewViewSchema,
   CreateAccessReviewSchema,
   DecideAccessReviewItemSchema,
   completeAccessReview,
@@ -13,16 +17,17 @@ import { RestRouter, pathId } from './router.js';
 
 export function accessReviewsRouter(openapi: OpenApiRegistry): RestRouter {
   const review = { id: pathId('Access review') };
+  const AccessReviewPage = pageSchema(AccessReviewViewSchema, 'AccessReviewPage');
   return new RestRouter(openapi, 'Access reviews')
-    .get('/access-reviews', { summary: 'Access reviews, newest first', query: AccessReviewListQuery }, (ctx, { query }) => listAccessReviews(ctx, query))
-    .post('/access-reviews', { summary: "Start a review of an organization's (or a partner's own) memberships", body: CreateAccessReviewSchema, status: 201 }, (ctx, { body }) =>
+    .get('/access-reviews', { summary: 'Access reviews, newest first', query: AccessReviewListQuery, response: AccessReviewPage }, (ctx, { query }) => listAccessReviews(ctx, query))
+    .post('/access-reviews', { summary: "Start a review of an organization's (or a partner's own) memberships", body: CreateAccessReviewSchema, status: 201, response: AccessReviewDetailSchema }, (ctx, { body }) =>
       createAccessReview(ctx, body),
     )
-    .get('/access-reviews/:id', { summary: 'A review with its items', params: review }, (ctx, { params }) => getAccessReview(ctx, params.id))
-    .patch('/access-reviews/:id/items/:itemId', { summary: 'Approve or revoke one membership', params: { ...review, itemId: pathId('Access review item') }, body: DecideAccessReviewItemSchema }, (ctx, { params, body }) =>
+    .get('/access-reviews/:id', { summary: 'A review with its items', params: review, response: AccessReviewDetailSchema }, (ctx, { params }) => getAccessReview(ctx, params.id))
+    .patch('/access-reviews/:id/items/:itemId', { summary: 'Approve or revoke one membership', params: { ...review, itemId: pathId('Access review item') }, body: DecideAccessReviewItemSchema, response: AccessReviewItemViewSchema }, (ctx, { params, body }) =>
       decideAccessReviewItem(ctx, params.id, params.itemId, body),
     )
-    .post('/access-reviews/:id/complete', { summary: 'Apply the revocations and close the review (every item must be decided)', params: review }, (ctx, { params }) =>
+    .post('/access-reviews/:id/complete', { summary: 'Apply the revocations and close the review (every item must be decided)', params: review, response: AccessReviewDetailSchema }, (ctx, { params }) =>
       completeAccessReview(ctx, params.id),
     );
 }

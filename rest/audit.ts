@@ -2,13 +2,16 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
+import { pageSchema } from '../src/pagination.js';
 import {
   AuditExportInput,
   AuditExportQuery,
   AuditListQuery,
   AuditPeriodQuery,
   AuditReportQuery,
+  AuditLogViewSchema,
   AuditSearchQuery,
+  AuditStatsSchema,
   auditStats,
   complianceReport,
   exportAuditLog,
@@ -31,12 +34,13 @@ async function sendExport(res: Response, file: AuditExport): Promise<void> {
 }
 
 export function auditRouter(openapi: OpenApiRegistry): RestRouter {
-  const list = { summary: 'Audit log entries, newest first (action accepts `*` wildcards)', query: AuditListQuery };
+  const AuditLogPage = pageSchema(AuditLogViewSchema, 'AuditLogPage');
+  const list = { summary: 'Audit log entries, newest first (action accepts `*` wildcards)', query: AuditListQuery, response: AuditLogPage };
   return new RestRouter(openapi, 'Audit')
     .get('/audit', list, (ctx, { query }) => listAuditLogs(ctx, query))
     .get('/audit/logs', list, (ctx, { query }) => listAuditLogs(ctx, query))
-    .get('/audit/logs/:id', { summary: 'One audit log entry', params: { id: pathId('Audit log entry') } }, (ctx, { params }) => getAuditLog(ctx, params.id))
-    .get('/audit/search', { summary: 'Text search over action, resource, actor email and details', query: AuditSearchQuery }, (ctx, { query }) =>
+    .get('/audit/logs/:id', { summary: 'One audit log entry', params: { id: pathId('Audit log entry') }, response: AuditLogViewSchema }, (ctx, { params }) => getAuditLog(ctx, params.id))
+    .get('/audit/search', { summary: 'Text search over action, resource, actor email and details', query: AuditSearchQuery, response: AuditLogPage }, (ctx, { query }) =>
       searchAuditLogs(ctx, query),
     )
     .get('/audit/export', { summary: 'Download the filtered log as CSV or JSON (streamed)', query: AuditExportQuery }, async (ctx, { query, res }) => {
@@ -55,5 +59,5 @@ export function auditRouter(openapi: OpenApiRegistry): RestRouter {
     .get('/audit/reports/compliance', { summary: 'Totals and integrity; system callers also get the whole hash chain verified', query: AuditPeriodQuery }, (ctx, { query }) =>
       complianceReport(ctx, query),
     )
-    .get('/audit/stats', { summary: 'Counts by action, result and day', query: AuditPeriodQuery }, (ctx, { query }) => auditStats(ctx, query));
+    .get('/audit/stats', { summary: 'Counts by action, result and day', query: AuditPeriodQuery, response: AuditStatsSchema }, (ctx, { query }) => auditStats(ctx, query));
 }

@@ -1,8 +1,11 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
+import { pageSchema } from '../src/pagination.js';
 import {
   CloneRoleSchema,
   CreateRoleSchema,
+  PermissionCatalogViewSchema,
   RoleListQuery,
+  RoleViewSchema,
   UpdateRoleSchema,
   availablePermissions,
   cloneRole,
@@ -13,6 +16,7 @@ import {
   listRoles,
   updateRole,
 } from '../src/services/roles.js';
+import { UserViewSchema } from '../src/services/user-view.js';
 import { RoleUsersQuery, listRoleUsers } from '../src/services/users.js';
 import { RestRouter, pathId } from './router.js';
 
@@ -20,17 +24,18 @@ import { RestRouter, pathId } from './router.js';
 export function rolesRouter(openapi: OpenApiRegistry): RestRouter {
   const r = new RestRouter(openapi, 'Roles');
   const role = { id: pathId('Role') };
+  const RolePage = pageSchema(RoleViewSchema, 'RolePage');
 
-  r.get('/roles', { summary: 'List the roles the caller sees', query: RoleListQuery }, (ctx, { query }) => listRoles(ctx, query));
-  r.post('/roles', { summary: 'Create a custom role', body: CreateRoleSchema, status: 201 }, (ctx, { body }) => createRole(ctx, body));
-  r.get('/roles/permissions/available', { summary: 'The permission catalog' }, (ctx) => availablePermissions(ctx));
-  r.get('/roles/:id', { summary: 'Get a role', params: role }, (ctx, { params }) => getRole(ctx, params.id));
-  r.patch('/roles/:id', { summary: 'Update a custom role', params: role, body: UpdateRoleSchema }, (ctx, { params, body }) => updateRole(ctx, params.id, body));
+  r.get('/roles', { summary: 'List the roles the caller sees', query: RoleListQuery, response: RolePage }, (ctx, { query }) => listRoles(ctx, query));
+  r.post('/roles', { summary: 'Create a custom role', body: CreateRoleSchema, status: 201, response: RoleViewSchema }, (ctx, { body }) => createRole(ctx, body));
+  r.get('/roles/permissions/available', { summary: 'The permission catalog', response: PermissionCatalogViewSchema }, (ctx) => availablePermissions(ctx));
+  r.get('/roles/:id', { summary: 'Get a role', params: role, response: RoleViewSchema }, (ctx, { params }) => getRole(ctx, params.id));
+  r.patch('/roles/:id', { summary: 'Update a custom role', params: role, body: UpdateRoleSchema, response: RoleViewSchema }, (ctx, { params, body }) => updateRole(ctx, params.id, body));
   r.delete('/roles/:id', { summary: 'Delete a custom role nobody holds', params: role, status: 204 }, (ctx, { params }) => deleteRole(ctx, params.id));
-  r.post('/roles/:id/clone', { summary: "Copy a role as a custom role of the caller's organization or partner", params: role, body: CloneRoleSchema, status: 201 }, (ctx, { params, body }) =>
+  r.post('/roles/:id/clone', { summary: "Copy a role as a custom role of the caller's organization or partner", params: role, body: CloneRoleSchema, status: 201, response: RoleViewSchema }, (ctx, { params, body }) =>
     cloneRole(ctx, params.id, body),
   );
-  r.get('/roles/:id/users', { summary: 'Members holding the role', params: role, query: RoleUsersQuery }, (ctx, { params, query }) => listRoleUsers(ctx, params.id, query));
+  r.get('/roles/:id/users', { summary: 'Members holding the role', params: role, query: RoleUsersQuery, response: pageSchema(UserViewSchema, 'UserPage') }, (ctx, { params, query }) => listRoleUsers(ctx, params.id, query));
   r.get('/roles/:id/effective-permissions', { summary: 'The catalog permissions the role grants, wildcards expanded', params: role }, (ctx, { params }) =>
     effectivePermissions(ctx, params.id),
   );

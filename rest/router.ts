@@ -19,7 +19,7 @@ type PathParams<Path extends string> = Path extends `${string}:${infer Name}/${i
     : never;
 type ParamsShape<Path extends string> = { [K in PathParams<Path>]: ZodType };
 
-interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined, P> {
+interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined, P, R extends ZodType | undefined> {
   summary: string;
   body?: B;
   query?: Q;
@@ -30,6 +30,12 @@ interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined
   params?: P;
   /** success status; 200 by default, 204 when the handler returns nothing */
   status?: number;
+  /**
+   * The JSON the route answers with, documented in OpenAPI: a domain's view schema (the one its
+   * GraphQL type is derived from) or a page of it. With it, the handler must resolve to the
+   * schema's output type. A 204 route takes none.
+   */
+  response?: R;
   /** reachable without credentials (the service method then calls skipAuthorization) */
   public?: boolean;
   /** a budget per client IP and route, counted before anything else */
@@ -37,7 +43,7 @@ interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined
 }
 
 /** `params` is required exactly when the path has `:name` segments. */
-type Spec<Path extends string, B extends ZodType | undefined, Q extends ZodType | undefined, P> = RouteSpec<B, Q, P> &
+type Spec<Path extends string, B extends ZodType | undefined, Q extends ZodType | undefined, P, R extends ZodType | undefined> = RouteSpec<B, Q, P, R> &
   ([PathParams<Path>] extends [never] ? { params?: undefined } : { params: P });
 
 type Parsed<S> = S extends ZodType ? z.output<S> : undefined;
@@ -51,24 +57,38 @@ export interface HandlerInput<B, Q, P> {
   res: Response;
 }
 
-type Handler<B extends ZodType | undefined, Q extends ZodType | undefined, P> = (
+/**
+ * What a handler resolves to: with a `response` schema, that schema's output. Services build their
+ * views as `z.output<typeof XViewSchema>` (nothing parses them on the way out), and the output side
+ * is also what OpenAPI documents (`io: 'output'`): a field with a default is always present.
+ */
+type Answer<R> = R extends ZodType ? z.output<R> : unknown;
+
+type Handler<B extends ZodType | undefined, Q extends ZodType | undefined, P, R extends ZodType | undefined = undefined> = (
   ctx: RequestContext,
   input: HandlerInput<Parsed<B>, Parsed<Q>, ParsedParams<P>>,
-) => Promise<unknown>;
+) => Promise<Answer<R>>;
 
 type AddRoute = <
   Path extends string,
   P extends ParamsShape<Path> = ParamsShape<Path>,
   B extends ZodType | undefined = undefined,
   Q extends ZodType | undefined = undefined,
+  R extends ZodType | undefined = undefined,
 >(
   path: Path,
-  spec: Spec<Path, B, Q, P>,
-  handler: Handler<B, Q, P>,
+  spec: Spec<Path, B, Q, P, R>,
+  handler: Handler<B, Q, P, R>,
 ) => RestRouter;
 
 /** A path id: a UUID, else 404 `<resource> not found`. */
 export const pathId = (resource: string) => z.uuid({ message: notFound(resource).message });
+
+/** `{ data: [...] }`, for the few lists that answer every item at once (no page); named like `pageSchema`'s pages. */
+export const listSchema = <T extends ZodType>(item: T, title: string) => z.object({ data: z.array(item) }).meta({ title });
+
+type AnySpec = RouteSpec<ZodType | undefined, ZodType | undefined, Record<string, ZodType>, ZodType | undefined>;
+type AnyHandler = Handler<ZodType | undefined, ZodType | undefined, Record<string, ZodType>>;
 
 interface RestRoute {
   method: Method;
@@ -96,22 +116,18 @@ export class RestRouter {
   readonly delete = this.adder('delete');
 
   private adder(method: Method): AddRoute {
-    return (path, spec, handler) => this.add(method, path, spec as RouteSpec<ZodType | undefined, ZodType | undefined, Record<string, ZodType>>, handler as Handler<ZodType | undefined, ZodType | undefined, Record<string, ZodType>>);
+    return (path, spec, handler) => this.add(method, path, spec as AnySpec, handler as AnyHandler);
   }
 
-  private add(
-    method: Method,
-    path: string,
-    spec: RouteSpec<ZodType | undefined, ZodType | undefined, Record<string, ZodType>>,
-    handler: Handler<ZodType | undefined, ZodType | undefined, Record<string, ZodType>>,
-  ): this {
+  private add(method: Method, path: string, spec: AnySpec, handler: AnyHandler): this {
     const route = `${method.toUpperCase()} ${path}`;
     const names = [...path.matchAll(PATH_PARAM)].map((m) => m[1]!);
     // The types ask for every `:name`; an extra schema would refuse every request.
     if (Object.keys(spec.params ?? {}).sort().join() !== [...names].sort().join()) throw new Error(`${route}: params must declare exactly ${names.join(', ') || 'none'}`);
     const params = spec.params && z.object(spec.params);
     const status = spec.status ?? 200;
-    this.openapi.add({ method, path: `/api/v1${path}`, summary: spec.summary, tag: this.tag, public: !!spec.public, status, body: spec.body, query: spec.query, params });
+    if (spec.response && status === 204) throw new Error(`${route}: a 204 route answers no body, so it takes no response schema`);
+    this.openapi.add({ method, path: `/api/v1${path}`, summary: spec.summary, tag: this.tag, public: !!spec.public, status, body: spec.body, query: spec.query, params, response: spec.response });
     const handle = async (req: Request, res: Response) => {
       const ctx = req.ctx;
       if (spec.limit) await consumeRateLimit(ctx.runtime, spec.limit, `${ctx.meta.ip ?? 'unknown'} ${route}`);

@@ -1,14 +1,18 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
+import { pageSchema } from '../src/pagination.js';
 import type { RateLimit } from '../src/http/rate-limit.js';
-import { LoginQuery, checkSso, startSsoLogin } from '../src/services/sso.js';
+import { LoginQuery, SsoCheckSchema, checkSso, startSsoLogin } from '../src/services/sso.js';
 import { ExchangeInput, redeemExchangeCode, type LoginRedirect } from '../src/services/sso-accounts.js';
-import { SsoLinkInput, openSsoLink, startSsoLink } from '../src/services/sso-links.js';
+import { SsoLinkInput, SsoLinkStartSchema, openSsoLink, startSsoLink } from '../src/services/sso-links.js';
 import { STATE_COOKIE, completeOidcLogin } from '../src/services/sso-oidc.js';
 import {
   CreateSsoProviderSchema,
   ListSsoProvidersQuery,
+  SsoPresetSchema,
+  SsoProviderTestResultSchema,
+  SsoProviderViewSchema,
   SsoProviderStatusInput,
   UpdateSsoProviderSchema,
   createSsoProvider,
@@ -21,7 +25,7 @@ import {
   updateSsoProvider,
 } from '../src/services/sso-providers.js';
 import { SAML_STATE_COOKIE, completeSamlLogin, samlMetadata } from '../src/services/sso-saml.js';
-import { RestRouter, pathId } from './router.js';
+import { RestRouter, listSchema, pathId } from './router.js';
 
 function readCookie(req: Request, name: string): string | undefined {
   for (const pair of (req.get('cookie') ?? '').split(';')) {
@@ -59,28 +63,29 @@ export function ssoRouter(openapi: OpenApiRegistry): RestRouter {
   const limit: RateLimit = { name: 'sso', perMinute: (config) => config.ssoRateLimitPerMinute };
   const provider = { id: pathId('SSO provider') };
   const organization = { orgId: pathId('Organization') };
+  const SsoProviderPage = pageSchema(SsoProviderViewSchema, 'SsoProviderPage');
 
-  r.get('/sso/presets', { summary: 'Provider presets with their default scopes and attribute mappings' }, async (ctx) => ({ data: listSsoPresets(ctx) }));
-  r.get('/sso/providers', { summary: "An organization's SSO providers", query: ListSsoProvidersQuery }, (ctx, { query }) => listSsoProviders(ctx, query));
-  r.get('/sso/providers/:id', { summary: 'One SSO provider (never its client secret)', params: provider }, (ctx, { params }) => getSsoProvider(ctx, params.id));
-  r.post('/sso/providers', { summary: 'Create an SSO provider (status inactive)', body: CreateSsoProviderSchema, status: 201 }, (ctx, { body }) =>
+  r.get('/sso/presets', { summary: 'Provider presets with their default scopes and attribute mappings', response: listSchema(SsoPresetSchema, 'SsoPresetList') }, async (ctx) => ({ data: listSsoPresets(ctx) }));
+  r.get('/sso/providers', { summary: "An organization's SSO providers", query: ListSsoProvidersQuery, response: SsoProviderPage }, (ctx, { query }) => listSsoProviders(ctx, query));
+  r.get('/sso/providers/:id', { summary: 'One SSO provider (never its client secret)', params: provider, response: SsoProviderViewSchema }, (ctx, { params }) => getSsoProvider(ctx, params.id));
+  r.post('/sso/providers', { summary: 'Create an SSO provider (status inactive)', body: CreateSsoProviderSchema, status: 201, response: SsoProviderViewSchema }, (ctx, { body }) =>
     createSsoProvider(ctx, body),
   );
-  r.patch('/sso/providers/:id', { summary: 'Change an SSO provider', params: provider, body: UpdateSsoProviderSchema }, (ctx, { params, body }) =>
+  r.patch('/sso/providers/:id', { summary: 'Change an SSO provider', params: provider, body: UpdateSsoProviderSchema, response: SsoProviderViewSchema }, (ctx, { params, body }) =>
     updateSsoProvider(ctx, params.id, body),
   );
   r.delete('/sso/providers/:id', { summary: 'Delete an SSO provider with its login sessions and identity links', params: provider, status: 204 }, (ctx, { params }) =>
     deleteSsoProvider(ctx, params.id),
   );
-  r.post('/sso/providers/:id/status', { summary: 'Set the status: active, inactive or testing', params: provider, body: SsoProviderStatusInput }, (ctx, { params, body }) =>
+  r.post('/sso/providers/:id/status', { summary: 'Set the status: active, inactive or testing', params: provider, body: SsoProviderStatusInput, response: SsoProviderViewSchema }, (ctx, { params, body }) =>
     setSsoProviderStatus(ctx, params.id, body),
   );
-  r.post('/sso/providers/:id/test', { summary: 'Check the configuration: OIDC discovery, or the SAML settings', params: provider }, (ctx, { params }) =>
+  r.post('/sso/providers/:id/test', { summary: 'Check the configuration: OIDC discovery, or the SAML settings', params: provider, response: SsoProviderTestResultSchema }, (ctx, { params }) =>
     testSsoProvider(ctx, params.id),
   );
 
   // Any text: an id that names no organization, malformed or not, answers ssoEnabled false.
-  r.get('/sso/check/:orgId', { summary: 'Whether an organization signs in through SSO', params: { orgId: z.string() }, public: true, limit }, (ctx, { params }) => checkSso(ctx, params.orgId));
+  r.get('/sso/check/:orgId', { summary: 'Whether an organization signs in through SSO', params: { orgId: z.string() }, public: true, limit, response: SsoCheckSchema }, (ctx, { params }) => checkSso(ctx, params.orgId));
   r.get('/sso/login/:orgId', { summary: "Start an SSO login: redirect to the organization's IdP", params: organization, query: LoginQuery, public: true, status: 302, limit }, async (ctx, { params, query, res }) =>
     redirectWith(res, 302, await startSsoLogin(ctx, params.orgId, query)),
   );
@@ -88,7 +93,7 @@ export function ssoRouter(openapi: OpenApiRegistry): RestRouter {
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
     redirectWith(res, 302, await completeOidcLogin(ctx, { originalUrl: req.originalUrl, state, cookie: readCookie(req, STATE_COOKIE) }));
   });
-  r.post('/sso/link/:orgId', { summary: "Link the signed-in account to its identity at the organization's IdP: a URL to open in the browser", params: organization, body: SsoLinkInput, limit }, (ctx, { params, body }) =>
+  r.post('/sso/link/:orgId', { summary: "Link the signed-in account to its identity at the organization's IdP: a URL to open in the browser", params: organization, body: SsoLinkInput, limit, response: SsoLinkStartSchema }, (ctx, { params, body }) =>
     startSsoLink(ctx, params.orgId, body),
   );
   r.get('/sso/link', { summary: 'Open a link started by POST /sso/link/:orgId (once, in the browser): redirect to the IdP', public: true, status: 302, limit }, async (ctx, { req, res }) =>

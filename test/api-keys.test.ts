@@ -2,7 +2,8 @@ import { hashApiKey } from '../src/auth/api-key-format.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { sql } from './support/db.js';
-import { buildOrg, buildRole, buildUser } from './support/factories.js';
+import type { Permission } from '../src/auth/permissions.js';
+import { buildOrg, buildUser } from './support/factories.js';
 
 let app: TestApp;
 
@@ -16,9 +17,13 @@ afterAll(async () => {
 const KEY_FORMAT = /^rmm_[A-Za-z0-9]{12}_[A-Za-z0-9_-]{32,}$/;
 const inAnHour = () => new Date(Date.now() + 3600_000).toISOString();
 
-async function orgAdmin() {
+/** What creating a key with createKey's default scopes and managing one's own keys takes. */
+const KEY_USER: Permission[] = ['api_keys:read', 'api_keys:write', 'audit:read'];
+
+/** A member of a new organization holding exactly `can`. */
+async function orgMember(can: Permission[] = KEY_USER) {
   const org = await buildOrg(app);
-  return { org, admin: await buildUser(app, { orgId: org.id }) };
+  return { org, owner: await buildUser(app, { orgId: org.id, can }) };
 }
 
 async function createKey(as: { token: string }, body: Record<string, unknown> = {}) {
@@ -29,8 +34,8 @@ async function createKey(as: { token: string }, body: Record<string, unknown> = 
 
 describe('creating and using a key', () => {
   test('the full key is answered once; only its prefix and hash are kept, and it works as X-API-Key on REST and GraphQL', async () => {
-    const { org, admin } = await orgAdmin();
-    const api = rest(app, admin.as);
+    const { org, owner } = await orgMember();
+    const api = rest(app, owner.as);
     const created = await api.post('/api-keys', { name: 'backup script', scopes: ['audit:read', 'api_keys:read'], expiresAt: inAnHour() });
     expect(created.status).toBe(201);
     expect(created.body).toEqual({
@@ -38,7 +43,7 @@ describe('creating and using a key', () => {
       name: 'backup script',
       prefix: expect.stringMatching(/^[A-Za-z0-9]{12}$/),
       scopes: ['audit:read', 'api_keys:read'],
-      userId: admin.user.id,
+      userId: owner.user.id,
       orgId: org.id,
       partnerId: org.partnerId,
       expiresAt: expect.any(String),
@@ -56,7 +61,7 @@ describe('creating and using a key', () => {
 
     const shown = await api.get(`/api-keys/${id}`);
     const listed = await api.get('/api-keys');
-    const byGraphql = await gql(app, admin.as, '{ apiKeys { data { id prefix status } } }');
+    const byGraphql = await gql(app, owner.as, '{ apiKeys { data { id prefix status } } }');
     for (const res of [shown, listed, byGraphql]) {
       expect(res.status).toBe(200);
       const text = JSON.stringify(res.body);
@@ -78,13 +83,13 @@ describe('creating and using a key', () => {
 
     const audit = await rest(app, { apiKey: key }).get(`/audit?action=api_key.create&resourceId=${id}`);
     expect(audit.status).toBe(200);
-    expect(audit.body.data).toEqual([expect.objectContaining({ action: 'api_key.create', actorId: admin.user.id, orgId: org.id })]);
+    expect(audit.body.data).toEqual([expect.objectContaining({ action: 'api_key.create', actorId: owner.user.id, orgId: org.id })]);
     expect(JSON.stringify(audit.body)).not.toContain(key);
   });
 
   test('GraphQL createApiKey answers the key once and it authenticates', async () => {
-    const { admin } = await orgAdmin();
-    const res = await gql(app, admin.as, 'mutation { createApiKey(input: { name: "gql", scopes: ["api_keys:read"] }) { id key status scopes } }');
+    const { owner } = await orgMember(['api_keys:read', 'api_keys:write']);
+    const res = await gql(app, owner.as, 'mutation { createApiKey(input: { name: "gql", scopes: ["api_keys:read"] }) { id key status scopes } }');
     expect(res.body.errors).toBeUndefined();
     const created = res.body.data.createApiKey;
     expect(created).toMatchObject({ status: 'active', scopes: ['api_keys:read'], key: expect.stringMatching(KEY_FORMAT) });
@@ -93,8 +98,8 @@ describe('creating and using a key', () => {
   });
 
   test('an unknown key, a malformed key and a key with a wrong secret are 401', async () => {
-    const { admin } = await orgAdmin();
-    const { key, prefix } = await createKey(admin.as);
+    const { owner } = await orgMember();
+    const { key, prefix } = await createKey(owner.as);
     for (const bad of ['rmm_nope', `rmm_${prefix}_${'x'.repeat(43)}`, key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A')]) {
       const res = await rest(app, { apiKey: bad }).get('/api-keys');
       expect(res.status).toBe(401);
@@ -105,8 +110,9 @@ describe('creating and using a key', () => {
 
 describe('scopes', () => {
   test('a key can do only what its scopes allow', async () => {
-    const { admin } = await orgAdmin();
-    const { key } = await createKey(admin.as, { scopes: ['organizations:read'] });
+    // The owner may do both things the key is refused: the refusal comes from the key's scopes.
+    const { owner } = await orgMember(['api_keys:write', 'organizations:read', 'audit:read']);
+    const { key } = await createKey(owner.as, { scopes: ['organizations:read'] });
     const asKey = rest(app, { apiKey: key });
     const write = await asKey.post('/api-keys', { name: 'escalate', scopes: ['organizations:read'] });
     expect(write.status).toBe(403);
@@ -117,22 +123,18 @@ describe('scopes', () => {
   });
 
   test('scopes are re-checked on every use: shrinking the owner’s role takes access away from the key', async () => {
-    const org = await buildOrg(app);
-    const role = await buildRole(app, { scope: 'organization', orgId: org.id, permissions: ['api_keys:*', 'audit:read'] });
-    const owner = await buildUser(app, { orgId: org.id, role: role.id });
+    const { owner } = await orgMember(['api_keys:write', 'audit:read']);
     const { key } = await createKey(owner.as, { scopes: ['audit:read'] });
     expect((await rest(app, { apiKey: key }).get('/audit')).status).toBe(200);
 
-    await sql(app, `update role set permissions = '["api_keys:*"]' where id = ?`, [role.id]);
+    await sql(app, `update role set permissions = '["api_keys:write"]' where id = ?`, [owner.membership.roleId]);
     const res = await rest(app, { apiKey: key }).get('/audit');
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('FORBIDDEN');
   });
 
   test('scopes beyond the creator’s permissions are refused with 403 naming them; unknown scopes with 400', async () => {
-    const org = await buildOrg(app);
-    const role = await buildRole(app, { scope: 'organization', orgId: org.id, permissions: ['api_keys:*', 'devices:read'] });
-    const creator = await buildUser(app, { orgId: org.id, role: role.id });
+    const { owner: creator } = await orgMember(['api_keys:write', 'devices:read']);
     const api = rest(app, creator.as);
 
     const beyond = await api.post('/api-keys', { name: 'x', scopes: ['devices:read', 'devices:write', 'audit:*'] });
@@ -151,9 +153,9 @@ describe('scopes', () => {
   });
 
   test('PATCH renames, rescopes and re-dates a key; unknown fields and past dates are refused', async () => {
-    const { admin } = await orgAdmin();
-    const { id } = await createKey(admin.as);
-    const api = rest(app, admin.as);
+    const { owner } = await orgMember();
+    const { id } = await createKey(owner.as);
+    const api = rest(app, owner.as);
     const later = inAnHour();
     const res = await api.patch(`/api-keys/${id}`, { name: 'renamed', scopes: ['audit:read'], expiresAt: later });
     expect(res.status).toBe(200);
@@ -168,60 +170,58 @@ describe('scopes', () => {
 
 describe('revoking, rotating and expiry', () => {
   test('DELETE revokes: 204, the key stops working at once, and the key shows as revoked', async () => {
-    const { admin } = await orgAdmin();
-    const { id, key } = await createKey(admin.as);
+    const { owner } = await orgMember([...KEY_USER, 'api_keys:delete']);
+    const { id, key } = await createKey(owner.as);
     expect((await rest(app, { apiKey: key }).get('/api-keys')).status).toBe(200);
-    const res = await rest(app, admin.as).delete(`/api-keys/${id}`);
+    const res = await rest(app, owner.as).delete(`/api-keys/${id}`);
     expect(res.status).toBe(204);
     expect((await rest(app, { apiKey: key }).get('/api-keys')).status).toBe(401);
     expect((await gql(app, { apiKey: key }, '{ apiKeys { data { id } } }')).body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
-    const shown = await rest(app, admin.as).get(`/api-keys/${id}`);
+    const shown = await rest(app, owner.as).get(`/api-keys/${id}`);
     expect(shown.body).toMatchObject({ status: 'revoked', revokedAt: expect.any(String) });
-    expect((await rest(app, admin.as).patch(`/api-keys/${id}`, { name: 'again' })).status).toBe(409);
-    expect((await rest(app, admin.as).post(`/api-keys/${id}/rotate`)).status).toBe(409);
-    const revokedList = await rest(app, admin.as).get('/api-keys?status=revoked');
+    expect((await rest(app, owner.as).patch(`/api-keys/${id}`, { name: 'again' })).status).toBe(409);
+    expect((await rest(app, owner.as).post(`/api-keys/${id}/rotate`)).status).toBe(409);
+    const revokedList = await rest(app, owner.as).get('/api-keys?status=revoked');
     expect(revokedList.body.data.map((k: any) => k.id)).toEqual([id]);
   });
 
   test('rotate answers new material for the same key once; the old key stops working at once', async () => {
-    const { admin } = await orgAdmin();
-    const old = await createKey(admin.as, { name: 'rotating', scopes: ['api_keys:read'] });
-    const res = await rest(app, admin.as).post(`/api-keys/${old.id}/rotate`);
+    const { owner } = await orgMember(['api_keys:read', 'api_keys:write', 'api_keys:delete']);
+    const old = await createKey(owner.as, { name: 'rotating', scopes: ['api_keys:read'] });
+    const res = await rest(app, owner.as).post(`/api-keys/${old.id}/rotate`);
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ id: old.id, name: 'rotating', scopes: ['api_keys:read'], status: 'active', key: expect.stringMatching(KEY_FORMAT) });
     expect(res.body.prefix).not.toBe(old.prefix);
     expect(res.body.key).not.toBe(old.key);
     expect((await rest(app, { apiKey: old.key }).get('/api-keys')).status).toBe(401);
     expect((await rest(app, { apiKey: res.body.key }).get(`/api-keys/${old.id}`)).status).toBe(200);
-    expect((await rest(app, admin.as).get(`/api-keys/${old.id}`)).body).not.toHaveProperty('key');
+    expect((await rest(app, owner.as).get(`/api-keys/${old.id}`)).body).not.toHaveProperty('key');
 
-    const again = await gql(app, admin.as, 'mutation($id: ID!) { rotateApiKey(id: $id) { id key } }', { id: old.id });
+    const again = await gql(app, owner.as, 'mutation($id: ID!) { rotateApiKey(id: $id) { id key } }', { id: old.id });
     expect(again.body.data.rotateApiKey.id).toBe(old.id);
     expect((await rest(app, { apiKey: res.body.key }).get('/api-keys')).status).toBe(401);
     expect((await rest(app, { apiKey: again.body.data.rotateApiKey.key }).get('/api-keys')).status).toBe(200);
-    const revoked = await gql(app, admin.as, 'mutation($id: ID!) { revokeApiKey(id: $id) { status } }', { id: old.id });
+    const revoked = await gql(app, owner.as, 'mutation($id: ID!) { revokeApiKey(id: $id) { status } }', { id: old.id });
     expect(revoked.body.data.revokeApiKey.status).toBe('revoked');
     expect((await rest(app, { apiKey: again.body.data.rotateApiKey.key }).get('/api-keys')).status).toBe(401);
   });
 
   test('an expired key is 401; creating one with a past expiry is 400', async () => {
-    const { admin } = await orgAdmin();
-    const { id, key } = await createKey(admin.as, { expiresAt: inAnHour() });
+    const { owner } = await orgMember();
+    const { id, key } = await createKey(owner.as, { expiresAt: inAnHour() });
     expect((await rest(app, { apiKey: key }).get('/api-keys')).status).toBe(200);
     await sql(app, `update api_key set expires_at = now() - interval '1 second' where id = ?`, [id]);
     const res = await rest(app, { apiKey: key }).get('/api-keys');
     expect(res.status).toBe(401);
-    expect((await rest(app, admin.as).get(`/api-keys/${id}`)).body.status).toBe('expired');
+    expect((await rest(app, owner.as).get(`/api-keys/${id}`)).body.status).toBe('expired');
 
-    const past = await rest(app, admin.as).post('/api-keys', { name: 'old', scopes: ['audit:read'], expiresAt: new Date(Date.now() - 1000).toISOString() });
+    const past = await rest(app, owner.as).post('/api-keys', { name: 'old', scopes: ['audit:read'], expiresAt: new Date(Date.now() - 1000).toISOString() });
     expect(past.status).toBe(400);
     expect(past.body.code).toBe('VALIDATION_ERROR');
   });
 
   test('a request made with an API key cannot lift that key’s expiry, nor create or re-date a key to outlive it', async () => {
-    const org = await buildOrg(app);
-    const role = await buildRole(app, { scope: 'organization', orgId: org.id, permissions: ['api_keys:read', 'api_keys:write', 'audit:read'] });
-    const owner = await buildUser(app, { orgId: org.id, role: role.id });
+    const { owner } = await orgMember();
     const own = await createKey(owner.as, { scopes: ['api_keys:read', 'api_keys:write'], expiresAt: inAnHour() });
     const limit = (await rest(app, owner.as).get(`/api-keys/${own.id}`)).body.expiresAt as string;
     const message = `A request made with an API key cannot set an expiry later than that key's own: expiresAt must be at most ${limit}`;
@@ -261,9 +261,9 @@ describe('revoking, rotating and expiry', () => {
 describe('access', () => {
   test('writes need a session with MFA', async () => {
     const org = await buildOrg(app);
-    const withMfa = await buildUser(app, { orgId: org.id });
+    const withMfa = await buildUser(app, { orgId: org.id, can: KEY_USER });
     const { id } = await createKey(withMfa.as);
-    const noMfa = await buildUser(app, { orgId: org.id, mfa: false });
+    const noMfa = await buildUser(app, { orgId: org.id, can: ['api_keys:write', 'api_keys:delete'], mfa: false });
     const api = rest(app, noMfa.as);
     for (const res of [
       await api.post('/api-keys', { name: 'x', scopes: ['audit:read'] }),
@@ -279,15 +279,15 @@ describe('access', () => {
     expect((await api.get('/api-keys')).status).toBe(200);
   });
 
-  test('admins see and manage their organization’s keys; another organization’s keys are 404', async () => {
-    const { org: orgA, admin: adminA } = await orgAdmin();
-    const { admin: adminB } = await orgAdmin();
-    const colleague = await buildUser(app, { orgId: orgA.id });
+  test('holders of api_keys permissions see and manage their organization’s keys; another organization’s keys are 404', async () => {
+    const { org: orgA, owner: managerA } = await orgMember(['api_keys:read', 'api_keys:write', 'api_keys:delete']);
+    const { owner: memberB } = await orgMember();
+    const colleague = await buildUser(app, { orgId: orgA.id, can: KEY_USER });
     const technician = await buildUser(app, { orgId: orgA.id, role: 'Organization Technician' });
-    const keyB = await createKey(adminB.as);
+    const keyB = await createKey(memberB.as);
     const colleagueKey = await createKey(colleague.as);
 
-    const apiA = rest(app, adminA.as);
+    const apiA = rest(app, managerA.as);
     expect((await apiA.get(`/api-keys/${keyB.id}`)).status).toBe(404);
     expect((await apiA.patch(`/api-keys/${keyB.id}`, { name: 'mine' })).status).toBe(404);
     expect((await apiA.post(`/api-keys/${keyB.id}/rotate`)).status).toBe(404);
@@ -295,7 +295,7 @@ describe('access', () => {
     expect(revoke.status).toBe(404);
     expect(revoke.body).toEqual({ code: 'NOT_FOUND', message: 'API key not found' });
     expect((await rest(app, { apiKey: keyB.key }).get('/api-keys')).status).toBe(200);
-    const gqlB = await gql(app, adminA.as, 'query($id: ID!) { apiKey(id: $id) { id } }', { id: keyB.id });
+    const gqlB = await gql(app, managerA.as, 'query($id: ID!) { apiKey(id: $id) { id } }', { id: keyB.id });
     expect(gqlB.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
 
     const listA = await apiA.get('/api-keys');
@@ -324,7 +324,7 @@ describe('access', () => {
 describe('events', () => {
   test('creating, changing, rotating and revoking a key each emit their event, with no key material', async () => {
     const org = await buildOrg(app);
-    const owner = await buildUser(app, { orgId: org.id });
+    const owner = await buildUser(app, { orgId: org.id, can: ['api_keys:write', 'api_keys:delete', 'users:read'] });
     const api = rest(app, owner.as);
     const created = await api.post('/api-keys', { name: 'ci', scopes: ['users:read'] });
     await api.patch(`/api-keys/${created.body.id}`, { name: 'ci runner' });

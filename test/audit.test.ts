@@ -5,6 +5,7 @@ import { recordAudit } from '../src/services/audit.js';
 import type { AuditAction } from '../src/events/types.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
+import type { Permission } from '../src/auth/permissions.js';
 import { buildOrg, buildPartner, buildUser, systemRole } from './support/factories.js';
 
 let app: TestApp;
@@ -20,16 +21,20 @@ async function sql(target: TestApp, query: string, params: unknown[] = []): Prom
   return target.server.runtime.orm.em.fork().getConnection().execute(query, params);
 }
 
-/** An organization whose admin created two keys (one with a name that needs CSV quoting) and revoked one. */
-async function tenant(target = app) {
+/**
+ * An organization whose member created two keys (one with a name that needs CSV quoting) and revoked
+ * one, and reads the log (`export`: and exports it).
+ */
+async function tenant(target = app, { exports = false } = {}) {
   const org = await buildOrg(target);
-  const admin = await buildUser(target, { orgId: org.id });
-  const api = rest(target, admin.as);
+  const can: Permission[] = ['api_keys:write', 'api_keys:delete', 'audit:read', ...(exports ? (['audit:export'] as const) : [])];
+  const member = await buildUser(target, { orgId: org.id, can });
+  const api = rest(target, member.as);
   const tag = crypto.randomBytes(4).toString('hex');
   const first = (await api.post('/api-keys', { name: `nightly-${tag}`, scopes: ['audit:read'] })).body;
   const second = (await api.post('/api-keys', { name: `report "q3", draft\n${tag}`, scopes: ['audit:read'] })).body;
   expect((await api.delete(`/api-keys/${first.id}`)).status).toBe(204);
-  return { org, admin, api, tag, first, second };
+  return { org, member, api, tag, first, second };
 }
 
 /** RFC 4180 reader: quoted cells may hold commas, doubled quotes and line breaks. */
@@ -63,7 +68,7 @@ function parseCsv(text: string): string[][] {
 
 describe('listing', () => {
   test('mutations are listed newest first and narrowed by every filter', async () => {
-    const { org, admin, api, first, second } = await tenant();
+    const { org, member, api, first, second } = await tenant();
     const all = await api.get('/audit/logs?action=api_key.*');
     expect(all.status).toBe(200);
     expect(all.body.data.map((r: any) => [r.action, r.resourceId])).toEqual([
@@ -76,8 +81,8 @@ describe('listing', () => {
       seq: expect.stringMatching(/^\d+$/),
       createdAt: expect.any(String),
       actorType: 'user',
-      actorId: admin.user.id,
-      actorEmail: admin.user.email,
+      actorId: member.user.id,
+      actorEmail: member.user.email,
       action: 'api_key.revoke',
       resourceType: 'api_key',
       resourceId: first.id,
@@ -95,7 +100,7 @@ describe('listing', () => {
 
     expect((await api.get('/audit?action=api_key.create')).body.data).toHaveLength(2);
     expect((await api.get(`/audit?resourceId=${first.id}`)).body.data.map((r: any) => r.action)).toEqual(['api_key.revoke', 'api_key.create']);
-    expect((await api.get(`/audit?actorId=${admin.user.id}&resourceType=api_key&actorType=user`)).body.pagination.total).toBe(3);
+    expect((await api.get(`/audit?actorId=${member.user.id}&resourceType=api_key&actorType=user`)).body.pagination.total).toBe(3);
     expect((await api.get('/audit?action=api_key.*&result=denied')).body.data).toEqual([]);
     const paged = await api.get('/audit?action=api_key.*&limit=1&page=2');
     expect(paged.body).toEqual({ data: [expect.objectContaining({ resourceId: second.id })], pagination: { page: 2, limit: 1, total: 3 } });
@@ -113,14 +118,14 @@ describe('listing', () => {
   });
 
   test('search finds entries by actor email and by text inside details; LIKE wildcards in the text are literal', async () => {
-    const { api, admin, tag, second } = await tenant();
+    const { api, member, tag, second } = await tenant();
     const byDetails = await api.get(`/audit/search?q=${tag}`);
     expect(byDetails.status).toBe(200);
     expect(byDetails.body.data.map((r: any) => [r.action, r.resourceId])).toEqual([
       ['api_key.create', second.id],
       ['api_key.create', expect.any(String)],
     ]);
-    const byEmail = await api.get(`/audit/search?q=${encodeURIComponent(admin.user.email.toUpperCase())}&action=api_key.create`);
+    const byEmail = await api.get(`/audit/search?q=${encodeURIComponent(member.user.email.toUpperCase())}&action=api_key.create`);
     expect(byEmail.body.pagination.total).toBe(2);
     expect((await api.get('/audit/search?q=%25')).body.data).toEqual([]);
     expect((await api.get('/audit/search')).status).toBe(400);
@@ -128,12 +133,12 @@ describe('listing', () => {
 
   test('denied attempts are listed with result denied', async () => {
     const org = await buildOrg(app);
-    const admin = await buildUser(app, { orgId: org.id });
+    const auditor = await buildUser(app, { orgId: org.id, can: ['audit:read'] });
     const technician = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
     expect((await rest(app, technician.as).post('/api-keys', { name: 'x', scopes: ['devices:read'] })).status).toBe(403);
     expect((await rest(app, technician.as).get('/audit')).status).toBe(403);
 
-    const denied = await rest(app, admin.as).get('/audit?result=denied');
+    const denied = await rest(app, auditor.as).get('/audit?result=denied');
     expect(denied.body.data.map((r: any) => [r.action, r.actorId, r.result, r.details.permission])).toEqual([
       ['access.denied', technician.user.id, 'denied', 'audit:read'],
       ['access.denied', technician.user.id, 'denied', 'api_keys:write'],
@@ -141,17 +146,17 @@ describe('listing', () => {
   });
 
   test('reading the log is itself recorded', async () => {
-    const { api, admin, org } = await tenant();
+    const { api, member, org } = await tenant();
     await api.get('/audit?action=api_key.*');
     const reads = await api.get('/audit?action=audit.read');
-    expect(reads.body.data[0]).toMatchObject({ action: 'audit.read', actorId: admin.user.id, orgId: org.id, details: { view: 'list', filters: { action: 'api_key.*' } } });
+    expect(reads.body.data[0]).toMatchObject({ action: 'audit.read', actorId: member.user.id, orgId: org.id, details: { view: 'list', filters: { action: 'api_key.*' } } });
   });
 });
 
 describe('tenancy', () => {
   test('an organization sees only its own entries, over REST and GraphQL', async () => {
-    const a = await tenant();
-    const b = await tenant();
+    const a = await tenant(app, { exports: true });
+    const b = await tenant(app, { exports: true });
     const bRow = (await b.api.get('/audit?action=api_key.create')).body.data[0];
 
     const list = await a.api.get('/audit?limit=500');
@@ -164,12 +169,12 @@ describe('tenancy', () => {
     expect((await a.api.get(`/audit/export?format=json&q=${b.tag}&resourceType=api_key`)).body).toEqual([]);
     expect((await b.api.get(`/audit/export?format=json&q=${b.tag}&resourceType=api_key`)).body).toHaveLength(2);
 
-    const viaGql = await gql(app, a.admin.as, '{ auditLogs(limit: 500) { data { id orgId details } pagination { total } } }');
+    const viaGql = await gql(app, a.member.as, '{ auditLogs(limit: 500) { data { id orgId details } pagination { total } } }');
     expect(viaGql.body.errors).toBeUndefined();
     expect(new Set(viaGql.body.data.auditLogs.data.map((r: any) => r.orgId))).toEqual(new Set([a.org.id]));
-    const one = await gql(app, a.admin.as, 'query($id: ID!) { auditLog(id: $id) { id } }', { id: bRow.id });
+    const one = await gql(app, a.member.as, 'query($id: ID!) { auditLog(id: $id) { id } }', { id: bRow.id });
     expect(one.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
-    const filtered = await gql(app, a.admin.as, 'query($f: AuditLogFilter) { auditLogs(filters: $f) { data { action resourceId } } }', {
+    const filtered = await gql(app, a.member.as, 'query($f: AuditLogFilter) { auditLogs(filters: $f) { data { action resourceId } } }', {
       f: { action: 'api_key.revoke' },
     });
     expect(filtered.body.data.auditLogs.data).toEqual([{ action: 'api_key.revoke', resourceId: a.first.id }]);
@@ -177,25 +182,25 @@ describe('tenancy', () => {
 
   test('a partner sees its organizations’ entries and its own, not another partner’s', async () => {
     const partner = await buildPartner(app);
-    const partnerAdmin = await buildUser(app, { partnerId: partner.id });
+    const partnerAuditor = await buildUser(app, { partnerId: partner.id, can: ['api_keys:write', 'audit:read'] });
     const org = await buildOrg(app, { partnerId: partner.id });
-    const orgAdmin = await buildUser(app, { orgId: org.id });
+    const customer = await buildUser(app, { orgId: org.id, can: ['api_keys:write', 'audit:read'] });
     const other = await tenant();
-    const own = (await rest(app, partnerAdmin.as).post('/api-keys', { name: 'partner', scopes: ['audit:read'] })).body;
-    const customer = (await rest(app, orgAdmin.as).post('/api-keys', { name: 'customer', scopes: ['audit:read'] })).body;
+    const own = (await rest(app, partnerAuditor.as).post('/api-keys', { name: 'partner', scopes: ['audit:read'] })).body;
+    const customerKey = (await rest(app, customer.as).post('/api-keys', { name: 'customer', scopes: ['audit:read'] })).body;
 
-    const seen = (await rest(app, partnerAdmin.as).get('/audit?action=api_key.*&limit=500')).body.data.map((r: any) => r.resourceId);
-    expect(seen.sort()).toEqual([own.id, customer.id].sort());
+    const seen = (await rest(app, partnerAuditor.as).get('/audit?action=api_key.*&limit=500')).body.data.map((r: any) => r.resourceId);
+    expect(seen.sort()).toEqual([own.id, customerKey.id].sort());
     expect(seen).not.toContain(other.first.id);
-    const narrowed = (await rest(app, partnerAdmin.as).get(`/audit?orgId=${org.id}&action=api_key.*`)).body.data.map((r: any) => r.resourceId);
-    expect(narrowed).toEqual([customer.id]);
+    const narrowed = (await rest(app, partnerAuditor.as).get(`/audit?orgId=${org.id}&action=api_key.*`)).body.data.map((r: any) => r.resourceId);
+    expect(narrowed).toEqual([customerKey.id]);
   });
 });
 
 describe('export', () => {
   test('CSV is streamed as an attachment with a header row, quoting and only the filtered rows', async () => {
-    const { api, first, second, admin } = await tenant();
-    const res = await fetch(`${app.url}/api/v1/audit/export?format=csv&action=api_key.*`, { headers: { authorization: `Bearer ${admin.token}` } });
+    const { api, first, second, member } = await tenant(app, { exports: true });
+    const res = await fetch(`${app.url}/api/v1/audit/export?format=csv&action=api_key.*`, { headers: { authorization: `Bearer ${member.token}` } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="audit-log-.+\.csv"$/);
@@ -218,12 +223,12 @@ describe('export', () => {
 
   test('JSON is a streamed array; POST takes the filters in the body; large exports page through every row', async () => {
     const org = await buildOrg(app);
-    const admin = await buildUser(app, { orgId: org.id });
+    const exporter = await buildUser(app, { orgId: org.id, can: ['audit:export'] });
     const ctx = RequestContext.system(app.server.runtime, 'test');
     await withTransaction(ctx, async (tx) => {
       for (let i = 0; i < 1203; i++) await recordAudit(tx, { action: 'bench.write', resourceType: 'thing', resourceId: String(i), orgId: org.id, details: { i } });
     });
-    const res = await rest(app, admin.as).post('/audit/export', { format: 'json', filters: { action: 'bench.*' } });
+    const res = await rest(app, exporter.as).post('/audit/export', { format: 'json', filters: { action: 'bench.*' } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="audit-log-.+\.json"$/);
@@ -231,9 +236,9 @@ describe('export', () => {
     expect(res.body.map((r: any) => Number(r.resourceId))).toEqual(Array.from({ length: 1203 }, (_, i) => 1202 - i));
     expect(res.body[0]).toMatchObject({ action: 'bench.write', orgId: org.id, details: { i: 1202 } });
 
-    const none = await rest(app, admin.as).post('/audit/export', { format: 'json', filters: { action: 'nothing.*' } });
+    const none = await rest(app, exporter.as).post('/audit/export', { format: 'json', filters: { action: 'nothing.*' } });
     expect(none.body).toEqual([]);
-    expect((await rest(app, admin.as).post('/audit/export', { format: 'xml' })).status).toBe(400);
+    expect((await rest(app, exporter.as).post('/audit/export', { format: 'xml' })).status).toBe(400);
   });
 
   test('export needs audit:export', async () => {
@@ -248,7 +253,7 @@ describe('export', () => {
 
 describe('reports', () => {
   test('user activity, security events and stats count the caller’s tenant only', async () => {
-    const { org, admin, api } = await tenant();
+    const { org, member, api } = await tenant();
     const technician = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
     await rest(app, technician.as).post('/api-keys', { name: 'x', scopes: ['devices:read'] });
     await rest(app, technician.as).get('/audit');
@@ -256,8 +261,8 @@ describe('reports', () => {
 
     const activity = await api.get('/audit/reports/user-activity');
     expect(activity.status).toBe(200);
-    const mine = activity.body.users.find((u: any) => u.actorId === admin.user.id);
-    expect(mine).toMatchObject({ actorType: 'user', actorEmail: admin.user.email, total: 3, success: 3, denied: 0, failure: 0 });
+    const mine = activity.body.users.find((u: any) => u.actorId === member.user.id);
+    expect(mine).toMatchObject({ actorType: 'user', actorEmail: member.user.email, total: 3, success: 3, denied: 0, failure: 0 });
     expect(mine.actions).toEqual([
       { action: 'api_key.create', count: 2 },
       { action: 'api_key.revoke', count: 1 },
@@ -280,7 +285,7 @@ describe('reports', () => {
     );
     expect(stats.body.byResult).toEqual(expect.arrayContaining([{ result: 'denied', count: 2 }]));
     expect(stats.body.byDay).toEqual([{ day: new Date().toISOString().slice(0, 10), count: stats.body.total }]);
-    const viaGql = await gql(app, admin.as, '{ auditStats { total byResult { result count } } }');
+    const viaGql = await gql(app, member.as, '{ auditStats { total byResult { result count } } }');
     expect(viaGql.body.data.auditStats.total).toBe(stats.body.total + 1);
 
     const empty = await api.get(`/audit/stats?from=2001-01-01T00:00:00Z&to=2001-02-01T00:00:00Z`);
@@ -295,11 +300,11 @@ describe('the hash chains', () => {
   test('the compliance report detects an edited and a deleted row in the chain that holds it, for the system and for the organization', async () => {
     const isolated = await createTestApp();
     try {
-      const system = await buildUser(isolated);
-      const { org, admin, first } = await tenant(isolated);
+      const system = await buildUser(isolated, { can: ['audit:read'] });
+      const { org, member, first } = await tenant(isolated);
       const bystander = await tenant(isolated);
       const report = () => rest(isolated, system.as).get('/audit/reports/compliance');
-      const orgReport = (who = admin) => rest(isolated, who.as).get('/audit/reports/compliance');
+      const orgReport = (who = member) => rest(isolated, who.as).get('/audit/reports/compliance');
 
       const intact = await report();
       expect(intact.status).toBe(200);
@@ -316,7 +321,7 @@ describe('the hash chains', () => {
       expect(edited.body.chain).toMatchObject({ valid: false, brokenAt: row.seq, broken: [{ chain: `org:${org.id}`, brokenAt: row.seq }] });
       expect(edited.body.integrity).toMatchObject({ valid: false, brokenAt: row.seq });
       expect((await orgReport()).body).toMatchObject({ chain: { valid: false, brokenAt: row.seq }, integrity: { valid: false, brokenAt: row.seq } });
-      expect((await orgReport(bystander.admin)).body).toMatchObject({ chain: { valid: true, chains: 1, broken: [] }, integrity: { valid: true } });
+      expect((await orgReport(bystander.member)).body).toMatchObject({ chain: { valid: true, chains: 1, broken: [] }, integrity: { valid: true } });
 
       await sql(isolated, `update audit_log set action = ? where seq = ?`, [row.action, row.seq]);
       expect((await report()).body.chain.valid).toBe(true);
@@ -331,7 +336,7 @@ describe('the hash chains', () => {
   });
 
   test('each organization has its own chain, and its writes do not wait for another organization’s open transaction', async () => {
-    const system = await buildUser(app);
+    const system = await buildUser(app, { can: ['audit:read'] });
     const [a, b] = [await buildOrg(app), await buildOrg(app)];
     const write = (orgId: string, action: AuditAction) =>
       withTransaction(RequestContext.system(app.server.runtime, 'test'), (tx) => recordAudit(tx, { action, resourceType: 'thing', orgId }));
@@ -363,17 +368,17 @@ describe('the hash chains', () => {
 
   test('a denial inside a write’s transaction is recorded though the write rolls back', async () => {
     const org = await buildOrg(app);
-    const admin = await buildUser(app, { orgId: org.id });
-    const noMfa = await buildUser(app, { orgId: org.id, mfa: false });
+    const auditor = await buildUser(app, { orgId: org.id, can: ['audit:read'] });
+    const noMfa = await buildUser(app, { orgId: org.id, can: ['users:write', 'roles:write'], mfa: false });
     const technician = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
     // users:write passes, then roles:write with MFA is refused inside the same transaction
     expect(await rest(app, noMfa.as).post(`/users/${technician.user.id}/role`, { roleId: systemRole('Organization Viewer') })).toMatchObject({ status: 403, body: { code: 'MFA_REQUIRED' } });
 
-    const entries = (await rest(app, admin.as).get(`/audit?actorId=${noMfa.user.id}`)).body.data;
+    const entries = (await rest(app, auditor.as).get(`/audit?actorId=${noMfa.user.id}`)).body.data;
     expect(entries.map((r: any) => [r.action, r.result, r.orgId, r.details])).toEqual([
       ['access.denied', 'denied', org.id, { permission: 'roles:write', reason: 'mfa_required' }],
     ]);
-    expect((await rest(app, admin.as).get('/audit/reports/compliance')).body.chain).toMatchObject({ valid: true, chains: 1 });
+    expect((await rest(app, auditor.as).get('/audit/reports/compliance')).body.chain).toMatchObject({ valid: true, chains: 1 });
   });
 });
 
@@ -381,7 +386,7 @@ describe('date filters', () => {
   const FAR = ['-271821-04-20T00:00:00Z', '+275760-09-13T00:00:00Z', '0000-01-01T00:00:00Z', '10000-01-01T00:00:00Z', '0001-01-01T00:00:00+01:00', '0000-01-01', 'yesterday'];
 
   test('REST: dates outside years 0001–9999 (or not ISO 8601 date-times) are a 400 naming the field', async () => {
-    const api = rest(app, (await buildUser(app)).as);
+    const api = rest(app, (await buildUser(app, { orgId: (await buildOrg(app)).id, can: ['audit:read', 'audit:export'] })).as);
     for (const path of ['/audit/logs', '/audit/stats', '/audit/export', '/audit/reports/compliance']) {
       for (const field of ['from', 'to']) {
         for (const value of FAR) {
@@ -402,7 +407,7 @@ describe('date filters', () => {
   });
 
   test('REST: the bounds themselves are accepted, and an offset is read as the instant it names', async () => {
-    const api = rest(app, (await buildUser(app)).as);
+    const api = rest(app, (await buildUser(app, { orgId: (await buildOrg(app)).id, can: ['audit:read'] })).as);
     const edges = await api.get(`/audit/stats?from=${encodeURIComponent('0001-01-01T00:00:00Z')}&to=${encodeURIComponent('9999-12-31T23:59:59.999Z')}`);
     expect(edges.status).toBe(200);
     expect(edges.body).toMatchObject({ from: '0001-01-01T00:00:00.000Z', to: '9999-12-31T23:59:59.999Z' });
@@ -414,15 +419,15 @@ describe('date filters', () => {
   });
 
   test('GraphQL: the same bounds, as VALIDATION_ERROR', async () => {
-    const admin = await buildUser(app);
+    const auditor = await buildUser(app, { orgId: (await buildOrg(app)).id, can: ['audit:read'] });
     for (const value of FAR) {
       // Dates are the DateTime scalar: the same rule refuses them while the variables are read.
-      const stats = await gql(app, admin.as, 'query($from: DateTime, $to: DateTime) { auditStats(from: $from, to: $to) { total } }', { from: value });
+      const stats = await gql(app, auditor.as, 'query($from: DateTime, $to: DateTime) { auditStats(from: $from, to: $to) { total } }', { from: value });
       expect({ value, errors: stats.body.errors }).toEqual({ value, errors: [expect.objectContaining({ message: expect.stringMatching(/\$from.*DateTime: must/), extensions: expect.objectContaining({ code: 'VALIDATION_ERROR' }) })] });
-      const logs = await gql(app, admin.as, 'query($filters: AuditLogFilter) { auditLogs(filters: $filters) { pagination { total } } }', { filters: { to: value } });
+      const logs = await gql(app, auditor.as, 'query($filters: AuditLogFilter) { auditLogs(filters: $filters) { pagination { total } } }', { filters: { to: value } });
       expect({ value, errors: logs.body.errors }).toEqual({ value, errors: [expect.objectContaining({ message: expect.stringMatching(/\$filters.*DateTime: must/), extensions: expect.objectContaining({ code: 'VALIDATION_ERROR' }) })] });
     }
-    const ok = await gql(app, admin.as, '{ auditStats(from: "0001-01-01T00:00:00Z", to: "9999-12-31T23:59:59Z") { from to } }');
+    const ok = await gql(app, auditor.as, '{ auditStats(from: "0001-01-01T00:00:00Z", to: "9999-12-31T23:59:59Z") { from to } }');
     expect(ok.body).toEqual({ data: { auditStats: { from: '0001-01-01T00:00:00.000Z', to: '9999-12-31T23:59:59.000Z' } } });
   });
 });

@@ -1,12 +1,13 @@
 import crypto from 'node:crypto';
 import { ApiKey } from '../entities/api-key.js';
 import { generateApiKey } from '../src/auth/api-key-format.js';
+import type { Permission } from '../src/auth/permissions.js';
 import { signAccessToken } from '../src/auth/tokens.js';
 import { passwordLoginPolicies } from '../src/services/auth.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, createTestApp, type TestApp } from './support/app.js';
 import { gql, loginOk, rest } from './support/clients.js';
 import { sql } from './support/db.js';
-import { buildOrg, buildRole, buildUser, type BuiltUser } from './support/factories.js';
+import { buildOrg, buildRole, buildUser, type BuildUserOptions, type BuiltUser } from './support/factories.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -22,9 +23,11 @@ function jwtPayload(token: string): Record<string, any> {
   return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'));
 }
 
-async function orgUser(target: TestApp = app, options: Parameters<typeof buildUser>[1] = {}): Promise<BuiltUser> {
+/** A member of a new organization: signing in and managing one's own account take no permission, so a Viewer unless `can` asks for more. */
+async function orgUser(target: TestApp = app, options: Omit<BuildUserOptions, 'orgId' | 'role' | 'can'> & { can?: Permission[] } = {}): Promise<BuiltUser> {
   const org = await buildOrg(target);
-  return buildUser(target, { orgId: org.id, ...options });
+  const { can, ...fields } = options;
+  return buildUser(target, { orgId: org.id, ...fields, ...(can ? { can } : { role: 'Organization Viewer' }) });
 }
 
 /** A password login that must be refused with the one answer that tells nothing about the account. */
@@ -361,7 +364,8 @@ describe('password change and disabled users', () => {
   });
 
   test('API keys made under the old password are revoked by the change, unless the user keeps them', async () => {
-    const u = await orgUser();
+    const keyMaker: Permission[] = ['api_keys:write', 'users:read'];
+    const u = await orgUser(app, { can: keyMaker });
     const session = await loginOk(app, u.user.email, u.password);
     const makeKey = async (token: string) => (await rest(app, { token }).post('/api-keys', { name: 'script', scopes: ['users:read'] })).body.key as string;
     const mfaSession = { token: u.token };
@@ -374,7 +378,7 @@ describe('password change and disabled users', () => {
     const [event] = await sql(app, `select data from outbox_event where type = 'user.password_changed' and data->>'userId' = ?`, [u.user.id]);
     expect(event.data).toEqual({ userId: u.user.id, apiKeysRevoked: 1 });
 
-    const kept = await makeKey((await buildUser(app, { orgId: u.membership.orgId!, email: `k-${crypto.randomUUID()}@example.test` })).token);
+    const kept = await makeKey((await buildUser(app, { orgId: u.membership.orgId!, can: keyMaker, email: `k-${crypto.randomUUID()}@example.test` })).token);
     const own = await makeKey(await tokenWithMfa(u.user.id, u.membership.id, 1));
     const again = await rest(app, { token: changed.body.accessToken }).post('/auth/change-password', {
       currentPassword: 'first new passphrase',
@@ -579,7 +583,7 @@ describe('housekeeping and suspended tenants', () => {
 
   test('members of a suspended organization are refused with 403', async () => {
     const org = await buildOrg(app);
-    const member = await buildUser(app, { orgId: org.id });
+    const member = await buildUser(app, { orgId: org.id, role: 'Organization Viewer' });
     expect((await rest(app, member.as).get('/users/me')).status).toBe(200);
     await sql(app, `update organization set status = 'suspended' where id = ?`, [org.id]);
     const res = await rest(app, member.as).get('/users/me');

@@ -17,22 +17,25 @@ interface Live {
   closed: () => { code: number; reason: string } | undefined;
 }
 
-/** A tenant: an organization, its administrator, and the least-privileged role that may subscribe to its events. */
+/**
+ * A tenant: an organization, the least-privileged role that may subscribe to its events, and a manager
+ * who renames the organization, disables its readers and gives them another role (one granting `sites:read`).
+ */
 async function tenant(app: TestApp) {
   const org = await buildOrg(app);
-  const admin = await buildUser(app, { orgId: org.id });
+  const manager = await buildUser(app, { orgId: org.id, can: ['organizations:read', 'organizations:write', 'users:write', 'roles:write', 'sites:read'] });
   const reader = await buildRole(app, { scope: 'organization', orgId: org.id, permissions: ['organizations:read'] });
-  return { org, admin, reader };
+  return { org, manager, reader };
 }
 
 const login = (app: TestApp, user: BuiltUser) => loginOk(app, user.user.email, user.password);
 
 /**
  * A graphql-ws client on `token` with a `domainEvents` subscription that has been seen to deliver:
- * the admin renames the organization until an event arrives (each rename also re-checks the socket,
+ * the manager renames the organization until an event arrives (each rename also re-checks the socket,
  * which must stay open). No retries, so a close is final.
  */
-async function liveSocket(app: TestApp, token: string, orgId: string, admin: BuiltUser): Promise<Live> {
+async function liveSocket(app: TestApp, token: string, orgId: string, manager: BuiltUser): Promise<Live> {
   let closeEvent: { code: number; reason: string } | undefined;
   const client = createClient({ url: `${app.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0 });
   client.on('closed', (event) => {
@@ -41,7 +44,7 @@ async function liveSocket(app: TestApp, token: string, orgId: string, admin: Bui
   });
   const events: unknown[] = [];
   client.subscribe({ query: EVENTS }, { next: (msg) => events.push(msg.data), error: () => {}, complete: () => {} });
-  const renamer = rest(app, admin.as);
+  const renamer = rest(app, manager.as);
   await eventually(
     async () => {
       if (events.length > 0) return true;
@@ -72,7 +75,7 @@ describe('a live socket on default settings', () => {
   async function subscriber() {
     const user = await buildUser(app, { orgId: t.org.id, role: t.reader.id });
     const session = await login(app, user);
-    const live = await liveSocket(app, session.accessToken, t.org.id, t.admin);
+    const live = await liveSocket(app, session.accessToken, t.org.id, t.manager);
     sockets.push(live.client);
     return { user, session, live };
   }
@@ -83,16 +86,16 @@ describe('a live socket on default settings', () => {
     expect(await eventually(live.closed, 10_000, 'the socket to close')).toEqual(REVOKED);
   });
 
-  test('an administrator disabling the user closes it', async () => {
+  test('a manager disabling the user closes it', async () => {
     const { user, live } = await subscriber();
-    expect((await rest(app, t.admin.as).patch(`/users/${user.user.id}`, { status: 'disabled' })).status).toBe(200);
+    expect((await rest(app, t.manager.as).patch(`/users/${user.user.id}`, { status: 'disabled' })).status).toBe(200);
     expect(await eventually(live.closed, 10_000, 'the socket to close')).toEqual(REVOKED);
   });
 
   test("changing the user's role closes it", async () => {
     const { user, live } = await subscriber();
     const demoted = await buildRole(app, { scope: 'organization', orgId: t.org.id, permissions: ['sites:read'] });
-    expect((await rest(app, t.admin.as).post(`/users/${user.user.id}/role`, { roleId: demoted.id })).status).toBe(200);
+    expect((await rest(app, t.manager.as).post(`/users/${user.user.id}/role`, { roleId: demoted.id })).status).toBe(200);
     expect(await eventually(live.closed, 10_000, 'the socket to close')).toEqual(REVOKED);
   });
 
@@ -121,7 +124,7 @@ describe('a live socket on default settings', () => {
     const { sub, mid, scope, partnerId, orgId, roleId, mfa, ver, sid } = decodeJwt(session.accessToken) as unknown as AccessClaims;
     const token = await signAccessToken({ ...app.server.runtime.config, accessTokenTtlSeconds: 8 }, { sub, mid, scope, partnerId, orgId, roleId, mfa, ver, sid });
     const expiresAt = decodeJwt(token).exp! * 1000;
-    const live = await liveSocket(app, token, t.org.id, t.admin);
+    const live = await liveSocket(app, token, t.org.id, t.manager);
     sockets.push(live.client);
     // Closed by the token's own timer: the periodic re-check (30 s) is far off and would say "revoked".
     expect(await eventually(live.closed, 20_000, 'the socket to close')).toEqual({ code: 4403, reason: 'Forbidden: access token expired' });
@@ -135,7 +138,7 @@ test('an ended session with no event behind it closes on the periodic re-check',
   try {
     const t = await tenant(app);
     const session = await login(app, await buildUser(app, { orgId: t.org.id, role: t.reader.id }));
-    const live = await liveSocket(app, session.accessToken, t.org.id, t.admin);
+    const live = await liveSocket(app, session.accessToken, t.org.id, t.manager);
     client = live.client;
     expect((await rest(app).post('/auth/refresh', { refreshToken: session.refreshToken })).status).toBe(200);
     expect((await rest(app).post('/auth/refresh', { refreshToken: session.refreshToken })).status).toBe(401);

@@ -92,7 +92,8 @@ const clip = (value: unknown, max = 300): unknown => {
 beforeAll(async () => {
   // Generous SSO limits so requests reach validation instead of stopping at 429.
   app = await createTestApp({ env: { SSO_RATE_LIMIT_PER_MINUTE: '100000' } });
-  adminToken = (await buildUser(app)).token;
+  // A platform administrator, so that hostile input reaches every route's validation and service rather than stopping at 403.
+  adminToken = (await buildUser(app, { role: 'Platform Admin' })).token;
   const org = await buildOrg(app);
   orgId = org.id;
   // A webhook with a delivery in the organization every `orgId` defaults to, so nested cursor arguments reach a query.

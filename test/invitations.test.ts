@@ -3,7 +3,8 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, inviteToken, rest } from './support/clients.js';
 import { sql } from './support/db.js';
-import { buildOrg, buildUser, systemRole, unique } from './support/factories.js';
+import type { Permission } from '../src/auth/permissions.js';
+import { buildOrg, buildUser, permissionsOf, systemRole, unique } from './support/factories.js';
 
 let app: TestApp;
 
@@ -16,6 +17,8 @@ afterAll(async () => {
 
 const ORG_ADMIN = systemRole('Organization Admin');
 const VIEWER = systemRole('Organization Viewer');
+/** Inviting someone as a Viewer takes holding what a Viewer holds. */
+const VIEWER_INVITER: Permission[] = [...permissionsOf('Organization Viewer'), 'users:write'];
 
 async function login(email: string, password: string, membershipId?: string) {
   return rest(app).post('/auth/login', { email, password, ...(membershipId ? { membershipId } : {}) });
@@ -76,8 +79,9 @@ describe('inviting an existing account', () => {
   test('pre-registration: an address the attacker claimed through their own invitation never lands in another tenant by itself', async () => {
     const orgA = await buildOrg(app);
     const orgB = await buildOrg(app);
-    const attacker = await buildUser(app, { orgId: orgA.id });
-    const adminB = await buildUser(app, { orgId: orgB.id });
+    const attacker = await buildUser(app, { orgId: orgA.id, can: [...VIEWER_INVITER, 'users:delete'] });
+    // the employer hires as an administrator: only an administrator grants that role
+    const adminB = await buildUser(app, { orgId: orgB.id, role: 'Organization Admin' });
     const email = `future-hire-${unique()}@example.test`;
     const own = await rest(app, attacker.as).post('/users/invite', { email, name: 'Future Hire', roleId: VIEWER });
     const password = 'attacker-owned password';
@@ -158,10 +162,10 @@ describe('accepting', () => {
 
   test('declining removes the invitation; an API key cannot accept for the account', async () => {
     const orgA = await buildOrg(app);
-    const adminA = await buildUser(app, { orgId: orgA.id });
-    // an admin of their own organization, so the account can hold an API key
-    const person = await buildUser(app, { orgId: (await buildOrg(app)).id });
-    await rest(app, adminA.as).post('/users/invite', { email: person.user.email, name: 'P', roleId: VIEWER });
+    const inviter = await buildUser(app, { orgId: orgA.id, can: VIEWER_INVITER });
+    // allowed to make API keys in their own organization, so the account can hold one
+    const person = await buildUser(app, { orgId: (await buildOrg(app)).id, can: ['api_keys:write', 'users:read'] });
+    await rest(app, inviter.as).post('/users/invite', { email: person.user.email, name: 'P', roleId: VIEWER });
     const mine = rest(app, person.as);
     const [invitation] = (await mine.get('/users/me/invitations')).body.data;
     const key = await rest(app, person.as).post('/api-keys', { name: 'k', scopes: ['users:read'] });
@@ -169,7 +173,7 @@ describe('accepting', () => {
     expect((await rest(app, { apiKey: key.body.key }).post(`/users/me/invitations/${invitation.id}/accept`, {})).status).toBe(403);
     expect((await mine.post(`/users/me/invitations/${invitation.id}/decline`)).status).toBe(204);
     expect((await mine.get('/users/me/invitations')).body.data).toEqual([]);
-    expect((await rest(app, adminA.as).get(`/users/${person.user.id}`)).status).toBe(404);
+    expect((await rest(app, inviter.as).get(`/users/${person.user.id}`)).status).toBe(404);
   });
 });
 
@@ -177,8 +181,8 @@ test('the invitation link is no way to guess the account’s password: failures 
   const guarded = await createTestApp({ env: { LOGIN_MAX_FAILURES_PER_EMAIL: '3' } });
   try {
     const orgA = await buildOrg(guarded);
-    const attacker = await buildUser(guarded, { orgId: orgA.id });
-    const victim = await buildUser(guarded, { orgId: (await buildOrg(guarded)).id });
+    const attacker = await buildUser(guarded, { orgId: orgA.id, can: VIEWER_INVITER });
+    const victim = await buildUser(guarded, { orgId: (await buildOrg(guarded)).id, role: 'Organization Viewer' });
     const invited = await rest(guarded, attacker.as).post('/users/invite', { email: victim.user.email, name: 'V', roleId: VIEWER });
     const token = inviteToken(invited.body.inviteUrl);
     for (const guess of ['guess one', 'guess two', 'guess three']) {

@@ -1,14 +1,16 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { auditOf, sql } from './support/db.js';
-import { buildOrg, buildPartner, buildRole, buildSite, buildUser, type BuiltUser } from './support/factories.js';
+import type { Permission } from '../src/auth/permissions.js';
+import { buildOrg, buildPartner, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 let app: TestApp;
 let platform: BuiltUser;
 
 beforeAll(async () => {
   app = await createTestApp();
-  platform = await buildUser(app);
+  // Creating, suspending and deleting partners is for platform administrators alone.
+  platform = await buildUser(app, { role: 'Platform Admin' });
 });
 afterAll(async () => {
   await app.stop();
@@ -96,8 +98,9 @@ describe('partners over REST', () => {
 
   test('partner users see and change only their own partner; only platform administrators create or suspend partners', async () => {
     const { partnerA, partnerB } = await twoTenants();
-    const admin = await buildUser(app, { partnerId: partnerA.id });
-    const api = rest(app, admin.as);
+    // every partner permission, so each refusal below comes from the scope, not from a missing permission
+    const member = await buildUser(app, { partnerId: partnerA.id, can: ['partners:read', 'partners:write', 'partners:delete'] });
+    const api = rest(app, member.as);
 
     const list = await api.get('/orgs/partners');
     expect(list.body).toEqual({ data: [expect.objectContaining({ id: partnerA.id })], pagination: { page: 1, limit: 100, total: 1 } });
@@ -126,17 +129,17 @@ describe('partners over REST', () => {
   test('/orgs/partners/me is the partner-scoped caller’s own partner; other callers get a 400 saying so', async () => {
     const partner = await buildPartner(app);
     const org = await buildOrg(app, { partnerId: partner.id });
-    const admin = await buildUser(app, { partnerId: partner.id });
-    const me = await rest(app, admin.as).get('/orgs/partners/me');
+    const member = await buildUser(app, { partnerId: partner.id, can: ['partners:read', 'partners:write'] });
+    const me = await rest(app, member.as).get('/orgs/partners/me');
     expect(me.body).toMatchObject({ id: partner.id, name: partner.name });
 
-    const patched = await rest(app, admin.as).patch('/orgs/partners/me', { contactEmail: 'desk@partner.test' });
+    const patched = await rest(app, member.as).patch('/orgs/partners/me', { contactEmail: 'desk@partner.test' });
     expect(patched.body).toMatchObject({ id: partner.id, contactEmail: 'desk@partner.test' });
     expect((await auditOf(app, partner.id, AUDIT_COLUMNS)).map((r) => [r.action, r.changes])).toEqual([['partner.update', ['contactEmail']]]);
 
     const message = 'Partner context required: only partner users and API keys have their own partner; use /orgs/partners/:id';
-    const orgAdmin = await buildUser(app, { orgId: org.id });
-    for (const as of [orgAdmin.as, platform.as]) {
+    const orgUser = await buildUser(app, { orgId: org.id, role: 'Organization Viewer' });
+    for (const as of [orgUser.as, platform.as]) {
       expect(await rest(app, as).get('/orgs/partners/me')).toMatchObject({ status: 400, body: { code: 'VALIDATION_ERROR', message } });
       expect(await rest(app, as).patch('/orgs/partners/me', { name: 'x' })).toMatchObject({ status: 400, body: { message } });
     }
@@ -181,19 +184,19 @@ describe('partners over REST', () => {
 
   test('changing requireMfa needs a session that passed a second factor', async () => {
     const partner = await buildPartner(app);
-    const noMfa = await buildUser(app, { partnerId: partner.id, mfa: false });
+    const noMfa = await buildUser(app, { partnerId: partner.id, can: ['partners:write'], mfa: false });
     expect(await rest(app, noMfa.as).patch(`/orgs/partners/${partner.id}`, { requireMfa: true })).toMatchObject({ status: 403, body: { code: 'MFA_REQUIRED' } });
     expect((await rest(app, noMfa.as).patch(`/orgs/partners/${partner.id}`, { name: 'Renamed without MFA' })).status).toBe(200);
-    const withMfa = await buildUser(app, { partnerId: partner.id });
+    const withMfa = await buildUser(app, { partnerId: partner.id, can: ['partners:write'] });
     expect((await rest(app, withMfa.as).patch(`/orgs/partners/${partner.id}`, { requireMfa: true })).body.requireMfa).toBe(true);
   });
 });
 
 describe('organizations over REST', () => {
-  test('a partner administrator creates an organization in their own partner, then reads, updates and deletes it', async () => {
+  test('a partner user creates an organization in their own partner, then reads, updates and deletes it', async () => {
     const partner = await buildPartner(app);
-    const admin = await buildUser(app, { partnerId: partner.id });
-    const api = rest(app, admin.as);
+    const member = await buildUser(app, { partnerId: partner.id, can: ['organizations:read', 'organizations:write', 'organizations:delete'] });
+    const api = rest(app, member.as);
     const created = await api.post('/orgs/organizations', { name: 'Contoso', requireMfa: true });
     expect(created.status).toBe(201);
     const id = created.body.id;
@@ -215,9 +218,9 @@ describe('organizations over REST', () => {
     expect((await api.get(`/orgs/organizations/${id}`)).status).toBe(404);
 
     expect(await auditOf(app, id, AUDIT_COLUMNS)).toEqual([
-      { action: 'organization.create', resource_type: 'organization', org_id: id, partner_id: partner.id, actor_id: admin.user.id, changes: ['name', 'requireMfa', 'partnerId'] },
-      { action: 'organization.update', resource_type: 'organization', org_id: id, partner_id: partner.id, actor_id: admin.user.id, changes: ['name', 'status'] },
-      { action: 'organization.delete', resource_type: 'organization', org_id: id, partner_id: partner.id, actor_id: admin.user.id, changes: [] },
+      { action: 'organization.create', resource_type: 'organization', org_id: id, partner_id: partner.id, actor_id: member.user.id, changes: ['name', 'requireMfa', 'partnerId'] },
+      { action: 'organization.update', resource_type: 'organization', org_id: id, partner_id: partner.id, actor_id: member.user.id, changes: ['name', 'status'] },
+      { action: 'organization.delete', resource_type: 'organization', org_id: id, partner_id: partner.id, actor_id: member.user.id, changes: [] },
     ]);
     const [event] = await eventsOf('organization.created', 'orgId', id);
     expect(event).toEqual({ type: 'organization.created', org_id: id, data: { orgId: id, partnerId: partner.id, name: 'Contoso', changes: ['name', 'requireMfa', 'partnerId'] } });
@@ -225,9 +228,9 @@ describe('organizations over REST', () => {
 
   test('who may create an organization where', async () => {
     const { partnerA, partnerB, orgA1 } = await twoTenants();
-    const partnerAdmin = rest(app, (await buildUser(app, { partnerId: partnerA.id })).as);
-    expect(await partnerAdmin.post('/orgs/organizations', { name: 'Elsewhere', partnerId: partnerB.id })).toMatchObject({ status: 404, body: { message: 'Partner not found' } });
-    expect((await partnerAdmin.post('/orgs/organizations', { name: 'Here', partnerId: partnerA.id })).status).toBe(201);
+    const partnerUser = rest(app, (await buildUser(app, { partnerId: partnerA.id, can: ['organizations:write'] })).as);
+    expect(await partnerUser.post('/orgs/organizations', { name: 'Elsewhere', partnerId: partnerB.id })).toMatchObject({ status: 404, body: { message: 'Partner not found' } });
+    expect((await partnerUser.post('/orgs/organizations', { name: 'Here', partnerId: partnerA.id })).status).toBe(201);
 
     const system = rest(app, platform.as);
     expect(await system.post('/orgs/organizations', { name: 'Nowhere' })).toMatchObject({
@@ -237,12 +240,12 @@ describe('organizations over REST', () => {
     expect(await system.post('/orgs/organizations', { name: 'Ghost', partnerId: '00000000-0000-4000-8000-00000000dead' })).toMatchObject({ status: 404, body: { message: 'Partner not found' } });
     expect((await system.post('/orgs/organizations', { name: 'Placed', partnerId: partnerB.id })).body.partnerId).toBe(partnerB.id);
 
-    const orgAdmin = rest(app, (await buildUser(app, { orgId: orgA1.id })).as);
-    expect(await orgAdmin.post('/orgs/organizations', { name: 'Sibling' })).toMatchObject({
+    const orgUser = rest(app, (await buildUser(app, { orgId: orgA1.id, can: ['organizations:write'] })).as);
+    expect(await orgUser.post('/orgs/organizations', { name: 'Sibling' })).toMatchObject({
       status: 403,
       body: { code: 'FORBIDDEN', message: 'Organization users cannot create organizations' },
     });
-    const selected = rest(app, (await buildUser(app, { partnerId: partnerA.id, orgAccess: 'selected', orgIds: [orgA1.id] })).as);
+    const selected = rest(app, (await buildUser(app, { partnerId: partnerA.id, can: ['organizations:write'], orgAccess: 'selected', orgIds: [orgA1.id] })).as);
     expect(await selected.post('/orgs/organizations', { name: 'Outside my selection' })).toMatchObject({
       status: 403,
       body: { message: 'Partner users limited to selected organizations cannot create organizations' },
@@ -271,8 +274,8 @@ describe('organizations over REST', () => {
 
   test('organization users rename their organization but cannot suspend, move or delete it; viewers cannot change it', async () => {
     const org = await buildOrg(app);
-    const api = rest(app, (await buildUser(app, { orgId: org.id })).as);
-    expect((await api.patch(`/orgs/organizations/${org.id}`, { name: 'Renamed by its admin' })).body.name).toBe('Renamed by its admin');
+    const api = rest(app, (await buildUser(app, { orgId: org.id, can: ['organizations:write'] })).as);
+    expect((await api.patch(`/orgs/organizations/${org.id}`, { name: 'Renamed by its own user' })).body.name).toBe('Renamed by its own user');
     expect(await api.patch(`/orgs/organizations/${org.id}`, { status: 'suspended' })).toMatchObject({
       status: 403,
       body: { message: "Organization users cannot change their organization's status" },
@@ -281,14 +284,13 @@ describe('organizations over REST', () => {
     expect(moved).toMatchObject({ status: 400, body: { code: 'VALIDATION_ERROR' } });
     expect(await api.delete(`/orgs/organizations/${org.id}`)).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
 
-    const deleter = await buildRole(app, { scope: 'organization', permissions: ['organizations:*'] });
-    const withDelete = rest(app, (await buildUser(app, { orgId: org.id, role: deleter.id })).as);
+    const withDelete = rest(app, (await buildUser(app, { orgId: org.id, can: ['organizations:delete'] })).as);
     expect(await withDelete.delete(`/orgs/organizations/${org.id}`)).toMatchObject({ status: 400, body: { message: 'You cannot delete your own organization' } });
 
     const viewer = rest(app, (await buildUser(app, { orgId: org.id, role: 'Organization Viewer' })).as);
     expect((await viewer.get(`/orgs/organizations/${org.id}`)).status).toBe(200);
     expect(await viewer.patch(`/orgs/organizations/${org.id}`, { name: 'Viewer was here' })).toMatchObject({ status: 403, body: { code: 'FORBIDDEN' } });
-    expect((await rest(app, platform.as).get(`/orgs/organizations/${org.id}`)).body).toMatchObject({ name: 'Renamed by its admin', status: 'active', partnerId: org.partnerId });
+    expect((await rest(app, platform.as).get(`/orgs/organizations/${org.id}`)).body).toMatchObject({ name: 'Renamed by its own user', status: 'active', partnerId: org.partnerId });
     const denied = await sql(app, `select details->>'permission' as permission from audit_log where org_id = ? and action = 'access.denied' order by seq`, [org.id]);
     expect(denied).toEqual([{ permission: 'organizations:delete' }, { permission: 'organizations:write' }]);
   });
@@ -296,8 +298,8 @@ describe('organizations over REST', () => {
   test('deleting an organization removes its sites', async () => {
     const org = await buildOrg(app);
     const site = await buildSite(app, org.id);
-    const partnerAdmin = await buildUser(app, { partnerId: org.partnerId });
-    expect((await rest(app, partnerAdmin.as).delete(`/orgs/organizations/${org.id}`)).status).toBe(204);
+    const partnerUser = await buildUser(app, { partnerId: org.partnerId, can: ['organizations:delete'] });
+    expect((await rest(app, partnerUser.as).delete(`/orgs/organizations/${org.id}`)).status).toBe(204);
     expect(await sql(app, 'select id from site where id = ?', [site.id])).toEqual([]);
     expect((await eventsOf('organization.deleted', 'orgId', org.id))[0].data).toEqual({ orgId: org.id, partnerId: org.partnerId, name: org.name });
   });
@@ -307,21 +309,21 @@ describe('the agent update window', () => {
   test("an organization's own window overrides its partner's; clearing it inherits the partner's again", async () => {
     const partner = await buildPartner(app);
     const org = await buildOrg(app, { partnerId: partner.id });
-    const admin = rest(app, (await buildUser(app, { partnerId: partner.id })).as);
-    const effective = async () => (await admin.get(`/orgs/organizations/${org.id}`)).body.effectiveAgentUpdateWindow;
+    const partnerApi = rest(app, (await buildUser(app, { partnerId: partner.id, can: ['organizations:read', 'organizations:write', 'partners:write'] })).as);
+    const effective = async () => (await partnerApi.get(`/orgs/organizations/${org.id}`)).body.effectiveAgentUpdateWindow;
 
     expect(await effective()).toBeNull();
-    await admin.patch('/orgs/partners/me', { settings: { agentUpdateWindow: window } });
+    await partnerApi.patch('/orgs/partners/me', { settings: { agentUpdateWindow: window } });
     expect(await effective()).toEqual({ ...window, source: 'partner' });
 
     // days come back in week order whatever order they were sent in
-    const own = await admin.patch(`/orgs/organizations/${org.id}`, { settings: { agentUpdateWindow: { days: ['wed', 'mon'], startUtc: '01:00', endUtc: '03:30' } } });
+    const own = await partnerApi.patch(`/orgs/organizations/${org.id}`, { settings: { agentUpdateWindow: { days: ['wed', 'mon'], startUtc: '01:00', endUtc: '03:30' } } });
     expect(own.body.settings.agentUpdateWindow).toEqual({ days: ['mon', 'wed'], startUtc: '01:00', endUtc: '03:30' });
     expect(own.body.effectiveAgentUpdateWindow).toEqual({ days: ['mon', 'wed'], startUtc: '01:00', endUtc: '03:30', source: 'organization' });
     expect((await auditOf(app, org.id, AUDIT_COLUMNS)).map((r) => r.changes)).toEqual([['settings.agentUpdateWindow']]);
 
-    expect((await admin.patch(`/orgs/organizations/${org.id}`, { settings: { agentUpdateWindow: null } })).body.effectiveAgentUpdateWindow).toEqual({ ...window, source: 'partner' });
-    await admin.patch('/orgs/partners/me', { settings: { agentUpdateWindow: null } });
+    expect((await partnerApi.patch(`/orgs/organizations/${org.id}`, { settings: { agentUpdateWindow: null } })).body.effectiveAgentUpdateWindow).toEqual({ ...window, source: 'partner' });
+    await partnerApi.patch('/orgs/partners/me', { settings: { agentUpdateWindow: null } });
     expect(await effective()).toBeNull();
   });
 
@@ -348,7 +350,8 @@ describe('the agent update window', () => {
 describe('GET /orgs/ (the caller’s tenancy context)', () => {
   test('answers the scope, the own partner and a page of visible organizations', async () => {
     const { partnerA, orgA1, orgA2, orgB } = await twoTenants();
-    const partnerCtx = await rest(app, (await buildUser(app, { partnerId: partnerA.id })).as).get('/orgs/');
+    // a viewer reads the partner record, so the context includes it
+    const partnerCtx = await rest(app, (await buildUser(app, { partnerId: partnerA.id, role: 'Partner Viewer' })).as).get('/orgs/');
     expect(partnerCtx.status).toBe(200);
     expect(partnerCtx.body.scope).toBe('partner');
     expect(partnerCtx.body.partner).toMatchObject({ id: partnerA.id, name: partnerA.name });
@@ -359,7 +362,7 @@ describe('GET /orgs/ (the caller’s tenancy context)', () => {
     const technician = await rest(app, (await buildUser(app, { partnerId: partnerA.id, role: 'Partner Technician' })).as).get('/orgs/');
     expect(technician.body).toMatchObject({ scope: 'partner', partner: null, organizations: { pagination: { total: 2 } } });
 
-    const orgCtx = await rest(app, (await buildUser(app, { orgId: orgB.id })).as).get('/orgs/');
+    const orgCtx = await rest(app, (await buildUser(app, { orgId: orgB.id, role: 'Organization Viewer' })).as).get('/orgs/');
     expect(orgCtx.body).toEqual({
       scope: 'organization',
       partner: null,
@@ -374,9 +377,12 @@ describe('GET /orgs/ (the caller’s tenancy context)', () => {
 });
 
 describe('tenant isolation', () => {
-  test('an organization administrator cannot list, read, change or delete another organization, its sites or its partner (REST)', async () => {
+  // Everything the requests below would need in the caller's own organization: each 404 comes from the tenant, not a missing permission.
+  const ORG_AND_SITES: Permission[] = ['organizations:read', 'organizations:write', 'organizations:delete', 'sites:read', 'sites:write', 'sites:delete'];
+
+  test('an organization user cannot list, read, change or delete another organization, its sites or its partner (REST)', async () => {
     const { partnerA, partnerB, orgA1, orgB, siteB } = await twoTenants();
-    const api = rest(app, (await buildUser(app, { orgId: orgA1.id })).as);
+    const api = rest(app, (await buildUser(app, { orgId: orgA1.id, can: ORG_AND_SITES })).as);
 
     expect((await api.get('/orgs/organizations')).body.data.map((o: any) => o.id)).toEqual([orgA1.id]);
     expect((await api.get(`/orgs/organizations?partnerId=${partnerB.id}`)).body.data).toEqual([]);
@@ -402,9 +408,9 @@ describe('tenant isolation', () => {
     expect((await untouched.get(`/orgs/partners/${partnerB.id}`)).body.name).toBe(partnerB.name);
   });
 
-  test('an organization administrator cannot reach another organization over GraphQL either', async () => {
+  test('an organization user cannot reach another organization over GraphQL either', async () => {
     const { partnerB, orgA1, orgB, siteB } = await twoTenants();
-    const as = (await buildUser(app, { orgId: orgA1.id })).as;
+    const as = (await buildUser(app, { orgId: orgA1.id, can: ORG_AND_SITES })).as;
     const code = (res: any) => res.body.errors?.[0]?.extensions?.code;
 
     const list = await gql(app, as, '{ organizations { data { id partner { id } } pagination { total } } sites { data { orgId } } }');
@@ -426,22 +432,22 @@ describe('tenant isolation', () => {
     expect(await sql(app, 'select name from site where id = ?', [siteB.id])).toEqual([{ name: siteB.name }]);
   });
 
-  test("a partner administrator cannot see another partner's organizations", async () => {
+  test("a partner user cannot see another partner's organizations", async () => {
     const { partnerA, orgA1, orgA2, orgB, siteB } = await twoTenants();
-    const admin = await buildUser(app, { partnerId: partnerA.id });
-    const api = rest(app, admin.as);
+    const member = await buildUser(app, { partnerId: partnerA.id, can: ['organizations:read', 'organizations:delete', 'sites:read'] });
+    const api = rest(app, member.as);
     expect((await api.get('/orgs/organizations')).body.data.map((o: any) => o.id).sort()).toEqual([orgA1.id, orgA2.id].sort());
     expect(await api.get(`/orgs/organizations/${orgB.id}`)).toMatchObject({ status: 404, body: { message: 'Organization not found' } });
     expect((await api.delete(`/orgs/organizations/${orgB.id}`)).status).toBe(404);
     expect((await api.get(`/orgs/sites/${siteB.id}`)).status).toBe(404);
 
-    const res = await gql(app, admin.as, 'query ($id: ID!) { organizations { data { id } } organization(id: $id) { id } }', { id: orgB.id });
+    const res = await gql(app, member.as, 'query ($id: ID!) { organizations { data { id } } organization(id: $id) { id } }', { id: orgB.id });
     expect(res.body.errors?.[0]).toMatchObject({ message: 'Organization not found', extensions: { code: 'NOT_FOUND' } });
   });
 
   test('a partner user limited to selected organizations sees and changes only those, and their sites', async () => {
     const { partnerA, orgA1, orgA2, siteA1, siteA2 } = await twoTenants();
-    const user = await buildUser(app, { partnerId: partnerA.id, orgAccess: 'selected', orgIds: [orgA1.id] });
+    const user = await buildUser(app, { partnerId: partnerA.id, can: ['organizations:read', 'organizations:write', 'sites:read', 'sites:write'], orgAccess: 'selected', orgIds: [orgA1.id] });
     const api = rest(app, user.as);
     expect((await api.get('/orgs/organizations')).body.data.map((o: any) => o.id)).toEqual([orgA1.id]);
     expect((await api.get('/orgs/')).body.organizations.data.map((o: any) => o.id)).toEqual([orgA1.id]);
@@ -469,14 +475,14 @@ describe('partners and organizations over GraphQL', () => {
     const partnerId = created.body.data.createPartner.id;
     expect(created.body.data.createPartner).toMatchObject({ name: 'GraphQL MSP', settings: { agentUpdateWindow: { days: ['sun'] } } });
 
-    const partnerAdmin = await buildUser(app, { partnerId });
-    const org = await gql(app, partnerAdmin.as, `mutation { createOrganization(input: { name: "Org via GraphQL" }) { id partnerId partner { name } effectiveAgentUpdateWindow { source } } }`);
+    const partnerUser = await buildUser(app, { partnerId, can: ['partners:read', 'partners:write', 'organizations:read', 'organizations:write', 'organizations:delete'] });
+    const org = await gql(app, partnerUser.as, `mutation { createOrganization(input: { name: "Org via GraphQL" }) { id partnerId partner { name } effectiveAgentUpdateWindow { source } } }`);
     expect(org.body.data.createOrganization).toMatchObject({ partnerId, partner: { name: 'GraphQL MSP' }, effectiveAgentUpdateWindow: { source: 'partner' } });
     const orgId = org.body.data.createOrganization.id;
 
     const read = await gql(
       app,
-      partnerAdmin.as,
+      partnerUser.as,
       `query ($id: ID!) { myPartner { id } partners { data { id } pagination { total } } organization(id: $id) { name } organizations(search: "via graphql") { data { id } pagination { total limit } } tenancy { scope partner { id } organizations { pagination { total } } } }`,
       { id: orgId },
     );
@@ -488,12 +494,12 @@ describe('partners and organizations over GraphQL', () => {
       tenancy: { scope: 'partner', partner: { id: partnerId }, organizations: { pagination: { total: 1 } } },
     });
 
-    const updated = await gql(app, partnerAdmin.as, `mutation ($id: ID!) { updateOrganization(id: $id, input: { contactEmail: "it@org.test" }) { contactEmail } }`, { id: orgId });
+    const updated = await gql(app, partnerUser.as, `mutation ($id: ID!) { updateOrganization(id: $id, input: { contactEmail: "it@org.test" }) { contactEmail } }`, { id: orgId });
     expect(updated.body.data.updateOrganization).toEqual({ contactEmail: 'it@org.test' });
-    const renamed = await gql(app, partnerAdmin.as, `mutation ($id: ID!) { updatePartner(id: $id, input: { name: "GraphQL MSP 2" }) { name } }`, { id: partnerId });
+    const renamed = await gql(app, partnerUser.as, `mutation ($id: ID!) { updatePartner(id: $id, input: { name: "GraphQL MSP 2" }) { name } }`, { id: partnerId });
     expect(renamed.body.data.updatePartner).toEqual({ name: 'GraphQL MSP 2' });
 
-    expect((await gql(app, partnerAdmin.as, `mutation ($id: ID!) { deleteOrganization(id: $id) }`, { id: orgId })).body.data).toEqual({ deleteOrganization: true });
+    expect((await gql(app, partnerUser.as, `mutation ($id: ID!) { deleteOrganization(id: $id) }`, { id: orgId })).body.data).toEqual({ deleteOrganization: true });
     expect((await gql(app, platform.as, `mutation ($id: ID!) { deletePartner(id: $id) }`, { id: partnerId })).body.data).toEqual({ deletePartner: true });
 
     expect((await auditOf(app, orgId, AUDIT_COLUMNS)).map((r) => [r.action, r.changes])).toEqual([

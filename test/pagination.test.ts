@@ -58,14 +58,14 @@ test('a page of limit+1 rows yields limit items and a cursor at the last one; a 
 
 describe('through GraphQL (webhook deliveries, the keyset-paged list)', () => {
   let app: TestApp;
-  let admin: BuiltUser;
+  let viewer: BuiltUser;
   let webhookId: string;
   const query = `query($id: ID!, $after: String) { webhook(id: $id) { deliveries(first: 2, after: $after) { edges { cursor node { id } } pageInfo { hasNextPage endCursor } } } }`;
 
   beforeAll(async () => {
     app = await createTestApp();
     const org = await buildOrg(app);
-    admin = await buildUser(app, { orgId: org.id });
+    viewer = await buildUser(app, { orgId: org.id, role: 'Organization Viewer' });
     const em = app.server.runtime.orm.em.fork();
     const hook = em.create(Webhook, { orgId: org.id, name: 'paged', url: app.server.runtime.secrets.encrypt('https://1.1.1.1/in'), events: ['device.offline'] });
     for (let i = 0; i < 3; i++) {
@@ -87,10 +87,10 @@ describe('through GraphQL (webhook deliveries, the keyset-paged list)', () => {
   });
 
   test('pages continue after the cursor without overlap', async () => {
-    const first = (await gql(app, admin.as, query, { id: webhookId })).body.data.webhook.deliveries;
+    const first = (await gql(app, viewer.as, query, { id: webhookId })).body.data.webhook.deliveries;
     expect(first.edges).toHaveLength(2);
     expect(first.pageInfo.hasNextPage).toBe(true);
-    const second = (await gql(app, admin.as, query, { id: webhookId, after: first.pageInfo.endCursor })).body.data.webhook.deliveries;
+    const second = (await gql(app, viewer.as, query, { id: webhookId, after: first.pageInfo.endCursor })).body.data.webhook.deliveries;
     expect(second.edges).toHaveLength(1);
     expect(second.pageInfo).toEqual({ hasNextPage: false, endCursor: second.edges[0].cursor });
     expect(first.edges.map((e: any) => e.node.id)).not.toContain(second.edges[0].node.id);
@@ -107,7 +107,7 @@ describe('through GraphQL (webhook deliveries, the keyset-paged list)', () => {
       b64(['-271821-04-20T00:00:00.000Z', crypto.randomUUID()]),
       'A'.repeat(10_000),
     ]) {
-      const res = await gql(app, admin.as, query, { id: webhookId, after });
+      const res = await gql(app, viewer.as, query, { id: webhookId, after });
       expect({ after, status: res.status, errors: res.body.errors }).toEqual({
         after,
         status: 200,

@@ -107,7 +107,7 @@ describe('OpenAPI', () => {
 
 describe('path parameters', () => {
   test('a malformed id answers the resource 404, after the body is checked, as an id of another tenant does', async () => {
-    const api = rest(app, (await buildUser(app)).as);
+    const api = rest(app, (await buildUser(app, { orgId: (await buildOrg(app)).id, can: ['organizations:write', 'audit:read'] })).as);
     for (const id of ['not-a-uuid', randomUUID()]) {
       expect(await api.patch(`/webhooks/${id}`, { name: 'renamed' })).toMatchObject({ status: 404, body: { code: 'NOT_FOUND', message: 'Webhook not found' } });
       expect((await api.patch(`/webhooks/${id}`, { events: 'nope' })).status).toBe(400);
@@ -117,7 +117,7 @@ describe('path parameters', () => {
 
   test('a fixed segment wins over an id whatever the declaration order', async () => {
     // `/webhooks/dead-letters` is declared after `/webhooks/:id`.
-    const member = await buildUser(app, { orgId: (await buildOrg(app)).id });
+    const member = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer' });
     expect((await rest(app, member.as).get('/webhooks/dead-letters')).body).toMatchObject({ data: [], pagination: { total: 0 } });
   });
 });

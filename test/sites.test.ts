@@ -8,7 +8,7 @@ let platform: BuiltUser;
 
 beforeAll(async () => {
   app = await createTestApp();
-  platform = await buildUser(app);
+  platform = await buildUser(app, { can: ['sites:write'] });
 });
 afterAll(async () => {
   await app.stop();
@@ -16,18 +16,18 @@ afterAll(async () => {
 
 const AUDIT_COLUMNS = ['action', 'resource_type', 'org_id', 'partner_id', 'actor_id', 'changes'];
 
-/** An organization user whose membership is limited to `siteIds`. */
+/** An organization user whose membership is limited to `siteIds`, holding every site permission (and reading the organization). */
 async function siteLimitedUser(orgId: string, siteIds: string[]): Promise<BuiltUser> {
-  const user = await buildUser(app, { orgId });
+  const user = await buildUser(app, { orgId, can: ['sites:read', 'sites:write', 'sites:delete', 'organizations:read'] });
   await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify(siteIds), user.membership.id]);
   return user;
 }
 
 describe('sites over REST', () => {
-  test('an organization administrator creates a site in their organization, then reads, updates and deletes it, each change audited with an event', async () => {
+  test('an organization user creates a site in their organization, then reads, updates and deletes it, each change audited with an event', async () => {
     const org = await buildOrg(app);
-    const admin = await buildUser(app, { orgId: org.id });
-    const api = rest(app, admin.as);
+    const member = await buildUser(app, { orgId: org.id, can: ['sites:read', 'sites:write', 'sites:delete'] });
+    const api = rest(app, member.as);
     const created = await api.post('/orgs/sites', { name: 'Head office', timezone: 'Europe/Paris' });
     expect(created.status).toBe(201);
     const id = created.body.id;
@@ -46,7 +46,7 @@ describe('sites over REST', () => {
     expect((await api.delete(`/orgs/sites/${id}`)).status).toBe(204);
     expect(await api.get(`/orgs/sites/${id}`)).toMatchObject({ status: 404, body: { message: 'Site not found' } });
 
-    const row = { resource_type: 'site', org_id: org.id, partner_id: org.partnerId, actor_id: admin.user.id };
+    const row = { resource_type: 'site', org_id: org.id, partner_id: org.partnerId, actor_id: member.user.id };
     expect(await auditOf(app, id, AUDIT_COLUMNS)).toEqual([
       { ...row, action: 'site.create', changes: ['name', 'timezone', 'orgId'] },
       { ...row, action: 'site.update', changes: ['address'] },
@@ -62,9 +62,9 @@ describe('sites over REST', () => {
 
   test('partner and platform callers must name the organization', async () => {
     const org = await buildOrg(app);
-    const partnerAdmin = rest(app, (await buildUser(app, { partnerId: org.partnerId })).as);
-    expect(await partnerAdmin.post('/orgs/sites', { name: 'Where?' })).toMatchObject({ status: 400, body: { code: 'VALIDATION_ERROR', message: 'Organization context required' } });
-    const created = await partnerAdmin.post('/orgs/sites', { name: 'Branch', orgId: org.id });
+    const partnerTech = rest(app, (await buildUser(app, { partnerId: org.partnerId, role: 'Partner Technician' })).as);
+    expect(await partnerTech.post('/orgs/sites', { name: 'Where?' })).toMatchObject({ status: 400, body: { code: 'VALIDATION_ERROR', message: 'Organization context required' } });
+    const created = await partnerTech.post('/orgs/sites', { name: 'Branch', orgId: org.id });
     expect(created).toMatchObject({ status: 201, body: { orgId: org.id, timezone: 'UTC' } });
     expect((await rest(app, platform.as).post('/orgs/sites', { name: 'Depot', orgId: org.id })).status).toBe(201);
     expect((await rest(app, platform.as).post('/orgs/sites', { name: 'Ghost', orgId: '00000000-0000-4000-8000-00000000dead' })).status).toBe(404);
@@ -73,7 +73,7 @@ describe('sites over REST', () => {
   test('invalid input is a 400 VALIDATION_ERROR; a site cannot be moved to another organization', async () => {
     const org = await buildOrg(app);
     const site = await buildSite(app, org.id);
-    const api = rest(app, (await buildUser(app, { orgId: org.id })).as);
+    const api = rest(app, (await buildUser(app, { orgId: org.id, can: ['sites:read', 'sites:write'] })).as);
     const cases: [unknown, string][] = [
       [{ name: '' }, 'name'],
       [{ name: 'Ok', timezone: 'Mars/Olympus_Mons' }, 'timezone'],
@@ -97,7 +97,7 @@ describe('sites over REST', () => {
     await buildSite(app, org1.id, { name: 'North' });
     await buildSite(app, org1.id, { name: 'South' });
     await buildSite(app, org2.id, { name: 'North annex' });
-    const api = rest(app, (await buildUser(app, { partnerId: partner.id })).as);
+    const api = rest(app, (await buildUser(app, { partnerId: partner.id, role: 'Partner Viewer' })).as);
     const names = async (q: string) => (await api.get(`/orgs/sites?${q}`)).body.data.map((s: any) => s.name);
     expect(await names('')).toEqual(['North', 'North annex', 'South']);
     expect(await names(`orgId=${org1.id}`)).toEqual(['North', 'South']);
@@ -142,24 +142,24 @@ describe('sites over REST', () => {
 describe('sites over GraphQL', () => {
   test('create, list, read, update and delete, with the organization resolved through the site', async () => {
     const org = await buildOrg(app);
-    const admin = await buildUser(app, { orgId: org.id });
-    const created = await gql(app, admin.as, `mutation { createSite(input: { name: "Lab", timezone: "America/New_York" }) { id orgId timezone organization { id name } } }`);
+    const member = await buildUser(app, { orgId: org.id, can: ['sites:read', 'sites:write', 'sites:delete', 'organizations:read'] });
+    const created = await gql(app, member.as, `mutation { createSite(input: { name: "Lab", timezone: "America/New_York" }) { id orgId timezone organization { id name } } }`);
     expect(created.body.errors).toBeUndefined();
     const site = created.body.data.createSite;
     expect(site).toMatchObject({ orgId: org.id, timezone: 'America/New_York', organization: { id: org.id, name: org.name } });
 
-    const read = await gql(app, admin.as, `query ($id: ID!, $orgId: ID!) { site(id: $id) { name } sites(orgId: $orgId, limit: 5) { data { id } pagination { limit total } } }`, {
+    const read = await gql(app, member.as, `query ($id: ID!, $orgId: ID!) { site(id: $id) { name } sites(orgId: $orgId, limit: 5) { data { id } pagination { limit total } } }`, {
       id: site.id,
       orgId: org.id,
     });
     expect(read.body.data).toEqual({ site: { name: 'Lab' }, sites: { data: [{ id: site.id }], pagination: { limit: 5, total: 1 } } });
 
-    const updated = await gql(app, admin.as, `mutation ($id: ID!) { updateSite(id: $id, input: { name: "Lab 2", address: null }) { name address } }`, { id: site.id });
+    const updated = await gql(app, member.as, `mutation ($id: ID!) { updateSite(id: $id, input: { name: "Lab 2", address: null }) { name address } }`, { id: site.id });
     expect(updated.body.data.updateSite).toEqual({ name: 'Lab 2', address: null });
     // GraphQL cannot mark a field "optional but not null": a null name means "not given", as over REST
-    const nulled = await gql(app, admin.as, `mutation ($id: ID!) { updateSite(id: $id, input: { name: null }) { name createdAt } }`, { id: site.id });
+    const nulled = await gql(app, member.as, `mutation ($id: ID!) { updateSite(id: $id, input: { name: null }) { name createdAt } }`, { id: site.id });
     expect(nulled.body.data.updateSite).toEqual({ name: 'Lab 2', createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/) });
-    expect((await gql(app, admin.as, `mutation ($id: ID!) { deleteSite(id: $id) }`, { id: site.id })).body.data).toEqual({ deleteSite: true });
+    expect((await gql(app, member.as, `mutation ($id: ID!) { deleteSite(id: $id) }`, { id: site.id })).body.data).toEqual({ deleteSite: true });
     expect((await auditOf(app, site.id, AUDIT_COLUMNS)).map((r) => [r.action, r.changes])).toEqual([
       ['site.create', ['name', 'timezone', 'orgId']],
       ['site.update', ['name']],
@@ -182,20 +182,20 @@ describe('sites over GraphQL', () => {
       const deleted = await gql(app, user.as, `mutation ($id: ID!) { deleteSite(id: $id) }`, { id });
       expect(deleted.body.errors?.[0]).toMatchObject({ message: 'Site not found', extensions: { code: 'NOT_FOUND' } });
     }
-    // An unlimited administrator of the organization still gets 404 for another tenant's site, and an empty list for its organization.
-    const admin = rest(app, (await buildUser(app, { orgId: org.id })).as);
-    expect(await admin.get(`/orgs/sites/${stranger.id}`)).toMatchObject({ status: 404, body: { message: 'Site not found' } });
-    expect((await admin.get(`/orgs/sites?orgId=${stranger.orgId}`)).body.pagination.total).toBe(0);
-    expect((await admin.get('/orgs/sites')).body.data.map((s: { id: string }) => s.id).sort()).toEqual([mine.id, other.id].sort());
+    // An unlimited member of the organization still gets 404 for another tenant's site, and an empty list for its organization.
+    const unlimited = rest(app, (await buildUser(app, { orgId: org.id, role: 'Organization Viewer' })).as);
+    expect(await unlimited.get(`/orgs/sites/${stranger.id}`)).toMatchObject({ status: 404, body: { message: 'Site not found' } });
+    expect((await unlimited.get(`/orgs/sites?orgId=${stranger.orgId}`)).body.pagination.total).toBe(0);
+    expect((await unlimited.get('/orgs/sites')).body.data.map((s: { id: string }) => s.id).sort()).toEqual([mine.id, other.id].sort());
   });
 
   test('errors carry their codes', async () => {
     const org = await buildOrg(app);
-    const admin = await buildUser(app, { orgId: org.id });
-    const bad = await gql(app, admin.as, `mutation { createSite(input: { name: "X", timezone: "Nowhere/Land" }) { id } }`);
+    const member = await buildUser(app, { orgId: org.id, can: ['sites:write'] });
+    const bad = await gql(app, member.as, `mutation { createSite(input: { name: "X", timezone: "Nowhere/Land" }) { id } }`);
     expect(bad.body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION_ERROR', details: [{ path: 'timezone' }] });
-    const partnerAdmin = await buildUser(app, { partnerId: org.partnerId });
-    const noOrg = await gql(app, partnerAdmin.as, `mutation { createSite(input: { name: "X" }) { id } }`);
+    const partnerTech = await buildUser(app, { partnerId: org.partnerId, role: 'Partner Technician' });
+    const noOrg = await gql(app, partnerTech.as, `mutation { createSite(input: { name: "X" }) { id } }`);
     expect(noOrg.body.errors?.[0]).toMatchObject({ message: 'Organization context required', extensions: { code: 'VALIDATION_ERROR' } });
     const viewer = await buildUser(app, { orgId: org.id, role: 'Organization Viewer' });
     const denied = await gql(app, viewer.as, `mutation { createSite(input: { name: "X" }) { id } }`);

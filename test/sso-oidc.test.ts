@@ -7,7 +7,8 @@ import { freePort } from '../src/db/embedded.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { Browser, errorOf, loginAtIdp, ssoCode } from './support/browser.js';
 import { gql, rest } from './support/clients.js';
-import { buildOrg, buildRole, buildUser, systemRole } from './support/factories.js';
+import type { Permission } from '../src/auth/permissions.js';
+import { buildOrg, buildRole, buildUser, permissionsOf, systemRole } from './support/factories.js';
 import { startOidcIdp, type TestAccountClaims, type TestOidcIdp } from './support/oidc-idp.js';
 
 let app: TestApp;
@@ -45,10 +46,14 @@ interface Setup {
   admin: Awaited<ReturnType<typeof buildUser>>;
 }
 
-/** An organization with an active OIDC provider whose client is registered at the IdP. */
-async function setup(fields: Record<string, unknown> = {}): Promise<Setup> {
+/**
+ * An organization with an active OIDC provider whose client is registered at the IdP. Its admin configures
+ * the provider (`organizations:write`) and holds what its default role, Organization Technician, grants
+ * (and `more`, for what a test has it do besides).
+ */
+async function setup(fields: Record<string, unknown> = {}, more: Permission[] = []): Promise<Setup> {
   const org = await buildOrg(app);
-  const admin = await buildUser(app, { orgId: org.id });
+  const admin = await buildUser(app, { orgId: org.id, can: [...permissionsOf('Organization Technician'), 'organizations:write', ...more] });
   const clientId = `client-${randomUUID()}`;
   const clientSecret = randomUUID();
   idp.addClient({ clientId, clientSecret, redirectUris: [CALLBACK()] });
@@ -223,7 +228,7 @@ describe('full login', () => {
   test('a custom role of the organization is a valid default role', async () => {
     const org = await buildOrg(app);
     const role = await buildRole(app, { scope: 'organization', orgId: org.id, permissions: ['devices:read'] });
-    const admin = await buildUser(app, { orgId: org.id });
+    const admin = await buildUser(app, { orgId: org.id, can: ['organizations:write', 'devices:read'] });
     const res = await rest(app, admin.as).post('/sso/providers', { name: 'x', type: 'oidc', defaultRoleId: role.id });
     expect(res.status).toBe(201);
     expect(res.body.defaultRoleId).toBe(role.id);
@@ -314,7 +319,7 @@ describe('refusals', () => {
 
   test('a user of another organization is refused, and nothing is written', async () => {
     const { orgId, providerId } = await setup();
-    const outsider = await buildUser(app, { orgId: (await buildOrg(app)).id, email: `outsider-${randomUUID()}@corp.test` });
+    const outsider = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer', email: `outsider-${randomUUID()}@corp.test` });
     expect(errorOf((await login(orgId, account({ email: outsider.user.email }).id)).target)).toBe('no_org_access');
     expect((await db.query(`select 1 from sso_identity where provider_id = $1`, [providerId])).rowCount).toBe(0);
     const audit = await db.query(`select details from audit_log where action = 'auth.login' and result = 'failure' and resource_id = $1`, [providerId]);
@@ -328,7 +333,7 @@ describe('refusals', () => {
 
   test('a disabled user is refused', async () => {
     const { orgId } = await setup();
-    const user = await buildUser(app, { orgId, status: 'disabled', email: `off-${randomUUID()}@corp.test` });
+    const user = await buildUser(app, { orgId, role: 'Organization Viewer', status: 'disabled', email: `off-${randomUUID()}@corp.test` });
     expect(errorOf((await login(orgId, account({ email: user.user.email }).id)).target)).toBe('account_disabled');
   });
 
@@ -395,7 +400,8 @@ describe('exchange', () => {
 
 describe('invitations in an organization that enforces SSO', () => {
   test('the invitation cannot set a password; signing in through the IdP accepts it', async () => {
-    const { orgId, admin } = await setup({ enforceSSO: true });
+    // inviting a Viewer takes holding what a Viewer holds
+    const { orgId, admin } = await setup({ enforceSSO: true }, [...permissionsOf('Organization Viewer'), 'users:write']);
     const person = account();
     const invited = await rest(app, admin.as).post('/users/invite', { email: person.email, name: 'Pat Example', roleId: systemRole('Organization Viewer'), orgId });
     expect(invited.status).toBe(201);
@@ -434,8 +440,8 @@ const links = async (providerId: string) =>
 describe('accounts the organization does not own', () => {
   test("an IdP asserting the email of a platform admin or of another tenant's user gets no session on that account", async () => {
     const { orgId, providerId } = await setup();
-    const platformAdmin = await buildUser(app, { email: `root-${randomUUID()}@corp.test` });
-    const otherTenantUser = await buildUser(app, { orgId: (await buildOrg(app)).id, email: `other-${randomUUID()}@corp.test` });
+    const platformAdmin = await buildUser(app, { role: 'Platform Admin', email: `root-${randomUUID()}@corp.test` });
+    const otherTenantUser = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer', email: `other-${randomUUID()}@corp.test` });
     for (const victim of [platformAdmin, otherTenantUser]) {
       // Both hold a membership of this organization too: before, that was all the email match needed.
       await addMembership(victim.user.id, orgId);
@@ -449,7 +455,7 @@ describe('accounts the organization does not own', () => {
 
   test("a pending membership of the provider's organization lets no login in", async () => {
     const { orgId } = await setup();
-    const invitee = await buildUser(app, { orgId: (await buildOrg(app)).id, email: `invitee-${randomUUID()}@corp.test` });
+    const invitee = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer', email: `invitee-${randomUUID()}@corp.test` });
     await db.query(`delete from membership where user_id = $1`, [invitee.user.id]);
     await addMembership(invitee.user.id, orgId, 'pending');
     expect(errorOf((await login(orgId, account({ email: invitee.user.email }).id)).target)).toBe('no_org_access');
@@ -460,7 +466,7 @@ describe('identities are matched by (provider, subject)', () => {
   test('a linked subject signs in its user whatever email it asserts later; another subject cannot take over a linked account', async () => {
     const { orgId, providerId } = await setup();
     const member = await buildUser(app, { orgId, role: 'Organization Viewer', email: `member-${randomUUID()}@corp.test` });
-    const colleague = await buildUser(app, { orgId, email: `colleague-${randomUUID()}@corp.test` });
+    const colleague = await buildUser(app, { orgId, role: 'Organization Viewer', email: `colleague-${randomUUID()}@corp.test` });
     const acct = account({ email: member.user.email });
     expect(await signedInAs((await login(orgId, acct.id)).target)).toBe(member.user.id);
     const linked = await db.query(`select details from audit_log where action = 'sso.identity.link' and org_id = $1`, [orgId]);
@@ -483,7 +489,7 @@ describe('identities are matched by (provider, subject)', () => {
 describe('confirming a link while signed in', () => {
   /** A user of another tenant who is also an active member of the provider's organization. */
   async function outsideUser(orgId: string) {
-    const user = await buildUser(app, { orgId: (await buildOrg(app)).id, email: `linker-${randomUUID()}@corp.test` });
+    const user = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer', email: `linker-${randomUUID()}@corp.test` });
     await addMembership(user.user.id, orgId);
     return user;
   }
@@ -542,7 +548,7 @@ describe('confirming a link while signed in', () => {
 
   test('a subject linked to another account is not linked to the signed-in one', async () => {
     const { orgId, providerId } = await setup();
-    const member = await buildUser(app, { orgId, email: `member-${randomUUID()}@corp.test` });
+    const member = await buildUser(app, { orgId, role: 'Organization Viewer', email: `member-${randomUUID()}@corp.test` });
     const acct = account({ email: member.user.email });
     expect(await signedInAs((await login(orgId, acct.id)).target)).toBe(member.user.id);
 
@@ -553,14 +559,14 @@ describe('confirming a link while signed in', () => {
   });
 
   test('only a user session with an active membership of the organization starts a link; GraphQL too', async () => {
-    const { orgId, admin } = await setup();
+    const { orgId, admin } = await setup({}, ['api_keys:write']);
     const key = await rest(app, admin.as).post('/api-keys', { name: 'automation', scopes: ['organizations:read'] });
     expect(key.status).toBe(201);
     const byKey = await rest(app, { apiKey: key.body.key }).post(`/sso/link/${orgId}`);
     expect(byKey.status).toBe(403);
     expect(byKey.body).toEqual({ code: 'FORBIDDEN', message: 'This operation needs a user session, not an API key' });
 
-    const invitee = await buildUser(app, { orgId: (await buildOrg(app)).id });
+    const invitee = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer' });
     await addMembership(invitee.user.id, orgId, 'pending');
     for (const path of [`/sso/link/${orgId}`, `/sso/link/${(await buildOrg(app)).id}`, '/sso/link/not-a-uuid']) {
       const res = await rest(app, invitee.as).post(path);
@@ -579,7 +585,7 @@ describe('confirming a link while signed in', () => {
   test('a session signed in through one organization\'s IdP starts no link in another organization', async () => {
     const a = await setup();
     const b = await setup();
-    const member = await buildUser(app, { orgId: a.orgId, email: `member-${randomUUID()}@corp.test` });
+    const member = await buildUser(app, { orgId: a.orgId, role: 'Organization Viewer', email: `member-${randomUUID()}@corp.test` });
     const viaA = await exchange(ssoCode((await login(a.orgId, account({ email: member.user.email }).id)).target));
     expect(viaA.status).toBe(200);
     await addMembership(member.user.id, b.orgId);

@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
-import { buildOrg, buildPartner, buildRole, buildUser, systemRole, type BuiltUser } from './support/factories.js';
+import type { Permission } from '../src/auth/permissions.js';
+import { buildOrg, buildPartner, buildRole, buildUser, permissionsOf, systemRole, type BuiltUser } from './support/factories.js';
 import { startHttpsReceiver } from './support/https-receiver.js';
 import { startOidcIdp, type TestOidcIdp } from './support/oidc-idp.js';
 import { createSamlIdp } from './support/saml-idp.js';
@@ -28,13 +29,17 @@ afterAll(async () => {
   await idp.close();
 });
 
-async function orgWithAdmin(): Promise<{ orgId: string; admin: BuiltUser }> {
+/** Providers are organization configuration: reading them takes `organizations:read`, changing them `organizations:write`. */
+const SSO_MANAGER: Permission[] = ['organizations:read', 'organizations:write'];
+
+/** An organization with the one member who manages its SSO providers; `can` when it does more. */
+async function orgWithManager(can: Permission[] = SSO_MANAGER): Promise<{ orgId: string; manager: BuiltUser }> {
   const org = await buildOrg(app);
-  return { orgId: org.id, admin: await buildUser(app, { orgId: org.id }) };
+  return { orgId: org.id, manager: await buildUser(app, { orgId: org.id, can }) };
 }
 
-async function createOidc(admin: BuiltUser, fields: Record<string, unknown> = {}) {
-  const res = await rest(app, admin.as).post('/sso/providers', { name: 'Corporate IdP', type: 'oidc', issuer: idp.issuer, clientId: 'client-1', clientSecret: SECRET, ...fields });
+async function createOidc(manager: BuiltUser, fields: Record<string, unknown> = {}) {
+  const res = await rest(app, manager.as).post('/sso/providers', { name: 'Corporate IdP', type: 'oidc', issuer: idp.issuer, clientId: 'client-1', clientSecret: SECRET, ...fields });
   expect(res.status).toBe(201);
   return res.body;
 }
@@ -51,8 +56,8 @@ const expectNoSecret = (body: unknown) => {
 
 describe('presets', () => {
   test('nine presets, by kind of IdP, with scopes and attribute mappings', async () => {
-    const { admin } = await orgWithAdmin();
-    const res = await rest(app, admin.as).get('/sso/presets');
+    const { manager } = await orgWithManager();
+    const res = await rest(app, manager.as).get('/sso/presets');
     expect(res.status).toBe(200);
     expect(res.body.data.map((p: { id: string; type: string }) => `${p.id}:${p.type}`)).toEqual([
       'cloud_directory_oidc:oidc',
@@ -74,20 +79,20 @@ describe('presets', () => {
   });
 
   test('a preset pre-fills scopes and the attribute mapping', async () => {
-    const { admin } = await orgWithAdmin();
-    const p = await createOidc(admin, { preset: 'workforce_identity_oidc', issuer: undefined });
+    const { manager } = await orgWithManager();
+    const p = await createOidc(manager, { preset: 'workforce_identity_oidc', issuer: undefined });
     expect(p).toMatchObject({ preset: 'workforce_identity_oidc', scopes: 'openid profile email groups', attributeMapping: { email: 'email', name: 'name', groups: 'groups' } });
-    const bad = await rest(app, admin.as).post('/sso/providers', { name: 'x', type: 'oidc', preset: 'cloud_directory_saml' });
+    const bad = await rest(app, manager.as).post('/sso/providers', { name: 'x', type: 'oidc', preset: 'cloud_directory_saml' });
     expect(bad.status).toBe(400);
     expect(bad.body.message).toBe('preset: cloud_directory_saml is a saml preset');
-    expect((await rest(app, admin.as).post('/sso/providers', { name: 'x', type: 'oidc', preset: 'nope' })).body.message).toBe('preset: unknown preset "nope"');
+    expect((await rest(app, manager.as).post('/sso/providers', { name: 'x', type: 'oidc', preset: 'nope' })).body.message).toBe('preset: unknown preset "nope"');
   });
 });
 
 describe('create', () => {
   test('an OIDC provider: inactive, discovered endpoints, defaults, secret encrypted and never returned', async () => {
-    const { orgId, admin } = await orgWithAdmin();
-    const p = await createOidc(admin);
+    const { orgId, manager } = await orgWithManager();
+    const p = await createOidc(manager);
     expect(p).toMatchObject({
       orgId,
       name: 'Corporate IdP',
@@ -106,7 +111,7 @@ describe('create', () => {
       enforceSSO: false,
       defaultRoleId: null,
       allowedDomains: null,
-      createdBy: admin.user.id,
+      createdBy: manager.user.id,
     });
     expectNoSecret(p);
     const stored = await db.query(`select client_secret from sso_provider where id = $1`, [p.id]);
@@ -118,17 +123,17 @@ describe('create', () => {
   });
 
   test('a failed discovery still creates the provider, without endpoints; given URLs win over discovered ones', async () => {
-    const { admin } = await orgWithAdmin();
-    const failed = await createOidc(admin, { issuer: 'https://127.0.0.1:1' });
+    const { manager } = await orgWithManager();
+    const failed = await createOidc(manager, { issuer: 'https://127.0.0.1:1' });
     expect(failed).toMatchObject({ status: 'inactive', authorizationUrl: null, tokenUrl: null, jwksUrl: null });
-    const explicit = await createOidc(admin, { authorizationUrl: 'https://login.example.test/authorize' });
+    const explicit = await createOidc(manager, { authorizationUrl: 'https://login.example.test/authorize' });
     expect(explicit).toMatchObject({ authorizationUrl: 'https://login.example.test/authorize', tokenUrl: `${idp.issuer}/token` });
   });
 
   test('a SAML provider from its fields (certificate without PEM header lines) or from IdP metadata', async () => {
-    const { admin } = await orgWithAdmin();
+    const { manager } = await orgWithManager();
     const bare = samlIdp.certificate.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, '');
-    const fromFields = await rest(app, admin.as).post('/sso/providers', {
+    const fromFields = await rest(app, manager.as).post('/sso/providers', {
       name: 'SAML',
       type: 'saml',
       entityId: samlIdp.entityId,
@@ -142,12 +147,12 @@ describe('create', () => {
     expect(fromFields.body).toMatchObject({ type: 'saml', status: 'inactive', entityId: samlIdp.entityId, ssoUrl: samlIdp.ssoUrl, allowIdpInitiated: true, forceAuthn: true, scopes: null, attributeMapping: { email: 'email', name: 'name' } });
     expect(fromFields.body.certificate).toMatch(/^-----BEGIN CERTIFICATE-----\n/);
 
-    const fromMetadata = await rest(app, admin.as).post('/sso/providers', { name: 'SAML', type: 'saml', metadataXml: samlIdp.metadataXml });
+    const fromMetadata = await rest(app, manager.as).post('/sso/providers', { name: 'SAML', type: 'saml', metadataXml: samlIdp.metadataXml });
     expect(fromMetadata.body).toMatchObject({ entityId: samlIdp.entityId, ssoUrl: samlIdp.ssoUrl, certificate: fromFields.body.certificate, allowIdpInitiated: false, forceAuthn: false });
 
     // Values read from metadata get the field rules too: an over-long SSO URL is a 400, not a database error.
     const longUrl = `${samlIdp.ssoUrl}?${'x'.repeat(600)}`;
-    const tooLong = await rest(app, admin.as).post('/sso/providers', { name: 'SAML', type: 'saml', metadataXml: samlIdp.metadataXml.split(samlIdp.ssoUrl).join(longUrl) });
+    const tooLong = await rest(app, manager.as).post('/sso/providers', { name: 'SAML', type: 'saml', metadataXml: samlIdp.metadataXml.split(samlIdp.ssoUrl).join(longUrl) });
     expect(tooLong.status).toBe(400);
     expect(tooLong.body.code).toBe('VALIDATION_ERROR');
   });
@@ -170,15 +175,15 @@ describe('create', () => {
     ['partner role as default', { defaultRoleId: systemRole('Partner Admin') }, 'defaultRoleId: must be an organization-scoped role of the organization'],
     ['unknown role as default', { defaultRoleId: randomUUID() }, 'defaultRoleId: must be an organization-scoped role of the organization'],
   ])('400 for %s', async (_name, fields, message) => {
-    const { admin } = await orgWithAdmin();
-    const res = await rest(app, admin.as).post('/sso/providers', { name: 'x', type: 'oidc', ...fields });
+    const { manager } = await orgWithManager();
+    const res = await rest(app, manager.as).post('/sso/providers', { name: 'x', type: 'oidc', ...fields });
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ code: 'VALIDATION_ERROR', message });
   });
 
   test('400 for an invalid certificate, bad metadata, or OIDC fields on a SAML provider', async () => {
-    const { admin } = await orgWithAdmin();
-    const post = (fields: Record<string, unknown>) => rest(app, admin.as).post('/sso/providers', { name: 'x', type: 'saml', ...fields });
+    const { manager } = await orgWithManager();
+    const post = (fields: Record<string, unknown>) => rest(app, manager.as).post('/sso/providers', { name: 'x', type: 'saml', ...fields });
     expect((await post({ certificate: 'not a certificate!' })).body.message).toBe('certificate: certificate is neither PEM nor base64');
     expect((await post({ certificate: 'QUJD' })).body.message).toBe('certificate: certificate is not a valid X.509 certificate');
     expect((await post({ metadataXml: '<nope/>' })).body.message).toMatch(/^metadataXml: /);
@@ -186,18 +191,18 @@ describe('create', () => {
   });
 
   test("another organization's custom role is not a valid default role", async () => {
-    const { admin } = await orgWithAdmin();
+    const { manager } = await orgWithManager();
     const foreign = await buildRole(app, { scope: 'organization', orgId: (await buildOrg(app)).id, permissions: ['devices:read'] });
-    const res = await rest(app, admin.as).post('/sso/providers', { name: 'x', type: 'oidc', defaultRoleId: foreign.id });
+    const res = await rest(app, manager.as).post('/sso/providers', { name: 'x', type: 'oidc', defaultRoleId: foreign.id });
     expect(res.status).toBe(400);
   });
 });
 
 describe('access', () => {
   test('writes need MFA; reads do not', async () => {
-    const { orgId, admin } = await orgWithAdmin();
-    const p = await createOidc(admin);
-    const noMfa = await buildUser(app, { orgId, mfa: false });
+    const { orgId, manager } = await orgWithManager();
+    const p = await createOidc(manager);
+    const noMfa = await buildUser(app, { orgId, can: SSO_MANAGER, mfa: false });
     const as = rest(app, noMfa.as);
     for (const res of [
       await as.post('/sso/providers', { name: 'x', type: 'oidc' }),
@@ -214,18 +219,18 @@ describe('access', () => {
   });
 
   test('writes need organizations:write', async () => {
-    const { orgId, admin } = await orgWithAdmin();
-    const p = await createOidc(admin);
+    const { orgId, manager } = await orgWithManager();
+    const p = await createOidc(manager);
     const viewer = await buildUser(app, { orgId, role: 'Organization Viewer' });
     expect((await rest(app, viewer.as).patch(`/sso/providers/${p.id}`, { name: 'y' })).body.code).toBe('FORBIDDEN');
     expect((await rest(app, viewer.as).get(`/sso/providers/${p.id}`)).status).toBe(200);
   });
 
   test("another organization's provider is not found, over REST and GraphQL", async () => {
-    const a = await orgWithAdmin();
-    const b = await orgWithAdmin();
-    const p = await createOidc(a.admin);
-    const as = rest(app, b.admin.as);
+    const a = await orgWithManager();
+    const b = await orgWithManager();
+    const p = await createOidc(a.manager);
+    const as = rest(app, b.manager.as);
     for (const res of [
       await as.get(`/sso/providers/${p.id}`),
       await as.patch(`/sso/providers/${p.id}`, { name: 'mine' }),
@@ -238,7 +243,7 @@ describe('access', () => {
     }
     expect((await as.get(`/sso/providers?orgId=${a.orgId}`)).status).toBe(404);
     expect((await as.get('/sso/providers')).body.data).toEqual([]);
-    const res = await gql(app, b.admin.as, `query($id: ID!) { ssoProvider(id: $id) { id } }`, { id: p.id });
+    const res = await gql(app, b.manager.as, `query($id: ID!) { ssoProvider(id: $id) { id } }`, { id: p.id });
     expect(res.body.errors?.[0].extensions?.code).toBe('NOT_FOUND');
     expect((await as.get('/sso/providers/not-a-uuid')).status).toBe(404);
     expect((await rest(app).get(`/sso/providers/${p.id}`)).status).toBe(401);
@@ -247,23 +252,24 @@ describe('access', () => {
   test('partner callers name the organization to create; without orgId the list covers their organizations', async () => {
     const partner = await buildPartner(app);
     const org = await buildOrg(app, { partnerId: partner.id });
-    const partnerAdmin = await buildUser(app, { partnerId: partner.id });
-    expect((await rest(app, partnerAdmin.as).post('/sso/providers', { name: 'x', type: 'oidc' })).body.message).toBe('Organization context required');
-    const created = await rest(app, partnerAdmin.as).post('/sso/providers', { orgId: org.id, name: 'x', type: 'oidc' });
+    const partnerUser = await buildUser(app, { partnerId: partner.id, can: SSO_MANAGER });
+    expect((await rest(app, partnerUser.as).post('/sso/providers', { name: 'x', type: 'oidc' })).body.message).toBe('Organization context required');
+    const created = await rest(app, partnerUser.as).post('/sso/providers', { orgId: org.id, name: 'x', type: 'oidc' });
     expect(created.status).toBe(201);
-    const across = await rest(app, partnerAdmin.as).get('/sso/providers');
+    const across = await rest(app, partnerUser.as).get('/sso/providers');
     expect(across.body.data.map((p: { id: string }) => p.id)).toEqual([created.body.id]);
-    const list = await rest(app, partnerAdmin.as).get(`/sso/providers?orgId=${org.id}`);
+    const list = await rest(app, partnerUser.as).get(`/sso/providers?orgId=${org.id}`);
     expect(list.body).toEqual({ data: [expect.objectContaining({ id: created.body.id })], pagination: { page: 1, limit: 100, total: 1 } });
   });
 });
 
 describe('update, status, delete, test', () => {
   test('PATCH records the changed field names only, re-discovers on a new issuer, and clears the secret', async () => {
-    const { admin } = await orgWithAdmin();
-    const p = await createOidc(admin, { issuer: undefined });
+    // setting the Viewer role as default grants it: the manager holds what it grants
+    const { manager } = await orgWithManager([...SSO_MANAGER, ...permissionsOf('Organization Viewer')]);
+    const p = await createOidc(manager, { issuer: undefined });
     expect(p.tokenUrl).toBeNull();
-    const patched = await rest(app, admin.as).patch(`/sso/providers/${p.id}`, {
+    const patched = await rest(app, manager.as).patch(`/sso/providers/${p.id}`, {
       issuer: idp.issuer,
       clientSecret: 'another-secret-value',
       enforceSSO: true,
@@ -277,17 +283,17 @@ describe('update, status, delete, test', () => {
     expect(update.changes.sort()).toEqual(['allowedDomains', 'authorizationUrl', 'clientSecret', 'enforceSSO', 'issuer', 'jwksUrl', 'tokenUrl', 'userInfoUrl']);
     expect(JSON.stringify(update)).not.toContain('another-secret-value');
 
-    const cleared = await rest(app, admin.as).patch(`/sso/providers/${p.id}`, { clientSecret: null, defaultRoleId: systemRole('Organization Viewer') });
+    const cleared = await rest(app, manager.as).patch(`/sso/providers/${p.id}`, { clientSecret: null, defaultRoleId: systemRole('Organization Viewer') });
     expect(cleared.body).toMatchObject({ hasClientSecret: false, defaultRoleId: systemRole('Organization Viewer') });
-    expect((await rest(app, admin.as).patch(`/sso/providers/${p.id}`, { type: 'saml' })).status).toBe(400);
-    expect((await rest(app, admin.as).patch(`/sso/providers/${p.id}`, { status: 'active' })).status).toBe(400);
+    expect((await rest(app, manager.as).patch(`/sso/providers/${p.id}`, { type: 'saml' })).status).toBe(400);
+    expect((await rest(app, manager.as).patch(`/sso/providers/${p.id}`, { status: 'active' })).status).toBe(400);
   });
 
   test('one active provider per organization', async () => {
-    const { admin } = await orgWithAdmin();
-    const first = await createOidc(admin);
-    const second = await createOidc(admin);
-    const as = rest(app, admin.as);
+    const { manager } = await orgWithManager();
+    const first = await createOidc(manager);
+    const second = await createOidc(manager);
+    const as = rest(app, manager.as);
     const activated = await as.post(`/sso/providers/${first.id}/status`, { status: 'active' });
     expect(activated.status).toBe(200);
     expect(activated.body.status).toBe('active');
@@ -311,9 +317,9 @@ describe('update, status, delete, test', () => {
   });
 
   test('DELETE removes the provider with its sessions and identity links', async () => {
-    const { orgId, admin } = await orgWithAdmin();
-    const p = await createOidc(admin);
-    const member = await buildUser(app, { orgId });
+    const { orgId, manager } = await orgWithManager();
+    const p = await createOidc(manager);
+    const member = await buildUser(app, { orgId, role: 'Organization Viewer' });
     await db.query(
       `insert into sso_session (id, created_at, updated_at, provider_id, state, nonce, code_verifier, redirect_path, expires_at)
        values (gen_random_uuid(), now(), now(), $1, $2, 'n', 'v', '/', now() + interval '10 minutes')`,
@@ -324,7 +330,7 @@ describe('update, status, delete, test', () => {
        values (gen_random_uuid(), now(), now(), $1, $2, 'sub-1', $3, '{}')`,
       [member.user.id, p.id, member.user.email],
     );
-    const res = await rest(app, admin.as).delete(`/sso/providers/${p.id}`);
+    const res = await rest(app, manager.as).delete(`/sso/providers/${p.id}`);
     expect(res.status).toBe(204);
     for (const table of ['sso_provider', 'sso_session', 'sso_identity']) {
       const column = table === 'sso_provider' ? 'id' : 'provider_id';
@@ -336,13 +342,13 @@ describe('update, status, delete, test', () => {
       changes: [],
       details: { name: 'Corporate IdP', type: 'oidc', identitiesRemoved: 1, sessionsRemoved: 1 },
     });
-    expect((await rest(app, admin.as).get(`/sso/providers/${p.id}`)).status).toBe(404);
+    expect((await rest(app, manager.as).get(`/sso/providers/${p.id}`)).status).toBe(404);
   });
 
   test('the test operation reports the discovered endpoints, or fails with OIDC discovery failed; both are audited', async () => {
-    const { admin } = await orgWithAdmin();
-    const p = await createOidc(admin);
-    const ok = await rest(app, admin.as).post(`/sso/providers/${p.id}/test`);
+    const { manager } = await orgWithManager();
+    const p = await createOidc(manager);
+    const ok = await rest(app, manager.as).post(`/sso/providers/${p.id}/test`);
     expect(ok.status).toBe(200);
     expect(ok.body).toEqual({
       success: true,
@@ -352,8 +358,8 @@ describe('update, status, delete, test', () => {
     });
     expectNoSecret(ok.body);
 
-    await rest(app, admin.as).patch(`/sso/providers/${p.id}`, { issuer: `${idp.issuer}/no-such-tenant` });
-    const failed = await rest(app, admin.as).post(`/sso/providers/${p.id}/test`);
+    await rest(app, manager.as).patch(`/sso/providers/${p.id}`, { issuer: `${idp.issuer}/no-such-tenant` });
+    const failed = await rest(app, manager.as).post(`/sso/providers/${p.id}/test`);
     expect(failed.status).toBe(400);
     expect(failed.body).toMatchObject({ code: 'VALIDATION_ERROR', message: 'OIDC discovery failed', details: { reason: expect.stringContaining('OIDC discovery failed') } });
     expect((await auditRows(p.id)).filter((r) => r.action === 'sso.provider.test').map((r) => [r.result, r.details.type])).toEqual([
@@ -361,35 +367,36 @@ describe('update, status, delete, test', () => {
       ['failure', 'oidc'],
     ]);
 
-    const noIssuer = await createOidc(admin, { issuer: undefined });
-    expect((await rest(app, admin.as).post(`/sso/providers/${noIssuer.id}/test`)).body).toMatchObject({ message: 'Provider is not fully configured', details: { missing: ['issuer'] } });
+    const noIssuer = await createOidc(manager, { issuer: undefined });
+    expect((await rest(app, manager.as).post(`/sso/providers/${noIssuer.id}/test`)).body).toMatchObject({ message: 'Provider is not fully configured', details: { missing: ['issuer'] } });
   });
 
   test('the test operation checks a SAML configuration', async () => {
-    const { admin } = await orgWithAdmin();
-    const p = (await rest(app, admin.as).post('/sso/providers', { name: 'SAML', type: 'saml', metadataXml: samlIdp.metadataXml })).body;
-    const ok = await rest(app, admin.as).post(`/sso/providers/${p.id}/test`);
+    const { manager } = await orgWithManager();
+    const p = (await rest(app, manager.as).post('/sso/providers', { name: 'SAML', type: 'saml', metadataXml: samlIdp.metadataXml })).body;
+    const ok = await rest(app, manager.as).post(`/sso/providers/${p.id}/test`);
     expect(ok.body).toEqual({ success: true, type: 'saml', endpoints: null, saml: { entityId: samlIdp.entityId, ssoUrl: samlIdp.ssoUrl, certificateExpiresAt: expect.any(String) } });
-    const empty = (await rest(app, admin.as).post('/sso/providers', { name: 'SAML', type: 'saml' })).body;
-    expect((await rest(app, admin.as).post(`/sso/providers/${empty.id}/test`)).body.details).toEqual({ missing: ['entityId', 'ssoUrl', 'certificate'] });
+    const empty = (await rest(app, manager.as).post('/sso/providers', { name: 'SAML', type: 'saml' })).body;
+    expect((await rest(app, manager.as).post(`/sso/providers/${empty.id}/test`)).body.details).toEqual({ missing: ['entityId', 'ssoUrl', 'certificate'] });
   });
 });
 
 describe('enforced SSO and password login', () => {
   test('password login is refused with the generic 401 while an active provider enforces SSO', async () => {
-    const { orgId, admin } = await orgWithAdmin();
+    // the IdP would sign in the Viewer member: configuring it takes holding what the Viewer holds
+    const { orgId, manager } = await orgWithManager([...SSO_MANAGER, ...permissionsOf('Organization Viewer')]);
     const member = await buildUser(app, { orgId, role: 'Organization Viewer' });
-    const p = await createOidc(admin, { enforceSSO: true });
+    const p = await createOidc(manager, { enforceSSO: true });
     const loginAs = () => rest(app).post('/auth/login', { email: member.user.email, password: member.password });
 
     expect((await loginAs()).status).toBe(200); // inactive provider: nothing enforced
-    await rest(app, admin.as).post(`/sso/providers/${p.id}/status`, { status: 'active' });
+    await rest(app, manager.as).post(`/sso/providers/${p.id}/status`, { status: 'active' });
     const refused = await loginAs();
     expect(refused.status).toBe(401);
     expect(refused.body).toEqual({ code: 'UNAUTHENTICATED', message: 'Invalid email or password' });
     expect((await rest(app).get(`/sso/check/${orgId}`)).body.enforceSSO).toBe(true);
 
-    await rest(app, admin.as).patch(`/sso/providers/${p.id}`, { enforceSSO: false });
+    await rest(app, manager.as).patch(`/sso/providers/${p.id}`, { enforceSSO: false });
     expect((await loginAs()).status).toBe(200);
   });
 });
@@ -398,11 +405,11 @@ describe('GraphQL', () => {
   const FIELDS = 'id orgId name type status hasClientSecret issuer tokenUrl scopes attributeMapping { email name groups } enforceSSO';
 
   test('presets, create, list, get, update, status, test, check, delete; never the secret', async () => {
-    const { orgId, admin } = await orgWithAdmin();
-    const presets = await gql(app, admin.as, `{ ssoPresets { id type scopes attributeMapping { email } } }`);
+    const { orgId, manager } = await orgWithManager();
+    const presets = await gql(app, manager.as, `{ ssoPresets { id type scopes attributeMapping { email } } }`);
     expect(presets.body.data.ssoPresets).toHaveLength(9);
 
-    const created = await gql(app, admin.as, `mutation($input: CreateSsoProviderInput!) { createSsoProvider(input: $input) { ${FIELDS} } }`, {
+    const created = await gql(app, manager.as, `mutation($input: CreateSsoProviderInput!) { createSsoProvider(input: $input) { ${FIELDS} } }`, {
       input: { name: 'GQL IdP', type: 'oidc', issuer: idp.issuer, clientId: 'c', clientSecret: SECRET, preset: 'workforce_identity_oidc' },
     });
     expect(created.body.errors).toBeUndefined();
@@ -410,19 +417,19 @@ describe('GraphQL', () => {
     expect(p).toMatchObject({ orgId, status: 'inactive', hasClientSecret: true, tokenUrl: `${idp.issuer}/token`, scopes: 'openid profile email groups', attributeMapping: { groups: 'groups' } });
 
     const responses = [created.body];
-    responses.push((await gql(app, admin.as, `query($orgId: ID) { ssoProviders(orgId: $orgId) { data { ${FIELDS} } pagination { total } } }`, { orgId })).body);
+    responses.push((await gql(app, manager.as, `query($orgId: ID) { ssoProviders(orgId: $orgId) { data { ${FIELDS} } pagination { total } } }`, { orgId })).body);
     expect(responses[1].data.ssoProviders.pagination.total).toBe(1);
-    responses.push((await gql(app, admin.as, `query($id: ID!) { ssoProvider(id: $id) { ${FIELDS} } }`, { id: p.id })).body);
-    const updated = await gql(app, admin.as, `mutation($id: ID!, $input: UpdateSsoProviderInput!) { updateSsoProvider(id: $id, input: $input) { ${FIELDS} } }`, {
+    responses.push((await gql(app, manager.as, `query($id: ID!) { ssoProvider(id: $id) { ${FIELDS} } }`, { id: p.id })).body);
+    const updated = await gql(app, manager.as, `mutation($id: ID!, $input: UpdateSsoProviderInput!) { updateSsoProvider(id: $id, input: $input) { ${FIELDS} } }`, {
       id: p.id,
       input: { enforceSSO: true, attributeMapping: { email: 'mail', name: 'displayName', groups: null } },
     });
     expect(updated.body.data.updateSsoProvider).toMatchObject({ enforceSSO: true, attributeMapping: { email: 'mail', name: 'displayName', groups: null } });
     responses.push(updated.body);
-    const status = await gql(app, admin.as, `mutation($id: ID!) { setSsoProviderStatus(id: $id, status: active) { ${FIELDS} } }`, { id: p.id });
+    const status = await gql(app, manager.as, `mutation($id: ID!) { setSsoProviderStatus(id: $id, status: active) { ${FIELDS} } }`, { id: p.id });
     expect(status.body.data.setSsoProviderStatus.status).toBe('active');
     responses.push(status.body);
-    const tested = await gql(app, admin.as, `mutation($id: ID!) { testSsoProvider(id: $id) { success type endpoints { tokenUrl } saml { entityId } } }`, { id: p.id });
+    const tested = await gql(app, manager.as, `mutation($id: ID!) { testSsoProvider(id: $id) { success type endpoints { tokenUrl } saml { entityId } } }`, { id: p.id });
     expect(tested.body.data.testSsoProvider).toEqual({ success: true, type: 'oidc', endpoints: { tokenUrl: `${idp.issuer}/token` }, saml: null });
     responses.push(tested.body);
     for (const body of responses) expectNoSecret(body);
@@ -432,10 +439,10 @@ describe('GraphQL', () => {
     const off = await gql(app, null, `query($orgId: ID!) { ssoCheck(orgId: $orgId) { ssoEnabled enforceSSO loginUrl provider { id } } }`, { orgId: randomUUID() });
     expect(off.body.data.ssoCheck).toEqual({ ssoEnabled: false, enforceSSO: null, loginUrl: null, provider: null });
 
-    const noMfa = await buildUser(app, { orgId, mfa: false });
+    const noMfa = await buildUser(app, { orgId, can: ['organizations:write'], mfa: false });
     const denied = await gql(app, noMfa.as, `mutation($id: ID!) { deleteSsoProvider(id: $id) }`, { id: p.id });
     expect(denied.body.errors?.[0].extensions?.code).toBe('MFA_REQUIRED');
-    const deleted = await gql(app, admin.as, `mutation($id: ID!) { deleteSsoProvider(id: $id) }`, { id: p.id });
+    const deleted = await gql(app, manager.as, `mutation($id: ID!) { deleteSsoProvider(id: $id) }`, { id: p.id });
     expect(deleted.body.data.deleteSsoProvider).toBe(true);
     expect((await auditRows(p.id)).map((r) => r.action)).toEqual([
       'sso.provider.create',
@@ -476,7 +483,7 @@ describe('who may configure the sign-in of an organization', () => {
     expect(created.status).toBe(201);
 
     // an Organization Admin joins: an IdP the manager controls would sign in as that admin
-    const admin = await buildUser(app, { orgId: org.id });
+    const admin = await buildUser(app, { orgId: org.id, role: 'Organization Admin' });
     const refusal = { status: 403, body: { code: 'FORBIDDEN', message: expect.stringMatching(/^An identity provider signs in the organization's members/) } };
     expect(await as.post('/sso/providers', { name: 'y', type: 'oidc' })).toMatchObject(refusal);
     expect(await as.patch(`/sso/providers/${created.body.id}`, { issuer: null })).toMatchObject(refusal);
@@ -488,12 +495,12 @@ describe('who may configure the sign-in of an organization', () => {
 
 describe('IdP URLs the browser is sent to', () => {
   test('an http authorizationUrl or ssoUrl is refused, typed or from SAML metadata; loopback http passes with ALLOW_PRIVATE_NETWORK_TARGETS', async () => {
-    const { admin } = await orgWithAdmin();
-    const as = rest(app, admin.as);
+    const { manager } = await orgWithManager();
+    const as = rest(app, manager.as);
     const typed = await as.post('/sso/providers', { name: 'x', type: 'oidc', authorizationUrl: 'http://login.example.test/authorize' });
     expect(typed.status).toBe(400);
     expect(typed.body).toEqual({ code: 'VALIDATION_ERROR', message: 'authorizationUrl: must be an https URL' });
-    const p = await createOidc(admin);
+    const p = await createOidc(manager);
     expect((await as.patch(`/sso/providers/${p.id}`, { authorizationUrl: 'http://login.example.test/authorize' })).body.message).toBe('authorizationUrl: must be an https URL');
     expect((await as.post('/sso/providers', { name: 'x', type: 'saml', ssoUrl: 'http://idp.example.test/sso' })).body.message).toBe('ssoUrl: must be an https URL');
     const fromMetadata = await as.post('/sso/providers', { name: 'x', type: 'saml', metadataXml: samlIdp.metadataXml.split(samlIdp.ssoUrl).join('http://idp.example.test/sso') });
@@ -523,8 +530,8 @@ describe('IdP URLs the browser is sent to', () => {
           }),
         },
       ]);
-      const { admin } = await orgWithAdmin();
-      const p = await createOidc(admin, { issuer });
+      const { manager } = await orgWithManager();
+      const p = await createOidc(manager, { issuer });
       expect(receiver.to('/.well-known/openid-configuration')).toHaveLength(1);
       expect(p).toMatchObject({ issuer, authorizationUrl: null, tokenUrl: null, jwksUrl: null });
     } finally {

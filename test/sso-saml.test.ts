@@ -5,11 +5,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { Membership } from '../entities/user.js';
+import type { Permission } from '../src/auth/permissions.js';
 import { freePort } from '../src/db/embedded.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { Browser, errorOf, ssoCode } from './support/browser.js';
 import { rest } from './support/clients.js';
-import { buildOrg, buildUser, systemRole } from './support/factories.js';
+import { buildOrg, buildUser, permissionsOf, systemRole } from './support/factories.js';
 import { createSamlIdp, type BuildResponseInput, type TestAuthnRequest } from './support/saml-idp.js';
 
 const URI = {
@@ -50,10 +51,13 @@ async function spCertificate(): Promise<string> {
   return new X509Certificate(der).toString();
 }
 
+/** Configuring a provider whose default role is the Viewer takes holding what the Viewer holds. */
+const VIEWER_DEFAULT_CONFIGURER: Permission[] = [...permissionsOf('Organization Viewer'), 'organizations:write'];
+
 /** An organization with an active SAML provider configured from the IdP's metadata. */
 async function setup(fields: Record<string, unknown> = {}): Promise<{ orgId: string; providerId: string }> {
   const org = await buildOrg(app);
-  const admin = await buildUser(app, { orgId: org.id });
+  const admin = await buildUser(app, { orgId: org.id, can: VIEWER_DEFAULT_CONFIGURER });
   const created = await rest(app, admin.as).post('/sso/providers', {
     name: 'SAML IdP',
     type: 'saml',
@@ -150,7 +154,7 @@ describe('login', () => {
 
   test('an existing member signs in with an email-shaped NameID', async () => {
     const { orgId } = await setup({ autoProvision: false });
-    const member = await buildUser(app, { orgId, email: `member-${randomUUID()}@corp.test` });
+    const member = await buildUser(app, { orgId, role: 'Organization Viewer', email: `member-${randomUUID()}@corp.test` });
     const target = await loginWith(orgId, { nameId: member.user.email.toUpperCase() });
     const tokens = await rest(app).post('/sso/exchange', { code: ssoCode(target) });
     expect((await rest(app, { token: tokens.body.accessToken }).get('/users/me')).body.id).toBe(member.user.id);
@@ -237,7 +241,7 @@ describe('browser binding when PUBLIC_URL is https', () => {
 
   test('the ACS needs the SameSite=None cookie of the browser that started the login', async () => {
     const org = await buildOrg(secureApp);
-    const admin = await buildUser(secureApp, { orgId: org.id });
+    const admin = await buildUser(secureApp, { orgId: org.id, can: VIEWER_DEFAULT_CONFIGURER });
     const created = await rest(secureApp, admin.as).post('/sso/providers', { name: 'x', type: 'saml', metadataXml: idp.metadataXml, defaultRoleId: systemRole('Organization Viewer') });
     await rest(secureApp, admin.as).post(`/sso/providers/${created.body.id}/status`, { status: 'active' });
 
@@ -272,7 +276,7 @@ describe('browser binding when PUBLIC_URL is https', () => {
 describe('accounts the organization does not own', () => {
   test("another tenant's user is refused by email; linked while signed in, the same NameID signs them in", async () => {
     const { orgId, providerId } = await setup();
-    const owner = await buildUser(app, { orgId: (await buildOrg(app)).id, email: `linker-${randomUUID()}@corp.test` });
+    const owner = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer', email: `linker-${randomUUID()}@corp.test` });
     const em = app.server.runtime.orm.em.fork();
     em.create(Membership, { userId: owner.user.id, scope: 'organization', orgId, roleId: systemRole('Organization Viewer') });
     await em.flush();
@@ -300,7 +304,7 @@ describe('accounts the organization does not own', () => {
 
 describe('SSO URL over plain http', () => {
   test('refused typed or read from metadata, loopback too while ALLOW_PRIVATE_NETWORK_TARGETS is off', async () => {
-    const admin = await buildUser(app, { orgId: (await buildOrg(app)).id });
+    const admin = await buildUser(app, { orgId: (await buildOrg(app)).id, can: ['organizations:write'] });
     const post = (fields: Record<string, unknown>) => rest(app, admin.as).post('/sso/providers', { name: 'x', type: 'saml', ...fields });
     for (const fields of [
       { ssoUrl: 'http://idp.test.example/sso' },

@@ -25,13 +25,14 @@ afterAll(async () => {
   await db.drop();
 });
 
+/** Creating and reading webhooks takes organizations:write and organizations:read. */
 async function setup(app: TestApp, path: string, extra: Record<string, unknown> = {}) {
   const orgId = (await buildOrg(app)).id;
-  const admin = await buildUser(app, { orgId });
-  const api = rest(app, admin.as);
+  const editor = await buildUser(app, { orgId, can: ['organizations:read', 'organizations:write'] });
+  const api = rest(app, editor.as);
   const created = await api.post('/webhooks', { name: path, url: receiver.url(path), events: ['alert.triggered'], ...extra });
   expect(created.status).toBe(201);
-  return { orgId, admin, api, webhookId: created.body.id as string };
+  return { orgId, editor, api, webhookId: created.body.id as string };
 }
 
 const rows = (runtime: Runtime, webhookId: string) => runtime.orm.em.fork().find(WebhookDelivery, { webhookId }, { orderBy: { createdAt: 'asc' } });

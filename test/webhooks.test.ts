@@ -1,5 +1,6 @@
 import { Webhook } from '../entities/webhook.js';
 import { redactUrl } from '../src/services/webhooks.js';
+import type { Permission } from '../src/auth/permissions.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { auditOf, sql } from './support/db.js';
@@ -23,16 +24,19 @@ const resolve = async (host: string): Promise<string[]> => {
 };
 const testDns = { tunables: { webhooks: { resolve } } };
 
+/** Webhooks are organization configuration: reading them takes organizations:read, changing them organizations:write. */
+const WEBHOOK_EDITOR: Permission[] = ['organizations:read', 'organizations:write'];
+
 let app: TestApp;
 let orgA: string;
 let orgB: string;
 let partnerA: string;
-let adminA: BuiltUser;
-let adminANoMfa: BuiltUser;
+let editorA: BuiltUser;
+let editorANoMfa: BuiltUser;
 let viewerA: BuiltUser;
-let adminB: BuiltUser;
-let partnerAdmin: BuiltUser;
-let systemAdmin: BuiltUser;
+let editorB: BuiltUser;
+let partnerEditor: BuiltUser;
+let systemEditor: BuiltUser;
 
 beforeAll(async () => {
   app = await createTestApp({ start: testDns });
@@ -41,12 +45,12 @@ beforeAll(async () => {
   orgA = a.id;
   orgB = b.id;
   partnerA = a.partnerId;
-  adminA = await buildUser(app, { orgId: orgA });
-  adminANoMfa = await buildUser(app, { orgId: orgA, mfa: false });
+  editorA = await buildUser(app, { orgId: orgA, can: WEBHOOK_EDITOR });
+  editorANoMfa = await buildUser(app, { orgId: orgA, can: WEBHOOK_EDITOR, mfa: false });
   viewerA = await buildUser(app, { orgId: orgA, role: 'Organization Viewer' });
-  adminB = await buildUser(app, { orgId: orgB });
-  partnerAdmin = await buildUser(app, { partnerId: partnerA });
-  systemAdmin = await buildUser(app, {});
+  editorB = await buildUser(app, { orgId: orgB, can: WEBHOOK_EDITOR });
+  partnerEditor = await buildUser(app, { partnerId: partnerA, can: WEBHOOK_EDITOR });
+  systemEditor = await buildUser(app, { can: WEBHOOK_EDITOR });
 });
 
 afterAll(async () => {
@@ -64,7 +68,7 @@ const audit = (resourceId: string) => auditOf(app, resourceId, ['action', 'chang
 
 describe('REST', () => {
   test('create, read, list, update and delete; secrets never come back; every change is audited', async () => {
-    const api = rest(app, adminA.as);
+    const api = rest(app, editorA.as);
     const created = await api.post('/webhooks', {
       name: 'Ops hook',
       url: 'https://alice:pa55w0rd@hooks.example.com/in?token=t0k3n&X-Amz-Signature=amzsig&sig=azsig&keep=1',
@@ -88,7 +92,7 @@ describe('REST', () => {
       failureCount: 0,
       lastDeliveryAt: null,
       lastSuccessAt: null,
-      createdBy: adminA.user.id,
+      createdBy: editorA.user.id,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
@@ -134,7 +138,7 @@ describe('REST', () => {
   });
 
   test('retryPolicy: bounded, merged with the defaults, reset with null', async () => {
-    const api = rest(app, adminA.as);
+    const api = rest(app, editorA.as);
     const bad = [
       { maxRetries: 21 },
       { maxRetries: -1 },
@@ -170,7 +174,7 @@ describe('REST', () => {
   });
 
   test('validation: event catalog, name length, custom headers, unknown fields, empty patch', async () => {
-    const api = rest(app, adminA.as);
+    const api = rest(app, editorA.as);
     const cases: [string, Record<string, unknown>][] = [
       ['unknown event', valid({ events: ['device.offline', 'device.exploded'] })],
       ['no events', valid({ events: [] })],
@@ -206,7 +210,7 @@ describe('REST', () => {
   });
 
   test('organization scoping: partner and system callers name the organization; it is checked', async () => {
-    for (const caller of [partnerAdmin, systemAdmin]) {
+    for (const caller of [partnerEditor, systemEditor]) {
       const api = rest(app, caller.as);
       expect((await api.post('/webhooks', valid())).body).toEqual({ code: 'VALIDATION_ERROR', message: 'Organization context required' });
       expect((await api.get('/webhooks')).body).toEqual({ code: 'VALIDATION_ERROR', message: 'Organization context required' });
@@ -217,17 +221,17 @@ describe('REST', () => {
       expect((await api.get(`/webhooks?orgId=${orgA}`)).body.data.map((w: { id: string }) => w.id)).toContain(created.body.id);
     }
     // Org B belongs to another partner.
-    expect((await rest(app, partnerAdmin.as).post('/webhooks', valid({ orgId: orgB }))).status).toBe(404);
-    expect((await rest(app, partnerAdmin.as).get(`/webhooks?orgId=${orgB}`)).status).toBe(404);
-    expect((await rest(app, systemAdmin.as).post('/webhooks', valid({ orgId: orgB }))).status).toBe(201);
+    expect((await rest(app, partnerEditor.as).post('/webhooks', valid({ orgId: orgB }))).status).toBe(404);
+    expect((await rest(app, partnerEditor.as).get(`/webhooks?orgId=${orgB}`)).status).toBe(404);
+    expect((await rest(app, systemEditor.as).post('/webhooks', valid({ orgId: orgB }))).status).toBe(201);
     // An organization caller acts on its own organization; naming another is 404.
-    expect((await rest(app, adminA.as).post('/webhooks', valid({ orgId: orgB }))).status).toBe(404);
-    expect((await rest(app, adminA.as).post('/webhooks', valid({ orgId: orgA }))).status).toBe(201);
+    expect((await rest(app, editorA.as).post('/webhooks', valid({ orgId: orgB }))).status).toBe(404);
+    expect((await rest(app, editorA.as).post('/webhooks', valid({ orgId: orgA }))).status).toBe(201);
   });
 
   test("another organization's webhook is invisible: 404 everywhere, absent from lists", async () => {
-    const mine = (await rest(app, adminA.as).post('/webhooks', valid())).body.id as string;
-    const theirs = rest(app, adminB.as);
+    const mine = (await rest(app, editorA.as).post('/webhooks', valid())).body.id as string;
+    const theirs = rest(app, editorB.as);
     for (const response of [
       await theirs.get(`/webhooks/${mine}`),
       await theirs.patch(`/webhooks/${mine}`, { name: 'taken' }),
@@ -241,13 +245,13 @@ describe('REST', () => {
     }
     expect((await theirs.get('/webhooks')).body.data.map((w: { id: string }) => w.id)).not.toContain(mine);
     expect((await theirs.get(`/webhooks?orgId=${orgA}`)).status).toBe(404);
-    expect((await rest(app, adminA.as).get(`/webhooks/${mine}`)).status).toBe(200);
-    expect((await rest(app, adminA.as).get('/webhooks/not-a-uuid')).status).toBe(404);
+    expect((await rest(app, editorA.as).get(`/webhooks/${mine}`)).status).toBe(200);
+    expect((await rest(app, editorA.as).get('/webhooks/not-a-uuid')).status).toBe(404);
   });
 
   test('writes need organizations:write and a second factor; reads do not', async () => {
-    const id = (await rest(app, adminA.as).post('/webhooks', valid())).body.id as string;
-    const noMfa = rest(app, adminANoMfa.as);
+    const id = (await rest(app, editorA.as).post('/webhooks', valid())).body.id as string;
+    const noMfa = rest(app, editorANoMfa.as);
     for (const response of [
       await noMfa.post('/webhooks', valid()),
       await noMfa.patch(`/webhooks/${id}`, { name: 'x' }),
@@ -271,12 +275,12 @@ describe('REST', () => {
   test('a token in the URL path is shown only to callers who may edit the webhook; readers see the origin', async () => {
     const url = 'https://alice:pa55w0rd@hooks.example.com:8443/services/T000/B000/XXXXSECRET?token=t0k3n&keep=1';
     const editorView = 'https://hooks.example.com:8443/services/T000/B000/XXXXSECRET?keep=1';
-    const admin = rest(app, adminA.as);
-    const created = await admin.post('/webhooks', valid({ url }));
+    const editor = rest(app, editorA.as);
+    const created = await editor.post('/webhooks', valid({ url }));
     expect(created.body.url).toBe(editorView);
     const id = created.body.id as string;
-    expect((await admin.patch(`/webhooks/${id}`, { url })).body.url).toBe(editorView);
-    expect((await admin.get(`/webhooks/${id}`)).body.url).toBe(editorView);
+    expect((await editor.patch(`/webhooks/${id}`, { url })).body.url).toBe(editorView);
+    expect((await editor.get(`/webhooks/${id}`)).body.url).toBe(editorView);
 
     const viewer = rest(app, viewerA.as);
     const got = await viewer.get(`/webhooks/${id}`);
@@ -288,7 +292,7 @@ describe('REST', () => {
     expect(graphql.body.data.webhooks.data.find((w: { id: string }) => w.id === id).url).toBe('https://hooks.example.com:8443');
     for (const response of [got, list, graphql]) expect(JSON.stringify(response.body)).not.toMatch(/XXXXSECRET|services\/T000|pa55w0rd|t0k3n/);
 
-    const editorGraphql = await gql(app, adminA.as, `query($id: ID!) { webhook(id: $id) { url } }`, { id });
+    const editorGraphql = await gql(app, editorA.as, `query($id: ID!) { webhook(id: $id) { url } }`, { id });
     expect(editorGraphql.body.data.webhook.url).toBe(editorView);
   });
 });
@@ -297,7 +301,7 @@ describe('GraphQL', () => {
   const FIELDS = 'id orgId name url hasSecret events headers { key } status retryPolicy { maxRetries initialDelayMs backoffMultiplier maxDelayMs } lastDeliveryAt';
 
   test('create, query, update and delete', async () => {
-    const created = await gql(app, adminA.as, `mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { ${FIELDS} } }`, {
+    const created = await gql(app, editorA.as, `mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { ${FIELDS} } }`, {
       input: {
         name: 'GraphQL hook',
         url: 'https://bob:hunter2@hooks.example.com/gql?api_key=k3y',
@@ -324,7 +328,7 @@ describe('GraphQL', () => {
 
     const read = await gql(
       app,
-      adminA.as,
+      editorA.as,
       `query($id: ID!) { webhook(id: $id) { id deliveryStats { total pending delivered failed retrying lastDeliveredAt } deliveries(first: 5) { totalCount edges { cursor } pageInfo { hasNextPage endCursor } } } webhooks(status: active) { data { id } pagination { total } } }`,
       { id: webhook.id },
     );
@@ -336,47 +340,47 @@ describe('GraphQL', () => {
     });
     expect(read.body.data.webhooks.data.map((w: { id: string }) => w.id)).toContain(webhook.id);
 
-    const updated = await gql(app, adminA.as, `mutation($id: ID!, $input: UpdateWebhookInput!) { updateWebhook(id: $id, input: $input) { status hasSecret name } }`, {
+    const updated = await gql(app, editorA.as, `mutation($id: ID!, $input: UpdateWebhookInput!) { updateWebhook(id: $id, input: $input) { status hasSecret name } }`, {
       id: webhook.id,
       input: { status: 'paused', secret: null, name: 'Paused hook' },
     });
     expect(updated.body.data.updateWebhook).toEqual({ status: 'paused', hasSecret: false, name: 'Paused hook' });
     expect(JSON.stringify([created.body, read.body, updated.body])).not.toMatch(/hunter2|k3y|whsec|header-credential/);
 
-    const deleted = await gql(app, adminA.as, `mutation($id: ID!) { deleteWebhook(id: $id) }`, { id: webhook.id });
+    const deleted = await gql(app, editorA.as, `mutation($id: ID!) { deleteWebhook(id: $id) }`, { id: webhook.id });
     expect(deleted.body.data).toEqual({ deleteWebhook: true });
-    const gone = await gql(app, adminA.as, `query($id: ID!) { webhook(id: $id) { id } }`, { id: webhook.id });
+    const gone = await gql(app, editorA.as, `query($id: ID!) { webhook(id: $id) { id } }`, { id: webhook.id });
     expect(gone.body.errors?.[0]).toMatchObject({ message: 'Webhook not found', extensions: { code: 'NOT_FOUND' } });
   });
 
   test('errors: validation, scoping, tenancy and MFA in extensions.code', async () => {
     const mutation = `mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { id } }`;
-    const bad = await gql(app, adminA.as, mutation, { input: valid({ events: ['nope'] }) });
+    const bad = await gql(app, editorA.as, mutation, { input: valid({ events: ['nope'] }) });
     expect(bad.body.errors?.[0].extensions?.code).toBe('VALIDATION_ERROR');
-    const noOrg = await gql(app, partnerAdmin.as, mutation, { input: valid() });
+    const noOrg = await gql(app, partnerEditor.as, mutation, { input: valid() });
     expect(noOrg.body.errors?.[0]).toMatchObject({ message: 'Organization context required', extensions: { code: 'VALIDATION_ERROR' } });
-    const listNoOrg = await gql(app, systemAdmin.as, `{ webhooks { data { id } } }`);
+    const listNoOrg = await gql(app, systemEditor.as, `{ webhooks { data { id } } }`);
     expect(listNoOrg.body.errors?.[0].message).toBe('Organization context required');
-    const noMfa = await gql(app, adminANoMfa.as, mutation, { input: valid() });
+    const noMfa = await gql(app, editorANoMfa.as, mutation, { input: valid() });
     expect(noMfa.body.errors?.[0].extensions?.code).toBe('MFA_REQUIRED');
 
-    const mine = (await gql(app, adminA.as, mutation, { input: valid() })).body.data.createWebhook.id;
-    const theirs = await gql(app, adminB.as, `query($id: ID!) { webhook(id: $id) { id } }`, { id: mine });
+    const mine = (await gql(app, editorA.as, mutation, { input: valid() })).body.data.createWebhook.id;
+    const theirs = await gql(app, editorB.as, `query($id: ID!) { webhook(id: $id) { id } }`, { id: mine });
     expect(theirs.body.errors?.[0]).toMatchObject({ message: 'Webhook not found', extensions: { code: 'NOT_FOUND' } });
-    const theirList = await gql(app, adminB.as, `{ webhooks { data { id } } }`);
+    const theirList = await gql(app, editorB.as, `{ webhooks { data { id } } }`);
     expect(theirList.body.data.webhooks.data.map((w: { id: string }) => w.id)).not.toContain(mine);
-    const theirUpdate = await gql(app, adminB.as, `mutation($id: ID!) { updateWebhook(id: $id, input: { name: "x" }) { id } }`, { id: mine });
+    const theirUpdate = await gql(app, editorB.as, `mutation($id: ID!) { updateWebhook(id: $id, input: { name: "x" }) { id } }`, { id: mine });
     expect(theirUpdate.body.errors?.[0].extensions?.code).toBe('NOT_FOUND');
   });
 });
 
 describe('SSRF: destination URLs with private targets refused (the default)', () => {
   let strict: TestApp;
-  let admin: BuiltUser;
+  let editor: BuiltUser;
 
   beforeAll(async () => {
     strict = await createTestApp({ start: testDns });
-    admin = await buildUser(strict, { orgId: (await buildOrg(strict)).id });
+    editor = await buildUser(strict, { orgId: (await buildOrg(strict)).id, can: WEBHOOK_EDITOR });
   });
   afterAll(async () => {
     await strict.stop();
@@ -420,16 +424,16 @@ describe('SSRF: destination URLs with private targets refused (the default)', ()
   ];
 
   test.each(refused)('%s → 400 Invalid webhook URL (create and update)', async (url) => {
-    const api = rest(strict, admin.as);
+    const api = rest(strict, editor.as);
     expect((await api.post('/webhooks', valid({ url }))).body).toEqual({ code: 'VALIDATION_ERROR', message: 'Invalid webhook URL' });
     const id = (await api.post('/webhooks', valid())).body.id as string;
     expect((await api.patch(`/webhooks/${id}`, { url })).body).toEqual({ code: 'VALIDATION_ERROR', message: 'Invalid webhook URL' });
   });
 
   test('a public HTTPS destination is accepted; GraphQL refuses a private one the same way', async () => {
-    expect((await rest(strict, admin.as).post('/webhooks', valid({ url: 'https://hooks.example.com:8443/in' }))).status).toBe(201);
-    expect((await rest(strict, admin.as).post('/webhooks', valid({ url: 'https://93.184.216.34/in' }))).status).toBe(201);
-    const response = await gql(strict, admin.as, `mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { id } }`, {
+    expect((await rest(strict, editor.as).post('/webhooks', valid({ url: 'https://hooks.example.com:8443/in' }))).status).toBe(201);
+    expect((await rest(strict, editor.as).post('/webhooks', valid({ url: 'https://93.184.216.34/in' }))).status).toBe(201);
+    const response = await gql(strict, editor.as, `mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { id } }`, {
       input: valid({ url: 'https://10.0.0.1/in' }),
     });
     expect(response.body.errors?.[0]).toMatchObject({ message: 'Invalid webhook URL', extensions: { code: 'VALIDATION_ERROR' } });

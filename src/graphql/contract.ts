@@ -1,9 +1,10 @@
 import 'reflect-metadata';
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
 import { GraphQLJSON, GraphQLJSONObject } from 'graphql-scalars';
-import { ArgsType, Field, Float, ID, InputType, Int, ObjectType, registerEnumType, type ClassType } from 'type-graphql';
+import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, Float, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root, Subscription, registerEnumType, type ClassType } from 'type-graphql';
 import { z, type ZodType } from 'zod';
 import { isDateTimeSchema, isoDateTime } from '../validation.js';
+import type { GraphqlContext } from './context.js';
 
 /**
  * One definition per contract: a domain writes its inputs and views once, as zod objects in its
@@ -165,11 +166,6 @@ export function inputType<S extends z.ZodObject>(name: string, schema: S, option
   return derive('input', name, schema, options) as ClassType<z.input<S>>;
 }
 
-/** Top-level field arguments (`@Args`) from a query schema, e.g. a list's filters and page. */
-export function argsType<S extends z.ZodObject>(name: string, schema: S, options: ContractOptions = {}): ClassType<z.input<S>> {
-  return derive('args', name, schema, options) as ClassType<z.input<S>>;
-}
-
 /**
  * GraphQL cannot say "may be left out but not null": an optional input field is nullable. A null
  * sent for a field whose schema refuses null means "not given", as an absent REST field does, so the
@@ -188,4 +184,188 @@ export function dropNullsTheSchemaRefuses(value: unknown): void {
     if (field === null && shape[key] && !shape[key].safeParse(null).success) delete record[key];
     else dropNullsTheSchemaRefuses(field);
   }
+}
+
+/*
+ * Operations: a resolver is declared as data, `name: query(returns, params, service)`, and its
+ * handler methods and their decorators are generated from that. The params are a tuple in the order
+ * the service takes them after the request context, so the service is type-checked against them.
+ */
+
+type Ctx = GraphqlContext['ctx'];
+
+/** One argument of an operation; `T` is the value its service receives. */
+export interface Param<T> {
+  /** makes the `@Arg`/`@Args` decorator when the operation is declared: a derived type is made then, after the return type */
+  readonly decorator: () => (prototype: object, method: string, index: number) => void;
+  /** the value among a subscription's raw arguments (subscribe runs outside type-graphql's handler) */
+  readonly pick: (raw: Record<string, unknown>) => T;
+}
+
+type Scalar = GraphQLScalarType | StringConstructor;
+type ArgType = Scalar | readonly [Scalar] | ClassType;
+type ArgValue<T> = T extends StringConstructor ? string : T extends GraphQLScalarType<infer V> ? V : T extends readonly [infer E] ? ArgValue<E>[] : T extends ClassType<infer I> ? I : never;
+interface ArgOptions {
+  nullable?: boolean;
+  description?: string;
+}
+
+function named(name: string, type: () => ArgType, options: ArgOptions): Param<unknown> {
+  return {
+    decorator: () => {
+      const made = type();
+      return Arg(name, () => made as ClassType, options);
+    },
+    pick: (raw) => raw[name],
+  };
+}
+
+/** A named argument (`@Arg`); a nullable one may be null or left out. */
+export function arg<T extends ArgType>(name: string, type: T, options?: ArgOptions & { nullable?: false }): Param<ArgValue<T>>;
+export function arg<T extends ArgType>(name: string, type: T, options: ArgOptions & { nullable: true }): Param<ArgValue<T> | null | undefined>;
+export function arg(name: string, type: ArgType, options: ArgOptions = {}): Param<unknown> {
+  return named(name, () => type, options);
+}
+
+/** The `id` of the record an operation acts on. */
+export const id = arg('id', ID);
+
+/** The `input` argument, of the input type derived from `schema`. */
+export function input<S extends z.ZodObject>(name: string, schema: S, options?: { nullable?: false }): Param<z.input<S>>;
+export function input<S extends z.ZodObject>(name: string, schema: S, options: { nullable: true }): Param<z.input<S> | null | undefined>;
+export function input(name: string, schema: z.ZodObject, options: { nullable?: boolean } = {}): Param<unknown> {
+  return named('input', () => inputType(name, schema), options);
+}
+
+/** Top-level arguments (`@Args`) from a query schema, e.g. a list's filters and page. */
+export function args<S extends z.ZodObject>(name: string, schema: S, options: ContractOptions = {}): Param<z.input<S>> {
+  return {
+    decorator: () => {
+      const type = derive('args', name, schema, options);
+      return Args(() => type);
+    },
+    pick: (raw) => raw as z.input<S>,
+  };
+}
+
+/** A view schema (its `meta({ title })` names the object type), a derived or hand-written class, a list of one, or Boolean. */
+type Returns = z.ZodObject | ClassType | readonly [z.ZodObject | ClassType] | BooleanConstructor;
+type One<R> = R extends z.ZodObject ? z.output<R> : R extends ClassType<infer T> ? T : never;
+/** What the service gives for a return type; a `Boolean` operation's service returns nothing and the operation answers true. */
+type Answer<R, O> = R extends BooleanConstructor ? void : (R extends readonly [infer E] ? One<E>[] : One<R>) | (O extends { nullable: true } ? null : never);
+type Params = readonly Param<unknown>[];
+type Values<A extends Params> = { -readonly [K in keyof A]: A[K] extends Param<infer T> ? T : never };
+
+function graphqlType(returns: Returns): ClassType | [ClassType] {
+  if (Array.isArray(returns)) return [graphqlType(returns[0]) as ClassType];
+  if (!(returns instanceof z.ZodObject)) return returns as ClassType;
+  const title = metaOf(returns).title;
+  if (!title) throw new Error('A view schema an operation returns needs meta({ title }): the name of its GraphQL type');
+  return derive('object', title, returns, {});
+}
+
+interface OperationOptions {
+  description?: string;
+  nullable?: boolean;
+}
+
+/** A Query, Mutation or Subscription field, or a field of the resolver's object type whose parent view is `Parent`. */
+export interface Operation<Parent = unknown> {
+  readonly declare: (prototype: object, name: string) => void;
+  /** type only: a field is declared on an object type whose views it accepts */
+  readonly parent?: (view: Parent) => void;
+}
+
+/** Any service; `query`, `mutation` and `field` have checked it against the params. */
+type Service = (...args: never) => unknown;
+type HandlerKind = 'query' | 'mutation' | 'field';
+const DECORATORS = { query: Query, mutation: Mutation, field: FieldResolver } satisfies Record<HandlerKind, unknown>;
+
+function handler<Parent>(kind: HandlerKind, returns: Returns, params: Params, service: Service, options: OperationOptions = {}): Operation<Parent> {
+  const call = (context: GraphqlContext, values: unknown[]) => (service as (ctx: Ctx, ...values: unknown[]) => unknown)(context.ctx, ...values);
+  // A field's parent view comes after the context and before the arguments.
+  const first = kind === 'field' ? 2 : 1;
+  return {
+    declare(prototype, name) {
+      const method =
+        returns === Boolean
+          ? async (context: GraphqlContext, ...values: unknown[]) => {
+              await call(context, values);
+              return true;
+            }
+          : (context: GraphqlContext, ...values: unknown[]) => call(context, values);
+      Object.defineProperty(prototype, name, { value: method, writable: true, configurable: true });
+      const type = graphqlType(returns);
+      DECORATORS[kind](() => type, options)(prototype, name, Object.getOwnPropertyDescriptor(prototype, name)!);
+      Ctx()(prototype, name, 0);
+      if (kind === 'field') Root()(prototype, name, 1);
+      params.forEach((param, index) => param.decorator()(prototype, name, first + index));
+    },
+  };
+}
+
+/** A Query field answered by `service(ctx, ...values of params)`. */
+export function query<const R extends Returns, const A extends Params, const O extends OperationOptions = {}>(
+  returns: R,
+  params: A,
+  service: (ctx: Ctx, ...values: Values<A>) => Answer<R, O> | Promise<Answer<R, O>>,
+  options?: O,
+): Operation {
+  return handler('query', returns, params, service, options);
+}
+
+/** A Mutation field answered by `service(ctx, ...values of params)`; declared `Boolean`, it answers true once the service returns. */
+export function mutation<const R extends Returns, const A extends Params, const O extends OperationOptions = {}>(
+  returns: R,
+  params: A,
+  service: (ctx: Ctx, ...values: Values<A>) => Answer<R, O> | Promise<Answer<R, O>>,
+  options?: O,
+): Operation {
+  return handler('mutation', returns, params, service, options);
+}
+
+/** A field of the resolver's object type, answered by `service(ctx, parent view, ...values of params)`. */
+export function field<const R extends Returns, const A extends Params, Parent, const O extends OperationOptions = {}>(
+  returns: R,
+  params: A,
+  service: (ctx: Ctx, parent: Parent, ...values: Values<A>) => Answer<R, O> | Promise<Answer<R, O>>,
+  options?: O,
+): Operation<Parent> {
+  return handler('field', returns, params, service, options);
+}
+
+/** A Subscription field: `subscribe(ctx, ...values of params)` gives the events, each answered as it is. */
+export function subscription<const R extends Returns, const A extends Params>(
+  returns: R,
+  params: A,
+  subscribe: (ctx: Ctx, ...values: Values<A>) => Promise<AsyncIterable<Answer<R, {}>>>,
+  options: OperationOptions = {},
+): Operation {
+  const start = ({ args: raw, context }: { args: Record<string, unknown>; context: GraphqlContext }) =>
+    (subscribe as (ctx: Ctx, ...values: unknown[]) => Promise<AsyncIterable<unknown>>)(context.ctx, ...params.map((param) => param.pick(raw)));
+  return {
+    declare(prototype, name) {
+      Object.defineProperty(prototype, name, { value: (event: unknown) => event, writable: true, configurable: true });
+      const type = graphqlType(returns);
+      Subscription(() => type, { ...options, subscribe: start })(prototype, name, Object.getOwnPropertyDescriptor(prototype, name)!);
+      Root()(prototype, name, 0);
+      params.forEach((param, index) => param.decorator()(prototype, name, 1 + index));
+    },
+  };
+}
+
+/**
+ * The resolver class of a domain's operations, with field resolvers on the object type of `of`.
+ * What the builder does not cover goes in a subclass (`@Resolver(() => X) class R extends
+ * operations(...) { ... }`): type-graphql moves a decorated base class's handlers to the subclass
+ * and builds only the classes it is given.
+ */
+export function operations(spec: Record<string, Operation>): ClassType;
+export function operations<S extends z.ZodObject>(of: S, spec: Record<string, Operation<z.output<S>>>): ClassType;
+export function operations(...given: [Record<string, Operation>] | [z.ZodObject, Record<string, Operation<never>>]): ClassType {
+  const [of, spec] = given.length === 1 ? [undefined, given[0]] : given;
+  const Operations = class {};
+  (of ? Resolver(() => graphqlType(of) as ClassType) : Resolver())(Operations);
+  for (const [name, operation] of Object.entries(spec)) operation.declare(Operations.prototype, name);
+  return Operations;
 }

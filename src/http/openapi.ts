@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { z, type ZodType } from 'zod';
 
 export interface RouteDoc {
@@ -11,6 +12,8 @@ export interface RouteDoc {
   query?: ZodType;
   /** an object schema with one property per `:name` segment of the path */
   params?: ZodType;
+  /** the success answer: a named view (`.meta({ title })`), documented by reference */
+  response?: ZodType;
 }
 
 /**
@@ -25,6 +28,7 @@ export class OpenApiRegistry {
   }
 
   document(version: string): Record<string, unknown> {
+    const views = viewSchemas(this.routes.flatMap((route) => (route.response ? [route.response] : [])));
     const paths: Record<string, Record<string, unknown>> = {};
     for (const route of this.routes) {
       const oaPath = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
@@ -35,7 +39,10 @@ export class OpenApiRegistry {
         tags: [route.tag],
         parameters: [...params, ...queryParams],
         responses: {
-          [String(route.status)]: { description: route.status === 204 ? 'No content' : 'Success' },
+          [String(route.status)]: {
+            description: route.status === 204 ? 'No content' : 'Success',
+            ...(route.response ? { content: { 'application/json': { schema: views.ref(route.response) } } } : {}),
+          },
           default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
         },
       };
@@ -60,6 +67,7 @@ export class OpenApiRegistry {
             required: ['code', 'message'],
             properties: { code: { type: 'string' }, message: { type: 'string' }, details: {} },
           },
+          ...views.components,
         },
       },
       paths,
@@ -67,8 +75,59 @@ export class OpenApiRegistry {
   }
 }
 
-function jsonSchema(schema: ZodType): Record<string, unknown> {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+const COMPONENT = '#/components/schemas/';
+type AnySchema = z.core.$ZodType;
+const titleOf = (schema: AnySchema) => (z.globalRegistry.get(schema) as { title?: string } | undefined)?.title;
+
+/**
+ * The named views among the response schemas and everything they nest: each object schema with a
+ * `.meta({ title })` (the name GraphQL gives its type) lands in `components.schemas` once, and every
+ * use of it, at the top of a response or nested in another view, is a `$ref`. zod writes the
+ * references: the views go into a registry with their title as `id`, converted together.
+ */
+function viewSchemas(responses: ZodType[]): { components: Record<string, unknown>; ref: (schema: ZodType) => { $ref: string } } {
+  const registry = z.registry<{ id: string }>();
+  const byTitle = new Map<string, AnySchema>();
+  for (const schema of new Set(responses)) {
+    if (!titleOf(schema)) throw new Error(`OpenAPI: a response schema must be a named view (.meta({ title })): ${JSON.stringify(jsonSchema(schema, 'output')).slice(0, 200)}`);
+    for (const view of nestedViews(schema)) {
+      const title = titleOf(view)!;
+      const seen = byTitle.get(title);
+      if (seen === view) continue;
+      // Two copies of one view (`pageSchema(SiteViewSchema, 'SitePage')` built twice) share the
+      // component; two different shapes under one name would make one of them lie.
+      if (seen && !isDeepStrictEqual(jsonSchema(seen, 'output'), jsonSchema(view, 'output'))) throw new Error(`OpenAPI: two different response schemas are named ${title}`);
+      byTitle.set(title, view);
+      // A second copy under the same id: the copies all refer to it, and one of them is emitted.
+      registry.add(view, { id: title });
+    }
+  }
+  const { schemas } = z.toJSONSchema(registry, { io: 'output', unrepresentable: 'any', uri: (id) => `${COMPONENT}${id}` });
+  // `__shared` would hold what zod could not name (a cycle); `Error` is the error envelope's.
+  for (const id of ['__shared', 'Error']) if (id in schemas) throw new Error(`OpenAPI: response schemas produced a component named ${id}`);
+  const components = Object.fromEntries(Object.entries(schemas).map(([id, { $schema: _schema, $id: _id, ...schema }]) => [id, schema]));
+  const ref = (schema: ZodType) => {
+    const title = titleOf(schema)!;
+    if (!(title in components)) throw new Error(`OpenAPI: the response schema ${title} is not an object view`);
+    return { $ref: `${COMPONENT}${title}` };
+  };
+  return { components, ref };
+}
+
+/** The schema itself and every object (or union of objects) schema below it that carries its own title (a `.describe()`d copy refers to the original). */
+function nestedViews(schema: AnySchema): AnySchema[] {
+  const found: AnySchema[] = [];
+  // zod's own walk: the override sees every schema the conversion visits.
+  z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any', override: ({ zodSchema }) => void found.push(zodSchema) });
+  return found.filter((s) => {
+    const title = titleOf(s);
+    const parent = s._zod.parent;
+    return title && (s._zod.def.type === 'object' || s._zod.def.type === 'union') && !(parent && titleOf(parent) === title);
+  });
+}
+
+function jsonSchema(schema: AnySchema, io: 'input' | 'output' = 'input'): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
   return rest;
 }
 

@@ -10,8 +10,7 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
-import { emit } from '../events/outbox.js';
-import { recordAudit } from './audit.js';
+import { recordAudit, recordChange } from './audit.js';
 import { applyStatus, assertOutranks } from './users.js';
 
 export const CreateAccessReviewSchema = z
@@ -197,15 +196,11 @@ export async function createAccessReview(ctx: RequestContext, rawInput: CreateAc
       }),
     );
     await tx.em.flush();
-    await recordAudit(tx, {
-      action: 'access_review.create',
-      resourceType: 'access_review',
-      resourceId: review.id,
-      orgId,
-      partnerId,
-      details: { name: review.name, items: items.length },
-    });
-    await emit(tx, { type: 'access_review.created', orgId, data: { reviewId: review.id, name: review.name, partnerId, items: items.length } });
+    await recordChange(
+      tx,
+      { action: 'access_review.create', resourceType: 'access_review', resourceId: review.id, orgId, partnerId, details: { name: review.name, items: items.length } },
+      { reviewId: review.id, name: review.name, partnerId, items: items.length },
+    );
     return detailView(review, items.sort((a, b) => a.userEmail.localeCompare(b.userEmail)));
   });
 }
@@ -228,15 +223,18 @@ export async function decideAccessReviewItem(
     item.decidedBy = principal.userId;
     item.decidedAt = new Date();
     await tx.em.flush();
-    await recordAudit(tx, {
-      action: 'access_review.decide',
-      resourceType: 'access_review',
-      resourceId: review.id,
-      orgId: review.orgId,
-      partnerId: review.partnerId,
-      details: { itemId: item.id, userId: item.userId, membershipId: item.membershipId, decision: item.decision },
-    });
-    await emit(tx, { type: 'access_review.item_decided', orgId: review.orgId, data: { reviewId: review.id, itemId: item.id, decision: item.decision } });
+    await recordChange(
+      tx,
+      {
+        action: 'access_review.decide',
+        resourceType: 'access_review',
+        resourceId: review.id,
+        orgId: review.orgId,
+        partnerId: review.partnerId,
+        details: { itemId: item.id, userId: item.userId, membershipId: item.membershipId, decision: item.decision },
+      },
+      { reviewId: review.id, itemId: item.id, decision: item.decision },
+    );
     return itemView(item);
   });
 }
@@ -266,15 +264,18 @@ export async function completeAccessReview(ctx: RequestContext, id: string): Pro
     review.completedAt = new Date();
     review.completedBy = principal.userId;
     await tx.em.flush();
-    await recordAudit(tx, {
-      action: 'access_review.complete',
-      resourceType: 'access_review',
-      resourceId: review.id,
-      orgId: review.orgId,
-      partnerId: review.partnerId,
-      details: { approved: count('approved'), revoked: count('revoked'), applied },
-    });
-    await emit(tx, { type: 'access_review.completed', orgId: review.orgId, data: { reviewId: review.id, revoked: applied } });
+    await recordChange(
+      tx,
+      {
+        action: 'access_review.complete',
+        resourceType: 'access_review',
+        resourceId: review.id,
+        orgId: review.orgId,
+        partnerId: review.partnerId,
+        details: { approved: count('approved'), revoked: count('revoked'), applied },
+      },
+      { reviewId: review.id, revoked: applied },
+    );
     return detailView(review, items);
   });
 }

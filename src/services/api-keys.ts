@@ -9,8 +9,7 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
-import { emit } from '../events/outbox.js';
-import { recordAudit } from './audit.js';
+import { recordChange } from './audit.js';
 
 const ApiKeyStatusSchema = z.enum(['active', 'revoked', 'expired']).meta({ title: 'ApiKeyStatus' });
 export type ApiKeyStatus = z.output<typeof ApiKeyStatusSchema>;
@@ -150,12 +149,15 @@ export async function createApiKey(ctx: RequestContext, rawInput: CreateApiKeyIn
       expiresAt,
     });
     await tx.em.flush();
-    await recordAudit(tx, {
-      ...auditTarget(key),
-      action: 'api_key.create',
-      details: { name: key.name, prefix: key.prefix, scopes: key.scopes, expiresAt: key.expiresAt?.toISOString() ?? null },
-    });
-    await emit(tx, { type: 'api_key.created', orgId: key.orgId, data: { apiKeyId: key.id, userId: key.userId, name: key.name, scopes: key.scopes } });
+    await recordChange(
+      tx,
+      {
+        ...auditTarget(key),
+        action: 'api_key.create',
+        details: { name: key.name, prefix: key.prefix, scopes: key.scopes, expiresAt: key.expiresAt?.toISOString() ?? null },
+      },
+      { apiKeyId: key.id, userId: key.userId, name: key.name, scopes: key.scopes },
+    );
     return { ...apiKeyView(key), key: material.key };
   });
 }
@@ -173,8 +175,11 @@ export async function updateApiKey(ctx: RequestContext, id: string, rawInput: Up
     if (input.scopes !== undefined) key.scopes = input.scopes;
     if (input.expiresAt !== undefined) key.expiresAt = input.expiresAt === null ? null : new Date(input.expiresAt);
     await tx.em.flush();
-    await recordAudit(tx, { ...auditTarget(key), action: 'api_key.update', changes, details: input.scopes ? { scopes: input.scopes } : {} });
-    await emit(tx, { type: 'api_key.updated', orgId: key.orgId, data: { apiKeyId: key.id, userId: key.userId, changes } });
+    await recordChange(
+      tx,
+      { ...auditTarget(key), action: 'api_key.update', changes, details: input.scopes ? { scopes: input.scopes } : {} },
+      { apiKeyId: key.id, userId: key.userId, changes },
+    );
     return apiKeyView(key);
   });
 }
@@ -187,8 +192,7 @@ export async function revokeApiKey(ctx: RequestContext, id: string): Promise<Api
     if (key.revokedAt) return apiKeyView(key);
     key.revokedAt = new Date();
     await tx.em.flush();
-    await recordAudit(tx, { ...auditTarget(key), action: 'api_key.revoke', details: { prefix: key.prefix } });
-    await emit(tx, { type: 'api_key.revoked', orgId: key.orgId, data: { apiKeyId: key.id, userId: key.userId, reason: 'revoked' } });
+    await recordChange(tx, { ...auditTarget(key), action: 'api_key.revoke', details: { prefix: key.prefix } }, { apiKeyId: key.id, userId: key.userId, reason: 'revoked' });
     return apiKeyView(key);
   });
 }
@@ -202,8 +206,7 @@ export async function revokeKeysOfUser(tx: RequestContext, userId: string, reaso
   const now = new Date();
   for (const key of keys) {
     key.revokedAt = now;
-    await recordAudit(tx, { ...auditTarget(key), action: 'api_key.revoke', details: { prefix: key.prefix, reason } });
-    await emit(tx, { type: 'api_key.revoked', orgId: key.orgId, data: { apiKeyId: key.id, userId, reason } });
+    await recordChange(tx, { ...auditTarget(key), action: 'api_key.revoke', details: { prefix: key.prefix, reason } }, { apiKeyId: key.id, userId, reason });
   }
   await tx.em.flush();
   return keys.length;
@@ -227,8 +230,7 @@ export async function rotateApiKey(ctx: RequestContext, id: string): Promise<Api
     key.keyHash = material.hash;
     key.lastUsedAt = null;
     await tx.em.flush();
-    await recordAudit(tx, { ...auditTarget(key), action: 'api_key.rotate', details: { oldPrefix, prefix: material.prefix } });
-    await emit(tx, { type: 'api_key.rotated', orgId: key.orgId, data: { apiKeyId: key.id, userId: key.userId } });
+    await recordChange(tx, { ...auditTarget(key), action: 'api_key.rotate', details: { oldPrefix, prefix: material.prefix } }, { apiKeyId: key.id, userId: key.userId });
     return { ...apiKeyView(key), key: material.key };
   });
 }

@@ -12,11 +12,10 @@ import { signAccessToken, signMfaToken, verifyMfaToken } from '../auth/tokens.js
 import { generateTotpSecret, matchTotp, otpauthUrl, randomBase32 } from '../auth/totp.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound, rateLimited, unauthenticated } from '../errors.js';
-import { emit } from '../events/outbox.js';
 import { randomToken, safeEqual, sha256Hex } from '../secrets.js';
 import { parseInput, uuid } from '../validation.js';
 import { revokeKeysOfUser } from './api-keys.js';
-import { recordAudit } from './audit.js';
+import { recordAudit, recordChange } from './audit.js';
 import type { AuditAction } from '../events/types.js';
 import { UserViewSchema, userView } from './user-view.js';
 
@@ -152,18 +151,12 @@ export async function issueSession(
   user.lastLoginAt = now;
   // The caller's user may belong to another EntityManager; write the column directly.
   await tx.em.nativeUpdate(User, { id: user.id }, { lastLoginAt: now });
-  await recordAudit(await actingAs(tx, user, membership, options.mfa), {
-    action: 'auth.login',
-    resourceType: 'user',
-    resourceId: user.id,
-    orgId: membership.orgId,
-    details: { method: options.method, mfa: options.mfa },
-  });
-  await emit(tx, {
-    type: 'user.login',
-    orgId: membership.orgId,
-    data: { userId: user.id, email: user.email, method: options.method === 'password' && options.mfa ? 'mfa' : options.method },
-  });
+  // The acting context shares tx's EntityManager, so the event is written in the same transaction.
+  await recordChange(
+    await actingAs(tx, user, membership, options.mfa),
+    { action: 'auth.login', resourceType: 'user', resourceId: user.id, orgId: membership.orgId, details: { method: options.method, mfa: options.mfa } },
+    { userId: user.id, email: user.email, method: options.method === 'password' && options.mfa ? 'mfa' : options.method },
+  );
   return tokens;
 }
 
@@ -441,14 +434,11 @@ export async function logout(ctx: RequestContext, input: LogoutInput = {}): Prom
       if (row) familyIds.add(row.familyId);
     }
     if (familyIds.size > 0) await revokeFamilies(tx.em, { familyId: { $in: [...familyIds] }, userId: principal.userId });
-    await recordAudit(tx, {
-      action: 'auth.logout',
-      resourceType: 'user',
-      resourceId: principal.userId,
-      orgId: principal.orgId,
-      details: { sessionIds: [...familyIds] },
-    });
-    await emit(tx, { type: 'user.logout', orgId: principal.orgId, data: { userId: principal.userId, email: principal.email } });
+    await recordChange(
+      tx,
+      { action: 'auth.logout', resourceType: 'user', resourceId: principal.userId, orgId: principal.orgId, details: { sessionIds: [...familyIds] } },
+      { userId: principal.userId, email: principal.email },
+    );
   });
 }
 
@@ -522,8 +512,11 @@ export async function changePassword(ctx: RequestContext, input: ChangePasswordI
     const tokens = await mintTokens(tx, locked, membership, { familyId: randomUUID(), method: 'password', mfa: principal.mfa });
     // Keys made while the old password was in use may be in the hands of whoever knew it.
     const apiKeysRevoked = apiKeys === 'revoke' ? await revokeKeysOfUser(tx, locked.id, 'password_changed') : 0;
-    await recordAudit(tx, { action: 'auth.password.change', resourceType: 'user', resourceId: locked.id, orgId: principal.orgId, changes: ['password'], details: { apiKeys } });
-    await emit(tx, { type: 'user.password_changed', orgId: principal.orgId, data: { userId: locked.id, apiKeysRevoked } });
+    await recordChange(
+      tx,
+      { action: 'auth.password.change', resourceType: 'user', resourceId: locked.id, orgId: principal.orgId, changes: ['password'], details: { apiKeys } },
+      { userId: locked.id, apiKeysRevoked },
+    );
     return { ...tokens, apiKeysRevoked };
   });
 }

@@ -7,10 +7,9 @@ import { hasPermission } from '../auth/permissions.js';
 import { authorize, permits, requirePrincipal, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
-import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { parseInput, uuid } from '../validation.js';
-import { recordAudit } from './audit.js';
+import { recordChange } from './audit.js';
 import { ScopeSchema } from './roles.js';
 import { applyChanges, providedFields } from './changes.js';
 import { containsPattern } from '../db/like.js';
@@ -168,8 +167,11 @@ export async function createOrganization(ctx: RequestContext, rawInput: CreateOr
     });
     await tx.em.flush();
     const changes = providedFields({ ...input, partnerId });
-    await recordAudit(tx, { action: 'organization.create', resourceType: 'organization', resourceId: org.id, orgId: org.id, partnerId, changes, details: { name: org.name } });
-    await emit(tx, { type: 'organization.created', orgId: org.id, data: { orgId: org.id, partnerId, name: org.name, changes } });
+    await recordChange(
+      tx,
+      { action: 'organization.create', resourceType: 'organization', resourceId: org.id, orgId: org.id, partnerId, changes, details: { name: org.name } },
+      { orgId: org.id, partnerId, name: org.name, changes },
+    );
     return organizationView(tx, org);
   });
 }
@@ -185,8 +187,11 @@ export async function updateOrganization(ctx: RequestContext, id: string, rawInp
     // A PATCH that changes nothing is not a mutation: no audit row, no event.
     if (changes.length === 0) return organizationView(tx, org);
     await tx.em.flush();
-    await recordAudit(tx, { action: 'organization.update', resourceType: 'organization', resourceId: id, orgId: id, partnerId: org.partnerId, changes, details: { name: org.name } });
-    await emit(tx, { type: 'organization.updated', orgId: id, data: { orgId: id, partnerId: org.partnerId, name: org.name, changes } });
+    await recordChange(
+      tx,
+      { action: 'organization.update', resourceType: 'organization', resourceId: id, orgId: id, partnerId: org.partnerId, changes, details: { name: org.name } },
+      { orgId: id, partnerId: org.partnerId, name: org.name, changes },
+    );
     return organizationView(tx, org);
   });
 }
@@ -198,7 +203,10 @@ export async function deleteOrganization(ctx: RequestContext, id: string): Promi
   const org = await ctx.em.findOneOrFail(Organization, { id });
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(Organization, { id });
-    await recordAudit(tx, { action: 'organization.delete', resourceType: 'organization', resourceId: id, orgId: id, partnerId: org.partnerId, details: { name: org.name } });
-    await emit(tx, { type: 'organization.deleted', orgId: id, data: { orgId: id, partnerId: org.partnerId, name: org.name } });
+    await recordChange(
+      tx,
+      { action: 'organization.delete', resourceType: 'organization', resourceId: id, orgId: id, partnerId: org.partnerId, details: { name: org.name } },
+      { orgId: id, partnerId: org.partnerId, name: org.name },
+    );
   });
 }

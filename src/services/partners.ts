@@ -5,10 +5,9 @@ import type { RequestContext } from '../auth/context.js';
 import { authorize, isUuid, permits, requirePrincipal } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
-import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
-import { recordAudit } from './audit.js';
+import { recordChange } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { containsPattern } from '../db/like.js';
 
@@ -173,8 +172,11 @@ export async function createPartner(ctx: RequestContext, rawInput: CreatePartner
     });
     await tx.em.flush();
     const changes = providedFields(input);
-    await recordAudit(tx, { action: 'partner.create', resourceType: 'partner', resourceId: partner.id, partnerId: partner.id, changes, details: { name: partner.name } });
-    await emit(tx, { type: 'partner.created', orgId: null, data: { partnerId: partner.id, name: partner.name, changes } });
+    await recordChange(
+      tx,
+      { action: 'partner.create', resourceType: 'partner', resourceId: partner.id, partnerId: partner.id, changes, details: { name: partner.name } },
+      { partnerId: partner.id, name: partner.name, changes },
+    );
     return partnerView(partner);
   });
 }
@@ -190,8 +192,11 @@ export async function updatePartner(ctx: RequestContext, id: string, rawInput: U
     // A PATCH that changes nothing is not a mutation: no audit row, no event.
     if (changes.length === 0) return partnerView(partner);
     await tx.em.flush();
-    await recordAudit(tx, { action: 'partner.update', resourceType: 'partner', resourceId: id, partnerId: id, changes, details: { name: partner.name } });
-    await emit(tx, { type: 'partner.updated', orgId: null, data: { partnerId: id, name: partner.name, changes } });
+    await recordChange(
+      tx,
+      { action: 'partner.update', resourceType: 'partner', resourceId: id, partnerId: id, changes, details: { name: partner.name } },
+      { partnerId: id, name: partner.name, changes },
+    );
     return partnerView(partner);
   });
 }
@@ -203,7 +208,10 @@ export async function deletePartner(ctx: RequestContext, id: string): Promise<vo
   const partner = await findPartner(ctx, id);
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(Partner, { id });
-    await recordAudit(tx, { action: 'partner.delete', resourceType: 'partner', resourceId: id, partnerId: id, details: { name: partner.name } });
-    await emit(tx, { type: 'partner.deleted', orgId: null, data: { partnerId: id, name: partner.name } });
+    await recordChange(
+      tx,
+      { action: 'partner.delete', resourceType: 'partner', resourceId: id, partnerId: id, details: { name: partner.name } },
+      { partnerId: id, name: partner.name },
+    );
   });
 }

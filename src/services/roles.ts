@@ -7,10 +7,9 @@ import { ALL_PERMISSIONS, PERMISSION_CATALOG, expandPermissions, isValidPermissi
 import { authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
-import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
-import { recordAudit } from './audit.js';
+import { recordChange } from './audit.js';
 
 
 const PermissionList = z
@@ -259,8 +258,11 @@ export async function createRole(ctx: RequestContext, rawInput: CreateRoleInput)
     });
     await tx.em.flush();
     const fields = Object.keys(input).filter((k) => input[k as keyof typeof input] !== undefined);
-    await recordAudit(tx, { action: 'role.create', resourceType: 'role', resourceId: role.id, orgId: role.orgId, partnerId: role.partnerId, changes: fields });
-    await emit(tx, { type: 'role.created', orgId: role.orgId, data: { roleId: role.id, name: role.name, scope: role.scope } });
+    await recordChange(
+      tx,
+      { action: 'role.create', resourceType: 'role', resourceId: role.id, orgId: role.orgId, partnerId: role.partnerId, changes: fields },
+      { roleId: role.id, name: role.name, scope: role.scope },
+    );
     return roleView(role);
   });
 }
@@ -278,8 +280,11 @@ export async function updateRole(ctx: RequestContext, id: string, rawInput: Upda
     if (changes.length === 0) return roleView(role);
     tx.em.assign(role, Object.fromEntries(changes.map((key) => [key, input[key as keyof typeof input]])));
     await tx.em.flush();
-    await recordAudit(tx, { action: 'role.update', resourceType: 'role', resourceId: role.id, orgId: role.orgId, partnerId: role.partnerId, changes });
-    await emit(tx, { type: 'role.updated', orgId: role.orgId, data: { roleId: role.id, name: role.name, scope: role.scope, changes } });
+    await recordChange(
+      tx,
+      { action: 'role.update', resourceType: 'role', resourceId: role.id, orgId: role.orgId, partnerId: role.partnerId, changes },
+      { roleId: role.id, name: role.name, scope: role.scope, changes },
+    );
     return roleView(role);
   });
 }
@@ -291,8 +296,11 @@ export async function deleteRole(ctx: RequestContext, id: string): Promise<void>
     const assigned = await tx.em.count(Membership, { roleId: role.id });
     if (assigned > 0) throw conflict(`The role is still assigned to ${assigned} member${assigned === 1 ? '' : 's'}`, { assigned });
     await tx.em.nativeDelete(Role, { id: role.id });
-    await recordAudit(tx, { action: 'role.delete', resourceType: 'role', resourceId: role.id, orgId: role.orgId, partnerId: role.partnerId, details: { name: role.name } });
-    await emit(tx, { type: 'role.deleted', orgId: role.orgId, data: { roleId: role.id, name: role.name, scope: role.scope } });
+    await recordChange(
+      tx,
+      { action: 'role.delete', resourceType: 'role', resourceId: role.id, orgId: role.orgId, partnerId: role.partnerId, details: { name: role.name } },
+      { roleId: role.id, name: role.name, scope: role.scope },
+    );
   });
 }
 
@@ -321,16 +329,19 @@ export async function cloneRole(ctx: RequestContext, id: string, rawInput: Clone
       createdBy: principal.userId,
     });
     await tx.em.flush();
-    await recordAudit(tx, {
-      action: 'role.clone',
-      resourceType: 'role',
-      resourceId: role.id,
-      orgId: role.orgId,
-      partnerId: role.partnerId,
-      changes: ['name', 'scope', 'permissions', 'description', 'requireMfa'],
-      details: { sourceRoleId: source.id },
-    });
-    await emit(tx, { type: 'role.created', orgId: role.orgId, data: { roleId: role.id, name: role.name, scope: role.scope, clonedFrom: source.id } });
+    await recordChange(
+      tx,
+      {
+        action: 'role.clone',
+        resourceType: 'role',
+        resourceId: role.id,
+        orgId: role.orgId,
+        partnerId: role.partnerId,
+        changes: ['name', 'scope', 'permissions', 'description', 'requireMfa'],
+        details: { sourceRoleId: source.id },
+      },
+      { roleId: role.id, name: role.name, scope: role.scope, clonedFrom: source.id },
+    );
     return roleView(role);
   });
 }

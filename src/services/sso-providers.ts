@@ -25,8 +25,7 @@ import { AppError, badRequest, conflict, notFound } from '../errors.js';
 import { createGuardedFetch } from '../net/outbound-guard.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
-import { emit } from '../events/outbox.js';
-import { recordAudit } from './audit.js';
+import { recordAudit, recordChange } from './audit.js';
 import { assertCanGrant } from './roles.js';
 
 const RESOURCE = 'SSO provider';
@@ -458,14 +457,11 @@ export async function createSsoProvider(ctx: RequestContext, body: CreateSsoProv
     await assertControlsSignIn(tx.em, principal, orgId);
     const provider = tx.em.create(SsoProvider, { ...changes, name: fields.name, orgId, type, status: 'inactive', preset: preset?.id ?? null, createdBy: principal.userId });
     await tx.em.flush();
-    await recordAudit(tx, {
-      action: 'sso.provider.create',
-      resourceType: 'sso_provider',
-      resourceId: provider.id,
-      orgId,
-      details: { name: provider.name, type, status: provider.status },
-    });
-    await emit(tx, { type: 'sso_provider.created', orgId, data: { providerId: provider.id, name: provider.name, type } });
+    await recordChange(
+      tx,
+      { action: 'sso.provider.create', resourceType: 'sso_provider', resourceId: provider.id, orgId, details: { name: provider.name, type, status: provider.status } },
+      { providerId: provider.id, name: provider.name, type },
+    );
     return ssoProviderView(provider);
   });
 }
@@ -487,15 +483,11 @@ export async function updateSsoProvider(ctx: RequestContext, id: string, body: U
     );
     tx.em.assign(provider, changes);
     await tx.em.flush();
-    await recordAudit(tx, {
-      action: 'sso.provider.update',
-      resourceType: 'sso_provider',
-      resourceId: provider.id,
-      orgId: provider.orgId,
-      changes: changed,
-      details: { type: provider.type },
-    });
-    await emit(tx, { type: 'sso_provider.updated', orgId: provider.orgId, data: { providerId: provider.id, name: provider.name, changes: changed } });
+    await recordChange(
+      tx,
+      { action: 'sso.provider.update', resourceType: 'sso_provider', resourceId: provider.id, orgId: provider.orgId, changes: changed, details: { type: provider.type } },
+      { providerId: provider.id, name: provider.name, changes: changed },
+    );
     return ssoProviderView(provider);
   });
 }
@@ -509,14 +501,17 @@ export async function deleteSsoProvider(ctx: RequestContext, id: string): Promis
     await tx.em.nativeDelete(SamlRequest, { providerId: current.id });
     await tx.em.nativeDelete(SamlAssertion, { providerId: current.id });
     if ((await tx.em.nativeDelete(SsoProvider, { id: current.id })) === 0) throw notFound(RESOURCE);
-    await recordAudit(tx, {
-      action: 'sso.provider.delete',
-      resourceType: 'sso_provider',
-      resourceId: current.id,
-      orgId: current.orgId,
-      details: { name: current.name, type: current.type, identitiesRemoved, sessionsRemoved },
-    });
-    await emit(tx, { type: 'sso_provider.deleted', orgId: current.orgId, data: { providerId: current.id, name: current.name } });
+    await recordChange(
+      tx,
+      {
+        action: 'sso.provider.delete',
+        resourceType: 'sso_provider',
+        resourceId: current.id,
+        orgId: current.orgId,
+        details: { name: current.name, type: current.type, identitiesRemoved, sessionsRemoved },
+      },
+      { providerId: current.id, name: current.name },
+    );
   });
 }
 
@@ -540,15 +535,10 @@ export async function setSsoProviderStatus(ctx: RequestContext, id: string, body
       if (error instanceof UniqueConstraintViolationException) throw alreadyActive();
       throw error;
     }
-    await recordAudit(tx, {
-      action: 'sso.provider.status.update',
-      resourceType: 'sso_provider',
-      resourceId: provider.id,
-      orgId: provider.orgId,
-      changes: from === status ? [] : ['status'],
-      details: { from, to: status },
-    });
-    if (from !== status) await emit(tx, { type: 'sso_provider.status_changed', orgId: provider.orgId, data: { providerId: provider.id, from, to: status } });
+    const entry = { action: 'sso.provider.status.update' as const, resourceType: 'sso_provider', resourceId: provider.id, orgId: provider.orgId, details: { from, to: status } };
+    // Setting the status it already has is still recorded, but publishes nothing.
+    if (from === status) await recordAudit(tx, { ...entry, changes: [] });
+    else await recordChange(tx, { ...entry, changes: ['status'] }, { providerId: provider.id, from, to: status });
     return ssoProviderView(provider);
   });
 }

@@ -10,11 +10,10 @@ import { authenticated, authorize, canAccessOrg, canAccessPartner, isUuid, requi
 import type { Permission } from '../auth/permissions.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound, unauthenticated } from '../errors.js';
-import { emit } from '../events/outbox.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
 import { randomToken, sha256Hex } from '../secrets.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
-import { recordAudit } from './audit.js';
+import { recordAudit, recordChange } from './audit.js';
 import { checkOwnPassword, consumeSecondFactor, issueSession, passwordLoginAllowed, proveOwnCredentials, sessionUser, SSO_ENFORCED, type AuthSession } from './auth.js';
 import { sendMail } from './mailer.js';
 import { ScopeSchema, assertCanGrant, assignableRole, effectivePermissionsAt, readableRole, type MembershipTarget } from './roles.js';
@@ -366,8 +365,11 @@ export async function updateMe(ctx: RequestContext, rawInput: UpdateMeInput): Pr
     if (user.name === input.name) return userView(user, membership);
     user.name = input.name;
     await tx.em.flush();
-    await recordAudit(tx, { action: 'user.update', resourceType: 'user', resourceId: user.id, orgId: membership?.orgId, changes: ['name'], details: { self: true } });
-    await emit(tx, { type: 'user.updated', orgId: membership?.orgId ?? null, data: { userId: user.id, changes: ['name'] } });
+    await recordChange(
+      tx,
+      { action: 'user.update', resourceType: 'user', resourceId: user.id, orgId: membership?.orgId, changes: ['name'], details: { self: true } },
+      { userId: user.id, changes: ['name'] },
+    );
     return userView(user, membership);
   });
 }
@@ -423,16 +425,19 @@ export async function inviteUser(ctx: RequestContext, rawInput: InviteUserInput)
       ...(pending ? { status: 'pending', inviteTokenHash: invitation.tokenHash, inviteExpiresAt: invitation.expiresAt, invitedName: input.name } : {}),
     });
     await tx.em.flush();
-    await recordAudit(tx, {
-      action: 'user.invite',
-      resourceType: 'user',
-      resourceId: user.id,
-      orgId: target.orgId,
-      partnerId: target.partnerId,
-      changes: newAccount ? ['email', 'name', 'roleId'] : ['roleId'],
-      details: { email: user.email, membershipId: membership.id, roleId: role.id, newAccount },
-    });
-    await emit(tx, { type: 'user.invited', orgId: target.orgId, data: { userId: user.id, email: user.email, roleId: role.id, partnerId: target.partnerId, newAccount } });
+    await recordChange(
+      tx,
+      {
+        action: 'user.invite',
+        resourceType: 'user',
+        resourceId: user.id,
+        orgId: target.orgId,
+        partnerId: target.partnerId,
+        changes: newAccount ? ['email', 'name', 'roleId'] : ['roleId'],
+        details: { email: user.email, membershipId: membership.id, roleId: role.id, newAccount },
+      },
+      { userId: user.id, email: user.email, roleId: role.id, partnerId: target.partnerId, newAccount },
+    );
     return { user, membership };
   });
   invitationMail(ctx, result.user.email, input.name, invitation, result.membership.status === 'pending');
@@ -512,8 +517,7 @@ export async function updateUser(ctx: RequestContext, id: string, rawInput: Upda
     if (changes.includes('status')) applyStatus(user, input.status!);
     for (const field of membershipChanges) Object.assign(primary!, { [field]: input[field as 'orgAccess' | 'orgIds' | 'siteIds'] });
     await tx.em.flush();
-    await recordAudit(tx, { action: 'user.update', resourceType: 'user', resourceId: user.id, ...tenantOf(primary), changes, details: { email: user.email } });
-    await emit(tx, { type: 'user.updated', orgId: primary?.orgId ?? null, data: { userId: user.id, changes } });
+    await recordChange(tx, { action: 'user.update', resourceType: 'user', resourceId: user.id, ...tenantOf(primary), changes, details: { email: user.email } }, { userId: user.id, changes });
     return userView(user, primary);
   });
 }
@@ -558,14 +562,11 @@ export async function deleteUser(ctx: RequestContext, id: string): Promise<void>
     // Revoking an invitation never deletes the account it was sent to.
     const accountDeleted = managed.length === all.length && managed.every((m) => m.status === 'active');
     if (accountDeleted) await tx.em.nativeDelete(User, { id: user.id });
-    await recordAudit(tx, {
-      action: 'user.delete',
-      resourceType: 'user',
-      resourceId: user.id,
-      ...tenantOf(primary),
-      details: { email: user.email, membershipIds: managed.map((m) => m.id), accountDeleted },
-    });
-    await emit(tx, { type: 'user.deleted', orgId: primary?.orgId ?? null, data: { userId: user.id, email: user.email, accountDeleted } });
+    await recordChange(
+      tx,
+      { action: 'user.delete', resourceType: 'user', resourceId: user.id, ...tenantOf(primary), details: { email: user.email, membershipIds: managed.map((m) => m.id), accountDeleted } },
+      { userId: user.id, email: user.email, accountDeleted },
+    );
   });
 }
 
@@ -583,15 +584,18 @@ export async function setUserRole(ctx: RequestContext, id: string, rawInput: z.i
     const previousRoleId = primary.roleId;
     primary.roleId = role.id;
     await tx.em.flush();
-    await recordAudit(tx, {
-      action: 'user.role.change',
-      resourceType: 'user',
-      resourceId: user.id,
-      ...tenantOf(primary),
-      changes: ['roleId'],
-      details: { email: user.email, membershipId: primary.id, previousRoleId, roleId: role.id },
-    });
-    await emit(tx, { type: 'user.role_changed', orgId: primary.orgId, data: { userId: user.id, membershipId: primary.id, previousRoleId, roleId: role.id } });
+    await recordChange(
+      tx,
+      {
+        action: 'user.role.change',
+        resourceType: 'user',
+        resourceId: user.id,
+        ...tenantOf(primary),
+        changes: ['roleId'],
+        details: { email: user.email, membershipId: primary.id, previousRoleId, roleId: role.id },
+      },
+      { userId: user.id, membershipId: primary.id, previousRoleId, roleId: role.id },
+    );
     return userView(user, primary);
   });
 }
@@ -620,15 +624,11 @@ export async function acceptInvite(ctx: RequestContext, rawInput: AcceptInviteIn
     if (!(await passwordLoginAllowed(tx.em, membership))) throw forbidden(`${SSO_ENFORCED}: accept the invitation by signing in with your identity provider`);
     Object.assign(user, { passwordHash, status: 'active', inviteTokenHash: null, inviteExpiresAt: null });
     await tx.em.flush();
-    await recordAudit(tx, {
-      action: 'user.invite.accept',
-      resourceType: 'user',
-      resourceId: user.id,
-      ...tenantOf(membership),
-      changes: ['passwordHash', 'status'],
-      details: { email: user.email },
-    });
-    await emit(tx, { type: 'user.invite_accepted', orgId: membership.orgId, data: { userId: user.id, email: user.email } });
+    await recordChange(
+      tx,
+      { action: 'user.invite.accept', resourceType: 'user', resourceId: user.id, ...tenantOf(membership), changes: ['passwordHash', 'status'], details: { email: user.email } },
+      { userId: user.id, email: user.email },
+    );
     const session = await issueSession(tx, user, membership, { method: 'password', mfa: false });
     return { ...session, user: userView(user, membership) };
   });
@@ -662,15 +662,11 @@ async function lockPendingMembership(tx: RequestContext, where: FilterQuery<Memb
 async function activateMembership(tx: RequestContext, user: User, membership: Membership): Promise<void> {
   Object.assign(membership, { status: 'active', inviteTokenHash: null, inviteExpiresAt: null, invitedName: null });
   await tx.em.flush();
-  await recordAudit(tx, {
-    action: 'user.membership.accept',
-    resourceType: 'user',
-    resourceId: user.id,
-    ...tenantOf(membership),
-    changes: ['status'],
-    details: { email: user.email, membershipId: membership.id },
-  });
-  await emit(tx, { type: 'user.membership_accepted', orgId: membership.orgId, data: { userId: user.id, membershipId: membership.id, partnerId: membership.partnerId } });
+  await recordChange(
+    tx,
+    { action: 'user.membership.accept', resourceType: 'user', resourceId: user.id, ...tenantOf(membership), changes: ['status'], details: { email: user.email, membershipId: membership.id } },
+    { userId: user.id, membershipId: membership.id, partnerId: membership.partnerId },
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -731,13 +727,10 @@ export async function declineMyInvitation(ctx: RequestContext, id: string): Prom
     const membership = isUuid(id) ? await tx.em.findOne(Membership, { id, userId: principal.userId, status: 'pending' }) : null;
     if (!membership) throw notFound('Invitation');
     await tx.em.nativeDelete(Membership, { id: membership.id });
-    await recordAudit(tx, {
-      action: 'user.membership.decline',
-      resourceType: 'user',
-      resourceId: principal.userId,
-      ...tenantOf(membership),
-      details: { membershipId: membership.id },
-    });
-    await emit(tx, { type: 'user.membership_declined', orgId: membership.orgId, data: { userId: principal.userId, membershipId: membership.id, partnerId: membership.partnerId } });
+    await recordChange(
+      tx,
+      { action: 'user.membership.decline', resourceType: 'user', resourceId: principal.userId, ...tenantOf(membership), details: { membershipId: membership.id } },
+      { userId: principal.userId, membershipId: membership.id, partnerId: membership.partnerId },
+    );
   });
 }

@@ -5,7 +5,7 @@ import { Partner } from '../../entities/partner.js';
 import { Role, type Scope } from '../../entities/role.js';
 import { Site } from '../../entities/site.js';
 import { Membership, User } from '../../entities/user.js';
-import { SYSTEM_ROLES } from '../../src/auth/permissions.js';
+import { SYSTEM_ROLES, expandPermissions, type Permission } from '../../src/auth/permissions.js';
 import { signAccessToken } from '../../src/auth/tokens.js';
 import type { TestApp } from './app.js';
 
@@ -27,7 +27,25 @@ async function fixturePasswordHash(password: string): Promise<string> {
   return ['scrypt', FIXTURE_SCRYPT.N, FIXTURE_SCRYPT.r, FIXTURE_SCRYPT.p, salt.toString('base64url'), hash.toString('base64url')].join('$');
 }
 
-export const systemRole = (name: string): string => {
+/** The roles seeded on every start (SYSTEM_ROLES in src/auth/permissions.ts), widest first. */
+export type SeededRole =
+  | 'Platform Admin'
+  | 'Partner Admin'
+  | 'Partner Technician'
+  | 'Partner Viewer'
+  | 'Organization Admin'
+  | 'Organization Technician'
+  | 'Organization Viewer';
+
+/**
+ * The catalog permissions a seeded role grants, wildcards expanded. Nobody grants, assigns or manages a role
+ * that grants more than they hold: a `can` list that must invite, outrank or set as default a seeded role spreads it.
+ */
+export function permissionsOf(name: SeededRole): Permission[] {
+  return expandPermissions(SYSTEM_ROLES.find((r) => r.name === name)!.permissions);
+}
+
+export const systemRole = (name: SeededRole): string => {
   const role = SYSTEM_ROLES.find((r) => r.name === name);
   if (!role) throw new Error(`no system role ${name}`);
   return role.id;
@@ -72,26 +90,44 @@ export interface BuiltUser {
 }
 
 /**
- * A user with one membership. Scope follows what is given: `orgId` → organization, `partnerId` →
- * partner, neither → system. `role` is a system role name or a role id.
+ * What the user may do, always said (there is no default role, so a test acting as an admin is one
+ * that chose to): `role`, a seeded role by name or any role by id, or `can`, a custom role in the
+ * membership's scope holding exactly these permissions. Pick the least that lets the test do its work.
  */
-export async function buildUser(
-  app: TestApp,
-  options: {
-    orgId?: string;
-    partnerId?: string;
-    role?: string;
-    mfa?: boolean;
-    email?: string;
-    orgAccess?: 'all' | 'selected';
-    orgIds?: string[];
-    status?: User['status'];
-  } = {},
-): Promise<BuiltUser> {
+export type RoleChoice = { role: SeededRole | (string & {}); can?: never } | { can: Permission[]; role?: never };
+
+export type BuildUserOptions = RoleChoice & {
+  orgId?: string;
+  partnerId?: string;
+  mfa?: boolean;
+  email?: string;
+  orgAccess?: 'all' | 'selected';
+  orgIds?: string[];
+  status?: User['status'];
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+async function roleIdFor(app: TestApp, scope: Scope, options: BuildUserOptions): Promise<string> {
+  if (options.can) {
+    if (options.can.length === 0) throw new Error('buildUser: `can` needs at least one permission (use a seeded Viewer role for a bystander)');
+    const tenant = { organization: { orgId: options.orgId }, partner: { partnerId: options.partnerId }, system: {} }[scope];
+    return (await buildRole(app, { scope, ...tenant, permissions: options.can })).id;
+  }
+  const seeded = SYSTEM_ROLES.find((r) => r.name === options.role);
+  if (seeded && seeded.scope !== scope) throw new Error(`buildUser: ${seeded.name} is a ${seeded.scope} role, the membership is ${scope}-scoped`);
+  if (seeded) return seeded.id;
+  if (!UUID.test(options.role)) throw new Error(`buildUser: ${options.role} is neither a seeded role name nor a role id`);
+  return options.role;
+}
+
+/**
+ * A user with one membership. Scope follows what is given: `orgId` → organization, `partnerId` →
+ * partner, neither → system.
+ */
+export async function buildUser(app: TestApp, options: BuildUserOptions): Promise<BuiltUser> {
   const scope: Scope = options.orgId ? 'organization' : options.partnerId ? 'partner' : 'system';
-  const defaultRole = { organization: 'Organization Admin', partner: 'Partner Admin', system: 'Platform Admin' }[scope];
-  const roleName = options.role ?? defaultRole;
-  const roleId = SYSTEM_ROLES.some((r) => r.name === roleName) ? systemRole(roleName) : roleName;
+  const roleId = await roleIdFor(app, scope, options);
   const password = `pw-${unique()}-${unique()}`;
   const e = em(app);
   const user = e.create(User, {

@@ -1,9 +1,13 @@
 import express from 'express';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import { accessReviewsRouter } from './access-reviews.js';
+import { agentVersionsRouter } from './agent-versions.js';
+import { agentsRouter } from './agents.js';
 import { apiKeysRouter } from './api-keys.js';
 import { auditRouter } from './audit.js';
 import { authRouter } from './auth.js';
+import { devicesRouter } from './devices.js';
+import { enrollmentKeysRouter } from './enrollment-keys.js';
 import { orgsRouter } from './orgs.js';
 import { rolesRouter } from './roles.js';
 import { mountRoutes, type RestRouter } from './router.js';
@@ -14,7 +18,7 @@ import { webhooksRouter } from './webhooks.js';
 type RouterFactory = (openapi: OpenApiRegistry) => RestRouter;
 
 /** Every domain's router, mounted under /api/v1 (the order does not matter: see mountRoutes). */
-const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter];
+const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter];
 
 export function apiRouter(openapi: OpenApiRegistry, version: string): express.Router {
   const api = express.Router();

@@ -80,6 +80,16 @@ const EnvSchema = z.object({
   GRAPHQL_MAX_DEPTH: int(12, 2),
   GRAPHQL_MAX_COST: int(10000, 10),
   GRAPHQL_WS_RECHECK_SECONDS: int(30, 1),
+  DEVICE_OFFLINE_AFTER_SECONDS: int(300, 1),
+  DEVICE_UPDATING_TIMEOUT_SECONDS: int(300, 1),
+  DEVICE_COMMAND_TIMEOUT_SECONDS: int(3600, 1),
+  AGENT_HEARTBEAT_INTERVAL_SECONDS: int(60, 5),
+  BINARY_SOURCE: z.enum(['github', 'local']).default('github'),
+  AGENT_AUTO_PROMOTE: bool(true),
+  AGENT_RELEASES_REPO: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'must be owner/name').optional(),
+  AGENT_RELEASES_API_URL: url,
+  AGENT_RELEASES_TOKEN: z.string().optional(),
+  AGENT_BINARY_DIR: z.string().optional(),
 });
 
 export interface Config {
@@ -110,6 +120,14 @@ export interface Config {
   smtp: { url: string; from: string } | null;
   /** wsRecheckSeconds: how often every open WebSocket's credentials are re-checked, behind the revocation events */
   graphql: { maxDepth: number; maxCost: number; wsRecheckSeconds: number };
+  /** offlineAfterSeconds: no heartbeat nor channel for this long turns a device offline; updatingTimeoutSeconds: an update that takes longer does too */
+  devices: { offlineAfterSeconds: number; updatingTimeoutSeconds: number; commandTimeoutSeconds: number; heartbeatIntervalSeconds: number };
+  /**
+   * source: where agents download binaries (`github`: the release asset's URL; `local`: this server,
+   * from binaryDir); autoPromote: a synced stable release becomes the upgrade target at once;
+   * releasesApiUrl: a GitHub-compatible `…/repos/<owner>/<repo>` API root, null when not configured
+   */
+  agentReleases: { source: 'github' | 'local'; autoPromote: boolean; releasesApiUrl: string | null; token: string | null; binaryDir: string };
 }
 
 export class ConfigError extends Error {}
@@ -174,6 +192,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     smtp: e.SMTP_URL ? { url: e.SMTP_URL, from: e.SMTP_FROM } : null,
     graphql: { maxDepth: e.GRAPHQL_MAX_DEPTH, maxCost: e.GRAPHQL_MAX_COST, wsRecheckSeconds: e.GRAPHQL_WS_RECHECK_SECONDS },
+    devices: {
+      offlineAfterSeconds: e.DEVICE_OFFLINE_AFTER_SECONDS,
+      updatingTimeoutSeconds: e.DEVICE_UPDATING_TIMEOUT_SECONDS,
+      commandTimeoutSeconds: e.DEVICE_COMMAND_TIMEOUT_SECONDS,
+      heartbeatIntervalSeconds: e.AGENT_HEARTBEAT_INTERVAL_SECONDS,
+    },
+    agentReleases: {
+      source: e.BINARY_SOURCE,
+      autoPromote: e.AGENT_AUTO_PROMOTE,
+      releasesApiUrl: (e.AGENT_RELEASES_API_URL ?? (e.AGENT_RELEASES_REPO ? `https://api.github.com/repos/${e.AGENT_RELEASES_REPO}` : null))?.replace(/\/+$/, '') ?? null,
+      token: e.AGENT_RELEASES_TOKEN ?? null,
+      binaryDir: path.resolve(e.AGENT_BINARY_DIR ?? path.join(dataDir, 'agent-binaries')),
+    },
   };
 }
 

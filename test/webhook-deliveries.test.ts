@@ -8,6 +8,7 @@ import type { DomainEvent, DomainEventMap, DomainEventType } from '../src/events
 import type { Runtime } from '../src/runtime.js';
 import { DELIVERY_UPDATED_TOPIC, retryDelayMs } from '../src/services/webhook-deliveries.js';
 import { DEFAULT_RETRY_POLICY } from '../src/services/webhooks.js';
+import type { Permission } from '../src/auth/permissions.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
@@ -17,6 +18,9 @@ import { buildOrg, buildUser, type BuiltUser } from './support/factories.js';
 import { startHttpsReceiver, type HttpsReceiver, type ReceivedRequest } from './support/https-receiver.js';
 
 const SECRET = 'whsec-0123456789abcdef';
+/** Webhooks are organization configuration: reading them takes organizations:read, changing them organizations:write. */
+const WEBHOOK_EDITOR: Permission[] = ['organizations:read', 'organizations:write'];
+
 const FAST = { maxRetries: 0, initialDelayMs: 100, maxDelayMs: 100 };
 const PRIVATE_TARGETS = { ALLOW_PRIVATE_NETWORK_TARGETS: 'true' };
 
@@ -24,17 +28,17 @@ let app: TestApp;
 let receiver: HttpsReceiver;
 let orgA: string;
 let orgB: string;
-let adminA: BuiltUser;
-let adminB: BuiltUser;
+let editorA: BuiltUser;
+let editorB: BuiltUser;
 let api: ReturnType<typeof rest>;
 
 beforeAll(async () => {
   [app, receiver] = await Promise.all([createTestApp({ env: PRIVATE_TARGETS }), startHttpsReceiver()]);
   orgA = (await buildOrg(app)).id;
   orgB = (await buildOrg(app)).id;
-  adminA = await buildUser(app, { orgId: orgA });
-  adminB = await buildUser(app, { orgId: orgB });
-  api = rest(app, adminA.as);
+  editorA = await buildUser(app, { orgId: orgA, can: WEBHOOK_EDITOR });
+  editorB = await buildUser(app, { orgId: orgB, can: WEBHOOK_EDITOR });
+  api = rest(app, editorA.as);
 });
 
 afterAll(async () => {
@@ -42,7 +46,7 @@ afterAll(async () => {
   await receiver.close();
 });
 
-async function createHook(path: string, extra: Record<string, unknown> = {}, as = adminA, target = app): Promise<string> {
+async function createHook(path: string, extra: Record<string, unknown> = {}, as = editorA, target = app): Promise<string> {
   const response = await rest(target, as.as).post('/webhooks', { name: path, url: receiver.url(path), events: ['device.offline'], ...extra });
   expect(response.status).toBe(201);
   return response.body.id;
@@ -50,6 +54,10 @@ async function createHook(path: string, extra: Record<string, unknown> = {}, as 
 
 async function emitEvent<T extends DomainEventType>(runtime: Runtime, type: T, orgId: string, data: DomainEventMap[T]): Promise<DomainEvent> {
   return withTransaction(RequestContext.system(runtime, 'test'), (tx) => emit(tx, { type, orgId, data }));
+}
+
+function offlineDevice(orgId: string, deviceId: string, lastSeen = new Date().toISOString()): DomainEventMap['device.offline'] {
+  return { deviceId, orgId, siteId: null, hostname: 'web-01', status: 'offline', previousStatus: 'online', lastSeenAt: lastSeen, lastSeen };
 }
 
 async function deliveries(webhookId: string, client = api): Promise<any[]> {
@@ -94,10 +102,10 @@ test('an event reaches every active subscribed webhook of its organization once,
   const failed = await createHook('/failed');
   expect((await api.patch(`/webhooks/${paused}`, { status: 'paused' })).status).toBe(200);
   expect((await api.patch(`/webhooks/${failed}`, { status: 'failed' })).status).toBe(200);
-  await createHook('/org-b', {}, adminB);
+  await createHook('/org-b', {}, editorB);
 
   const before = Date.now();
-  const data = { deviceId: 'd-1', hostname: 'web-01', lastSeen: '2026-11-22T10:00:00.000Z' };
+  const data = offlineDevice(orgA, 'd-1', '2026-11-22T10:00:00.000Z');
   const event = await emitEvent(app.server.runtime, 'device.offline', orgA, data);
   expect(await fannedOutTo(event.id)).toEqual([signed, plain].sort());
   const [delivery] = await deliveries(signed);
@@ -174,15 +182,15 @@ test('an event reaches every active subscribed webhook of its organization once,
 test('a receiver that fails three times is retried on the policy schedule, then delivered; the subscription sees every state', async () => {
   receiver.script('/flaky', [{ status: 500 }, { status: 502 }, { status: 503, body: 'busy' }, { status: 200, body: 'thanks' }]);
   const id = await createHook('/flaky', { secret: SECRET, retryPolicy: { maxRetries: 5, initialDelayMs: 200, backoffMultiplier: 2, maxDelayMs: 1000 } });
-  const otherOrgHook = await createHook('/b-flaky', {}, adminB);
+  const otherOrgHook = await createHook('/b-flaky', {}, editorB);
 
   const updates: any[] = [];
   const foreign: any[] = [];
   const subscribe = (client: Client, query: string, variables: Record<string, unknown>, into: any[]) =>
     client.subscribe({ query, variables }, { next: (msg) => into.push(msg.data ? (msg.data as any).webhookDeliveryUpdated : { errors: msg.errors }), error: (e) => into.push({ error: String(e) }), complete: () => {} });
   const wsUrl = `${app.url.replace('http', 'ws')}/graphql`;
-  const clientA = createClient({ url: wsUrl, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${adminA.token}` } });
-  const clientB = createClient({ url: wsUrl, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${adminB.token}` } });
+  const clientA = createClient({ url: wsUrl, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${editorA.token}` } });
+  const clientB = createClient({ url: wsUrl, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${editorB.token}` } });
   const denied: any[] = [];
   try {
     const selection = 'id webhookId orgId status attempt event';
@@ -200,7 +208,7 @@ test('a receiver that fails three times is retried on the policy schedule, then 
     });
     const deliveryId = test.body.delivery.id;
     // Org B's own delivery: B's subscription sees it, A's does not.
-    expect((await rest(app, adminB.as).post(`/webhooks/${otherOrgHook}/test`, {})).status).toBe(202);
+    expect((await rest(app, editorB.as).post(`/webhooks/${otherOrgHook}/test`, {})).status).toBe(202);
 
     const record = await settled(id, deliveryId, 'delivered');
     expect(record).toMatchObject({ attempt: 4, responseStatus: 200, responseBody: 'thanks', errorMessage: null, nextAttemptAt: null });
@@ -288,8 +296,8 @@ test('exhausted retries end failed in the dead-letter queue; the retry route re-
   const letters = await api.get(`/webhooks/dead-letters?webhookId=${id}`);
   expect(letters.status).toBe(200);
   expect(letters.body).toEqual({ data: [expect.objectContaining({ id: deliveryId, status: 'failed', redrivenAt: null })], pagination: { page: 1, limit: 100, total: 1 } });
-  expect((await rest(app, adminB.as).get('/webhooks/dead-letters')).body.data.map((d: { id: string }) => d.id)).not.toContain(deliveryId);
-  const viaGraphql = await gql(app, adminA.as, `query($id: ID) { webhookDeadLetters(webhookId: $id) { data { id status } pagination { total } } }`, { id });
+  expect((await rest(app, editorB.as).get('/webhooks/dead-letters')).body.data.map((d: { id: string }) => d.id)).not.toContain(deliveryId);
+  const viaGraphql = await gql(app, editorA.as, `query($id: ID) { webhookDeadLetters(webhookId: $id) { data { id status } pagination { total } } }`, { id });
   expect(viaGraphql.body.data.webhookDeadLetters).toEqual({ data: [{ id: deliveryId, status: 'failed' }], pagination: { total: 1 } });
 
   receiver.script('/dead', [{ status: 204 }]);
@@ -314,9 +322,9 @@ test('exhausted retries end failed in the dead-letter queue; the retry route re-
   expect(notFailed.status).toBe(400);
   expect(notFailed.body).toEqual({ code: 'VALIDATION_ERROR', message: 'Only failed deliveries can be retried' });
   const mutation = `mutation($w: ID!, $d: ID!) { retryWebhookDelivery(webhookId: $w, deliveryId: $d) { message delivery { id status attempt } } }`;
-  const gqlNotFailed = await gql(app, adminA.as, mutation, { w: id, d: redriven.id });
+  const gqlNotFailed = await gql(app, editorA.as, mutation, { w: id, d: redriven.id });
   expect(gqlNotFailed.body.errors?.[0]).toMatchObject({ message: 'Only failed deliveries can be retried', extensions: { code: 'VALIDATION_ERROR' } });
-  const gqlRetry = await gql(app, adminA.as, mutation, { w: id, d: deliveryId });
+  const gqlRetry = await gql(app, editorA.as, mutation, { w: id, d: deliveryId });
   expect(gqlRetry.body.data.retryWebhookDelivery).toEqual({ message: 'Delivery queued for retry', delivery: { id: expect.any(String), status: 'pending', attempt: 0 } });
   await settled(id, gqlRetry.body.data.retryWebhookDelivery.delivery.id, 'delivered');
   expect((await api.post(`/webhooks/${id}/retry/${crypto.randomUUID()}`, {})).body).toEqual({ code: 'NOT_FOUND', message: 'Delivery not found' });
@@ -328,7 +336,7 @@ test('GraphQL: test mutation, deliveries connection with keyset cursors and stat
   const id = await createHook('/gql');
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) {
-    const response = await gql(app, adminA.as, `mutation($id: ID!) { testWebhook(id: $id) { message delivery { id webhookId status event attempt } } }`, { id });
+    const response = await gql(app, editorA.as, `mutation($id: ID!) { testWebhook(id: $id) { message delivery { id webhookId status event attempt } } }`, { id });
     expect(response.body.data.testWebhook).toEqual({
       message: 'Test delivery queued',
       delivery: { id: expect.any(String), webhookId: id, status: 'pending', event: 'webhook.test', attempt: 0 },
@@ -337,14 +345,14 @@ test('GraphQL: test mutation, deliveries connection with keyset cursors and stat
     await settled(id, ids[i]!, 'delivered');
   }
   const query = `query($id: ID!, $after: String) { webhook(id: $id) { deliveries(first: 2, after: $after, status: delivered) { totalCount edges { cursor node { id status } } pageInfo { hasNextPage endCursor } } } }`;
-  const first = (await gql(app, adminA.as, query, { id })).body.data.webhook.deliveries;
+  const first = (await gql(app, editorA.as, query, { id })).body.data.webhook.deliveries;
   expect(first.totalCount).toBe(3);
   expect(first.edges.map((e: any) => e.node.id)).toEqual([ids[2], ids[1]]);
   expect(first.pageInfo).toEqual({ hasNextPage: true, endCursor: first.edges[1].cursor });
-  const second = (await gql(app, adminA.as, query, { id, after: first.pageInfo.endCursor })).body.data.webhook.deliveries;
+  const second = (await gql(app, editorA.as, query, { id, after: first.pageInfo.endCursor })).body.data.webhook.deliveries;
   expect(second.edges.map((e: any) => e.node.id)).toEqual([ids[0]]);
   expect(second.pageInfo.hasNextPage).toBe(false);
-  const none = await gql(app, adminA.as, `query($id: ID!) { webhook(id: $id) { deliveries(status: failed) { totalCount } } }`, { id });
+  const none = await gql(app, editorA.as, `query($id: ID!) { webhook(id: $id) { deliveries(status: failed) { totalCount } } }`, { id });
   expect(none.body.data.webhook.deliveries.totalCount).toBe(0);
 
   // REST: newest first, page/limit, status filter, limit capped at 100.
@@ -381,7 +389,7 @@ test('pausing stops deliveries: a retry due after the pause fails without a requ
   const failed = await settled(id, deliveryId, 'failed');
   expect(failed).toMatchObject({ attempt: 2, errorMessage: 'Webhook is not active', responseStatus: null });
   expect(receiver.to('/pause-me')).toHaveLength(1);
-  const event = await emitEvent(app.server.runtime, 'device.offline', orgA, { deviceId: 'd-2', hostname: 'h', lastSeen: new Date().toISOString() });
+  const event = await emitEvent(app.server.runtime, 'device.offline', orgA, offlineDevice(orgA, 'd-2'));
   expect(await fannedOutTo(event.id)).not.toContain(id);
   expect((await deliveries(id)).map((d) => d.id)).toEqual([deliveryId]);
 });
@@ -399,13 +407,13 @@ describe('time-based rules, on an instance with its own clock and a short reques
   const clock = new TestClock();
   const AUTO_FAIL_AFTER = 3;
   let tuned: TestApp;
-  let admin: BuiltUser;
+  let editor: BuiltUser;
   let tunedApi: ReturnType<typeof rest>;
 
   beforeAll(async () => {
     tuned = await createTestApp({ env: PRIVATE_TARGETS, start: { clock, tunables: { webhooks: { deliveryTimeoutMs: 500, autoFailAfter: AUTO_FAIL_AFTER } } } });
-    admin = await buildUser(tuned, { orgId: (await buildOrg(tuned)).id });
-    tunedApi = rest(tuned, admin.as);
+    editor = await buildUser(tuned, { orgId: (await buildOrg(tuned)).id, can: WEBHOOK_EDITOR });
+    tunedApi = rest(tuned, editor.as);
   });
   afterAll(async () => {
     await tuned.stop();
@@ -413,7 +421,7 @@ describe('time-based rules, on an instance with its own clock and a short reques
 
   test('a receiver that never answers times out', async () => {
     receiver.script('/hang', ['hang']);
-    const id = await createHook('/hang', { retryPolicy: FAST }, admin, tuned);
+    const id = await createHook('/hang', { retryPolicy: FAST }, editor, tuned);
     const failed = await settled(id, await sendTest(id, {}, tunedApi), 'failed', tunedApi);
     expect(failed).toMatchObject({ attempt: 1, responseStatus: null, errorMessage: 'Request timed out after 500 ms' });
     expect(failed.responseTimeMs).toBeGreaterThanOrEqual(500);
@@ -422,7 +430,7 @@ describe('time-based rules, on an instance with its own clock and a short reques
 
   test('failed deliveries set the webhook to failed only when there are enough of them and they span an hour; by the system, audited; it then receives nothing', async () => {
     receiver.script('/always-down', [{ status: 500 }]);
-    const id = await createHook('/always-down', { retryPolicy: FAST }, admin, tuned);
+    const id = await createHook('/always-down', { retryPolicy: FAST }, editor, tuned);
     const failOnce = async () => settled(id, await sendTest(id, {}, tunedApi), 'failed', tunedApi);
     const status = async () => (await tunedApi.get(`/webhooks/${id}`)).body.status;
     // Enough failures, within a few seconds: a receiver's short outage does not fail the webhook.
@@ -440,13 +448,13 @@ describe('time-based rules, on an instance with its own clock and a short reques
 
     // Hours of failures, but fewer than AUTO_FAIL_AFTER of them, leave a webhook active.
     receiver.script('/down-twice', [{ status: 500 }]);
-    const sparse = await createHook('/down-twice', { retryPolicy: FAST, events: ['alert.triggered'] }, admin, tuned);
+    const sparse = await createHook('/down-twice', { retryPolicy: FAST, events: ['alert.triggered'] }, editor, tuned);
     await settled(sparse, await sendTest(sparse, {}, tunedApi), 'failed', tunedApi);
     clock.advance(2 * 60 * 60_000);
     await settled(sparse, await sendTest(sparse, {}, tunedApi), 'failed', tunedApi);
     expect((await tunedApi.get(`/webhooks/${sparse}`)).body.status).toBe('active');
 
-    const event = await emitEvent(tuned.server.runtime, 'device.offline', admin.membership.orgId!, { deviceId: 'd-3', hostname: 'h', lastSeen: new Date().toISOString() });
+    const event = await emitEvent(tuned.server.runtime, 'device.offline', editor.membership.orgId!, offlineDevice(editor.membership.orgId!, 'd-3'));
     await dispatched(tuned, event.id);
     expect((await deliveries(id, tunedApi)).length).toBe(AUTO_FAIL_AFTER + 2);
     expect(receiver.to('/always-down')).toHaveLength(AUTO_FAIL_AFTER + 2);
@@ -455,20 +463,20 @@ describe('time-based rules, on an instance with its own clock and a short reques
 
 describe('SSRF at delivery time (private targets refused)', () => {
   let strict: TestApp;
-  let admin: BuiltUser;
+  let editor: BuiltUser;
   let answer = ['93.184.216.34'];
 
   beforeAll(async () => {
     const resolve = async (host: string) => (host === 'rebind.example.com' ? answer : Promise.reject(new Error('ENOTFOUND')));
     strict = await createTestApp({ start: { tunables: { webhooks: { resolve } } } });
-    admin = await buildUser(strict, { orgId: (await buildOrg(strict)).id });
+    editor = await buildUser(strict, { orgId: (await buildOrg(strict)).id, can: WEBHOOK_EDITOR });
   });
   afterAll(async () => {
     await strict.stop();
   });
 
   test('a host whose DNS answer turns private after validation fails at once with "Unsafe webhook URL" and no request', async () => {
-    const strictApi = rest(strict, admin.as);
+    const strictApi = rest(strict, editor.as);
     const created = await strictApi.post('/webhooks', { name: 'rebind', url: `https://rebind.example.com:${receiver.port}/rebind`, events: ['device.offline'] });
     expect(created.status).toBe(201);
     answer = ['127.0.0.1']; // where the receiver listens

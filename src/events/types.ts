@@ -36,11 +36,15 @@ export interface DomainEventMap {
   'webhook.test': Record<string, unknown>;
   // The webhook catalog (spec, document 2). A domain narrows its payloads when it lands; until then
   // they are open objects, except device.offline, whose data the spec shows.
-  'device.enrolled': PendingPayload;
-  'device.online': PendingPayload;
-  'device.offline': { deviceId: string; hostname: string; lastSeen: string } & PendingPayload;
-  'device.updated': PendingPayload;
-  'device.decommissioned': PendingPayload;
+  'device.enrolled': DeviceEventData;
+  'device.online': DeviceEventData;
+  'device.offline': DeviceEventData;
+  'device.updated': DeviceEventData & { changes?: string[] };
+  'device.decommissioned': DeviceEventData;
+  'device.command_updated': { commandId: string; deviceId: string; orgId: string; type: string; status: string };
+  'enrollment_key.created': EnrollmentKeyEventData;
+  'enrollment_key.rotated': EnrollmentKeyEventData;
+  'enrollment_key.deleted': EnrollmentKeyEventData;
   'alert.triggered': PendingPayload;
   'alert.acknowledged': PendingPayload;
   'alert.resolved': PendingPayload;
@@ -70,6 +74,24 @@ export interface DomainEventMap {
   'role.deleted': { roleId: string; name: string; scope: string };
 
 }
+
+/** Every device event carries the device as it now is; `lastSeen` is the spec's name (document 2) for `lastSeenAt`. */
+export type DeviceEventData = {
+  deviceId: string;
+  orgId: string;
+  siteId: string | null;
+  hostname: string;
+  status: string;
+  previousStatus: string | null;
+  lastSeenAt: string | null;
+  lastSeen: string | null;
+};
+
+type EnrollmentKeyEventData = {
+  enrollmentKeyId: string;
+  orgId: string;
+  name: string;
+};
 
 /** A payload its domain has not narrowed yet. */
 type PendingPayload = Record<string, unknown>;
@@ -171,6 +193,17 @@ export const AUDIT_ACTIONS = {
   'webhook.test': null,
   'webhook.retry': null,
   'webhook.auto_failed': null,
+  'device.enroll': 'device.enrolled',
+  'device.provision': null,
+  'device.update': 'device.updated',
+  'device.move': 'device.updated',
+  'device.decommission': null,
+  'device.command.create': 'device.command_updated',
+  'enrollment_key.create': 'enrollment_key.created',
+  'enrollment_key.rotate': 'enrollment_key.rotated',
+  'enrollment_key.delete': 'enrollment_key.deleted',
+  'agent_version.sync': null,
+  'agent_version.promote': null,
   'access.denied': null,
   'audit.read': null,
   'audit.export': null,

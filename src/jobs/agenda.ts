@@ -23,6 +23,7 @@ export class JobQueue implements JobScheduler {
     private readonly pingStore: () => Promise<void>,
     private readonly closeStore: () => Promise<void>,
     private readonly recurring: JobDefinition<never>[],
+    private readonly runtime: () => Runtime,
   ) {}
 
   static async create(options: {
@@ -82,13 +83,13 @@ export class JobQueue implements JobScheduler {
         { lockLifetime: def.lockLifetimeMs ?? DEFAULT_LOCK_LIFETIME_MS, concurrency: def.concurrency ?? 5 },
       );
     }
-    return new JobQueue(agenda, log, pingStore, closeStore, options.definitions.filter((def) => def.every));
+    return new JobQueue(agenda, log, pingStore, closeStore, options.definitions.filter((def) => def.every), options.runtime);
   }
 
   async start(): Promise<void> {
     await this.agenda.start();
     // One stored record per name, so every instance registering it still runs it once per interval.
-    for (const def of this.recurring) await this.agenda.every(def.every!, def.name);
+    for (const def of this.recurring) await this.agenda.every(typeof def.every === 'function' ? def.every(this.runtime().config) : def.every!, def.name);
   }
 
   /** Runs `name` at `when` (now when omitted) on whichever instance picks it up first. */

@@ -1,4 +1,5 @@
 import type { JobDefinition } from './types.js';
+import { deviceJobs } from './devices.js';
 import { sessionJobs } from './sessions.js';
 import { webhookJobs } from './webhooks.js';
 
@@ -13,4 +14,4 @@ export function collectJobs(...lists: JobDefinition<never>[][]): JobDefinition<n
   return all;
 }
 
-export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs);
+export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs, deviceJobs);

@@ -1,3 +1,4 @@
+import type { Config } from '../config.js';
 import type { Runtime } from '../runtime.js';
 
 /** A job a domain contributes to the registry (src/jobs/index.ts). Handlers stay thin: parse, rebuild a context, call a service. */
@@ -9,5 +10,5 @@ export interface JobDefinition<Data = Record<string, unknown>> {
   /** parallel runs of this job per instance (default 5) */
   concurrency?: number;
   /** recurring: runs on this interval (Agenda syntax, e.g. '1 minute') on one instance at a time, first soon after start-up */
-  every?: string;
+  every?: string | ((config: Config) => string);
 }

@@ -4,6 +4,9 @@ import { Migration20261124090000_membership_invitations } from './Migration20261
 import { Migration20261124093000_sso_links } from './Migration20261124093000_sso_links.js';
 import { Migration20261124110000_audit_chains } from './Migration20261124110000_audit_chains.js';
 import { Migration20261124111000_rate_limits } from './Migration20261124111000_rate_limits.js';
+import { Migration20261124132937_devices } from './Migration20261124132937_devices.js';
+import { Migration20261124140000_device_groups } from './Migration20261124140000_device_groups.js';
+import { Migration20261124141000_agent_versions } from './Migration20261124141000_agent_versions.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -11,4 +14,7 @@ export const migrations = [
   { name: 'Migration20261124093000_sso_links', class: Migration20261124093000_sso_links },
   { name: 'Migration20261124110000_audit_chains', class: Migration20261124110000_audit_chains },
   { name: 'Migration20261124111000_rate_limits', class: Migration20261124111000_rate_limits },
+  { name: 'Migration20261124132937_devices', class: Migration20261124132937_devices },
+  { name: 'Migration20261124140000_device_groups', class: Migration20261124140000_device_groups },
+  { name: 'Migration20261124141000_agent_versions', class: Migration20261124141000_agent_versions },
 ];

@@ -148,7 +148,7 @@ try {
       while (next < EVENTS) {
         const n = next++;
         const event = await withTransaction(RequestContext.system(runtime, 'bench'), (tx) =>
-          emit(tx, { type: 'device.offline', orgId: org.id, data: { deviceId: `d-${n}`, hostname: `host-${n}`, lastSeen: new Date().toISOString() } }),
+          emit(tx, { type: 'device.offline', orgId: org.id, data: benchDeviceEvent(org.id, n) }),
         );
         committedAt.set(event.id, Date.now());
       }
@@ -216,4 +216,9 @@ async function scratchDatabase(): Promise<{ url: string; drop(): Promise<void> }
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
+}
+
+function benchDeviceEvent(orgId: string, n: number) {
+  const lastSeen = new Date().toISOString();
+  return { deviceId: `d-${n}`, orgId, siteId: null, hostname: `host-${n}`, status: 'offline', previousStatus: 'online', lastSeenAt: lastSeen, lastSeen };
 }

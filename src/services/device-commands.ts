@@ -1,0 +1,245 @@
+import { z } from 'zod';
+import { Device } from '../../entities/device.js';
+import { COMMAND_STATUSES, DeviceCommand } from '../../entities/device-command.js';
+import type { RequestContext } from '../auth/context.js';
+import { authorize, requirePrincipal, tenantWhere } from '../auth/policy.js';
+import { withTransaction } from '../db/transaction.js';
+import { AppError, notFound } from '../errors.js';
+import { emit } from '../events/outbox.js';
+import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
+import { parseInput, timestamp, uuid } from '../validation.js';
+import { recordChange } from './audit.js';
+import { accessibleDevice, setAutoUpdate } from './devices.js';
+
+export const CommandStatusSchema = z.enum(COMMAND_STATUSES).meta({ title: 'CommandStatus' });
+
+export const CommandViewSchema = z
+  .object({
+    id: uuid(),
+    deviceId: uuid(),
+    orgId: uuid(),
+    type: z.string(),
+    payload: z.record(z.string(), z.unknown()),
+    status: CommandStatusSchema,
+    createdBy: uuid().nullable(),
+    createdAt: timestamp(),
+    sentAt: timestamp().nullable(),
+    completedAt: timestamp().nullable(),
+    timeoutAt: timestamp(),
+    exitCode: z.number().int().nullable(),
+    stdout: z.string().nullable(),
+    stderr: z.string().nullable(),
+    result: z.record(z.string(), z.unknown()).nullable(),
+  })
+  .meta({ title: 'DeviceCommand' });
+export type CommandView = z.output<typeof CommandViewSchema>;
+export const CommandPageSchema = pageSchema(CommandViewSchema, 'DeviceCommandPage');
+
+export function commandView(command: DeviceCommand): CommandView {
+  return {
+    id: command.id,
+    deviceId: command.deviceId,
+    orgId: command.orgId,
+    type: command.type,
+    payload: command.payload,
+    status: command.status,
+    createdBy: command.createdBy,
+    createdAt: command.createdAt.toISOString(),
+    sentAt: command.sentAt?.toISOString() ?? null,
+    completedAt: command.completedAt?.toISOString() ?? null,
+    timeoutAt: command.timeoutAt.toISOString(),
+    exitCode: command.exitCode,
+    stdout: command.stdout,
+    stderr: command.stderr,
+    result: command.result,
+  };
+}
+
+const alreadyPending = (type: string) => new AppError(409, 'ALREADY_PENDING', `A ${type} command is already pending for this device`);
+/** Commands of these types are not queued twice while one is pending or sent. */
+const SINGLETON_TYPES = new Set(['refresh_inventory']);
+
+export const CreateCommandSchema = z
+  .object({
+    type: z
+      .string()
+      .trim()
+      .regex(/^[a-z][a-z0-9_]{0,99}$/, 'must be a command name such as refresh_inventory'),
+    payload: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict()
+  .refine((c) => JSON.stringify(c.payload ?? {}).length <= 64 * 1024, { message: 'payload must be at most 64 KiB', path: ['payload'] });
+export type CreateCommandInput = z.input<typeof CreateCommandSchema>;
+
+/** Queues a command in the caller's transaction; `refresh_inventory` and the like refuse a second while one is open. */
+async function queueCommand(tx: RequestContext, device: Device, input: z.output<typeof CreateCommandSchema>, createdBy: string | null): Promise<DeviceCommand> {
+  if (device.status === 'decommissioned') throw new AppError(409, 'DEVICE_DECOMMISSIONED', 'The device is decommissioned');
+  // Serializes queueing per device, so two concurrent requests cannot both pass the pending check.
+  await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`device-commands:${device.id}`]);
+  if (SINGLETON_TYPES.has(input.type) && (await tx.em.count(DeviceCommand, { deviceId: device.id, type: input.type, status: { $in: ['pending', 'sent'] } })) > 0) {
+    throw alreadyPending(input.type);
+  }
+  // Spec Versioning 6: the command switches the device's own setting too (needs devices:write; the payload is `{enabled}`).
+  if (input.type === 'set_auto_update') await setAutoUpdate(tx, device.id, (input.payload ?? {}) as { enabled: boolean });
+  const now = tx.runtime.clock.now();
+  const command = tx.em.create(DeviceCommand, {
+    deviceId: device.id,
+    orgId: device.orgId,
+    type: input.type,
+    payload: input.payload ?? {},
+    createdBy,
+    timeoutAt: new Date(now.getTime() + tx.runtime.config.devices.commandTimeoutSeconds * 1000),
+  });
+  await tx.em.flush();
+  await recordChange(
+    tx,
+    { action: 'device.command.create', resourceType: 'device', resourceId: device.id, orgId: device.orgId, details: { commandId: command.id, type: command.type } },
+    commandEventData(command),
+  );
+  return command;
+}
+
+function commandEventData(command: DeviceCommand) {
+  return { commandId: command.id, deviceId: command.deviceId, orgId: command.orgId, type: command.type, status: command.status };
+}
+
+export async function createCommand(ctx: RequestContext, deviceId: string, rawInput: CreateCommandInput): Promise<CommandView> {
+  const input = parseInput(CreateCommandSchema, rawInput);
+  const device = await accessibleDevice(ctx, deviceId, 'devices:execute');
+  return commandView(await withTransaction(ctx, (tx) => queueCommand(tx, device, input, requirePrincipal(ctx).userId)));
+}
+
+export const CommandListQuery = PageQuery.extend({ status: CommandStatusSchema.optional() }).strict();
+export type CommandListInput = z.input<typeof CommandListQuery>;
+
+export async function listCommands(ctx: RequestContext, deviceId: string, rawQuery: CommandListInput): Promise<Page<CommandView>> {
+  const query = parseInput(CommandListQuery, rawQuery);
+  await accessibleDevice(ctx, deviceId, 'devices:read');
+  const where = { deviceId, ...(query.status ? { status: query.status } : {}) };
+  const [rows, total] = await ctx.em.findAndCount(DeviceCommand, where, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(query) });
+  return toPage(rows.map(commandView), total, query);
+}
+
+export const BulkCommandSchema = z
+  .object({ deviceIds: z.array(uuid()).min(1).max(MAX_LIMIT), type: CreateCommandSchema.shape.type, payload: z.record(z.string(), z.unknown()).optional() })
+  .strict();
+export type BulkCommandInput = z.input<typeof BulkCommandSchema>;
+export const BulkCommandResultSchema = z
+  .object({
+    commands: z.array(CommandViewSchema),
+    skipped: z.array(z.object({ deviceId: z.string(), reason: z.string() })),
+    failed: z.array(z.object({ deviceId: z.string(), code: z.string(), message: z.string() })),
+  })
+  .meta({ title: 'BulkCommandResult' });
+export type BulkCommandResult = z.output<typeof BulkCommandResultSchema>;
+
+/**
+ * The same command to many devices, each on its own: devices the caller cannot see fail as not
+ * found, decommissioned ones and those with the command already pending are skipped.
+ */
+export async function bulkCommands(ctx: RequestContext, rawInput: BulkCommandInput): Promise<BulkCommandResult> {
+  const input = parseInput(BulkCommandSchema, rawInput);
+  const principal = await authorize(ctx, 'devices:execute');
+  const ids = [...new Set(input.deviceIds)];
+  const visible = await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' });
+  const devices = await ctx.em.find(Device, { $and: [{ id: { $in: ids } }, visible ?? {}] });
+  const byId = new Map(devices.map((d) => [d.id, d]));
+  const result: BulkCommandResult = { commands: [], skipped: [], failed: [] };
+  for (const deviceId of ids) {
+    const device = byId.get(deviceId);
+    if (!device) {
+      result.failed.push({ deviceId, code: 'NOT_FOUND', message: notFound('Device').message });
+      continue;
+    }
+    try {
+      await authorize(ctx, 'devices:execute', { orgId: device.orgId, resource: 'Device' });
+      const command = await withTransaction(ctx, (tx) => queueCommand(tx, device, { type: input.type, payload: input.payload }, principal.userId));
+      result.commands.push(commandView(command));
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      if (error.code === 'ALREADY_PENDING') result.skipped.push({ deviceId, reason: 'already_pending' });
+      else if (error.code === 'DEVICE_DECOMMISSIONED') result.skipped.push({ deviceId, reason: 'decommissioned' });
+      else result.failed.push({ deviceId, code: error.code, message: error.message });
+    }
+  }
+  return result;
+}
+
+export interface ClaimedCommand {
+  id: string;
+  type: string;
+  payload: Record<string, unknown>;
+}
+
+const CLAIM_BATCH = 50;
+
+/**
+ * Hands out the device's pending commands, oldest first, in one statement: `for update skip locked`
+ * lets concurrent heartbeats (on any instance) each take different rows, so each command goes out once.
+ */
+export async function claimCommands(ctx: RequestContext, device: Device): Promise<ClaimedCommand[]> {
+  return withTransaction(ctx, async (tx) => {
+    const rows = (await tx.em.execute(
+      `update device_command set status = 'sent', sent_at = now(), updated_at = now()
+        where id in (select id from device_command where device_id = ? and status = 'pending' order by created_at, id limit ${CLAIM_BATCH} for update skip locked)
+        returning id, type, payload, created_at`,
+      [device.id],
+    )) as { id: string; type: string; payload: Record<string, unknown>; created_at: Date }[];
+    rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+    for (const row of rows) {
+      await emit(tx, { type: 'device.command_updated', orgId: device.orgId, data: { commandId: row.id, deviceId: device.id, orgId: device.orgId, type: row.type, status: 'sent' } });
+    }
+    return rows.map(({ id, type, payload }) => ({ id, type, payload }));
+  });
+}
+
+/** Output kept per stream; longer output is cut with a marker. */
+const MAX_OUTPUT = 1024 * 1024;
+const capped = (text: string | undefined) => (text === undefined ? null : text.length > MAX_OUTPUT ? `${text.slice(0, MAX_OUTPUT)}\n[truncated: ${text.length - MAX_OUTPUT} more characters]` : text);
+
+export const CommandResultSchema = z
+  .object({
+    status: z.enum(['completed', 'failed', 'timeout']),
+    exitCode: z.number().int().optional(),
+    stdout: z.string().max(16 * 1024 * 1024).optional(),
+    stderr: z.string().max(16 * 1024 * 1024).optional(),
+    result: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+export type CommandResultInput = z.input<typeof CommandResultSchema>;
+
+/** The agent's answer to one of its own commands; answering twice, or a cancelled command, changes nothing. */
+export async function completeCommand(ctx: RequestContext, device: Device, commandId: string, input: z.output<typeof CommandResultSchema>): Promise<void> {
+  if (!uuid().safeParse(commandId).success) throw notFound('Command');
+  await withTransaction(ctx, async (tx) => {
+    const command = await tx.em.findOne(DeviceCommand, { id: commandId, deviceId: device.id });
+    if (!command) throw notFound('Command');
+    if (command.status !== 'pending' && command.status !== 'sent') return;
+    Object.assign(command, {
+      status: input.status,
+      exitCode: input.exitCode ?? null,
+      stdout: capped(input.stdout),
+      stderr: capped(input.stderr),
+      result: input.result ?? null,
+      completedAt: tx.runtime.clock.now(),
+    });
+    await tx.em.flush();
+    await emit(tx, { type: 'device.command_updated', orgId: command.orgId, data: commandEventData(command) });
+  });
+}
+
+/** Commands past their `timeoutAt` that no agent answered: `timeout`. Run by a recurring job. */
+export async function timeOutCommands(ctx: RequestContext): Promise<number> {
+  return withTransaction(ctx, async (tx) => {
+    const rows = (await tx.em.execute(
+      `update device_command set status = 'timeout', completed_at = now(), updated_at = now()
+        where id in (select id from device_command where status in ('pending', 'sent') and timeout_at <= ? order by timeout_at limit 1000 for update skip locked)
+        returning id, device_id, org_id, type`,
+      [tx.runtime.clock.now()],
+    )) as { id: string; device_id: string; org_id: string; type: string }[];
+    for (const row of rows) {
+      await emit(tx, { type: 'device.command_updated', orgId: row.org_id, data: { commandId: row.id, deviceId: row.device_id, orgId: row.org_id, type: row.type, status: 'timeout' } });
+    }
+    return rows.length;
+  });
+}

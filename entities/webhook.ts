@@ -91,8 +91,21 @@ export class Webhook extends BaseEntity<
  */
 @Entity()
 @Index({ properties: ['webhookId', 'createdAt'] })
-@Index({ properties: ['status', 'nextAttemptAt'] })
-@Index({ properties: ['orgId', 'deadLetteredAt'] })
+// Partial indexes: most deliveries end `delivered` and are never dead-lettered, and then leave these (the sweep's and
+// the dead-letter list's), so writing a delivery's outcome touches fewer indexes.
+@Index({
+  name: 'webhook_delivery_waiting_index',
+  expression: `create index "webhook_delivery_waiting_index" on "webhook_delivery" ("status", "next_attempt_at") where "status" in ('pending', 'retrying')`,
+})
+@Index({
+  name: 'webhook_delivery_dead_letter_index',
+  expression: `create index "webhook_delivery_dead_letter_index" on "webhook_delivery" ("org_id", "dead_lettered_at") where "dead_lettered_at" is not null`,
+})
+// The delivery worker claims due first attempts in (createdAt, id) order from this (src/services/webhook-deliveries.ts).
+@Index({
+  name: 'webhook_delivery_pending_index',
+  expression: `create index "webhook_delivery_pending_index" on "webhook_delivery" ("created_at", "id") where "status" = 'pending'`,
+})
 @Unique({
   name: 'webhook_delivery_event_unique',
   expression: 'create unique index "webhook_delivery_event_unique" on "webhook_delivery" ("webhook_id", "event_id") where "retry_of" is null',

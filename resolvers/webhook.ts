@@ -43,7 +43,7 @@ export const WebhookResolver = operations(WebhookViewSchema, {
     listDeadLetters,
     { description: 'Failed deliveries (the dead-letter queue), newest first; re-drive with retryWebhookDelivery' },
   ),
-  deliveryStats: field(DeliveryStatsSchema, [], (ctx, webhook: WebhookView) => webhookDeliveryStats(ctx, webhook.id)),
+  deliveryStats: field(DeliveryStatsSchema, [], (ctx, webhook: WebhookView) => webhookDeliveryStats(ctx, webhook)),
   deliveries: field(
     ConnectionOf(objectType('WebhookDelivery', WebhookDeliveryViewSchema), 'WebhookDelivery'),
     [args('DeliveryConnectionArgs', DeliveriesConnectionArgs)],

@@ -8,17 +8,19 @@ import { auditRouter } from './audit.js';
 import { authRouter } from './auth.js';
 import { devicesRouter } from './devices.js';
 import { enrollmentKeysRouter } from './enrollment-keys.js';
+import { groupsRouter } from './groups.js';
 import { orgsRouter } from './orgs.js';
 import { rolesRouter } from './roles.js';
 import { mountRoutes, type RestRouter } from './router.js';
 import { ssoRouter } from './sso.js';
+import { tagsRouter } from './tags.js';
 import { usersRouter } from './users.js';
 import { webhooksRouter } from './webhooks.js';
 
 type RouterFactory = (openapi: OpenApiRegistry) => RestRouter;
 
 /** Every domain's router, mounted under /api/v1 (the order does not matter: see mountRoutes). */
-const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter];
+const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter, groupsRouter, tagsRouter];
 
 export function apiRouter(openapi: OpenApiRegistry, version: string): express.Router {
   const api = express.Router();

@@ -95,7 +95,10 @@ export function keysetWhere(
   const { value, id } = decodeCursor(cursor, kind);
   const op = dir === 'asc' ? '$gt' : '$lt';
   if (sortField === 'id') return { where: { id: { [op]: id } }, orderBy };
-  return { where: { $or: [{ [sortField]: { [op]: value } }, { [sortField]: value, id: { [op]: id } }] }, orderBy };
+  // The redundant bound is what the (…, sortField, id) index can seek to: PostgreSQL reads the OR
+  // alone as a filter, scanning every row before the cursor.
+  const bound = dir === 'asc' ? '$gte' : '$lte';
+  return { where: { [sortField]: { [bound]: value }, $or: [{ [sortField]: { [op]: value } }, { [sortField]: value, id: { [op]: id } }] }, orderBy };
 }
 
 export function finishCursorPage<T extends { id: string }>(rows: T[], limit: number, sortValue: (row: T) => string | number): { items: T[]; nextCursor: string | null } {
@@ -103,4 +106,15 @@ export function finishCursorPage<T extends { id: string }>(rows: T[], limit: num
   const last = items[items.length - 1];
   const nextCursor = rows.length > limit && last ? encodeCursor({ value: sortValue(last), id: last.id }) : null;
   return { items, nextCursor };
+}
+
+/**
+ * A Relay connection, what a GraphQL cursor list answers (`ConnectionOf` in resolvers/shared.ts):
+ * each item with the cursor that continues after it. `totalCount` is a number, or a function that
+ * counts, called only when the field is selected.
+ */
+export interface Connection<T> {
+  edges: { node: T; cursor: string }[];
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  totalCount: number | (() => Promise<number>);
 }

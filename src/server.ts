@@ -4,11 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { installDenialLog } from './auth/policy.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
+import { notFound } from './errors.js';
 import { OutboxDispatcher } from './events/dispatcher.js';
 import { PgPubSub } from './events/pubsub.js';
 import type { EventSubscriber } from './events/types.js';
 import { buildGraphqlSchema } from './graphql/schema.js';
 import { startGraphql } from './graphql/server.js';
+import { agentChannelRoute, refuseUpgrade } from './http/agent-channel.js';
 import { createHttpApp } from './http/app.js';
 import { JobQueue } from './jobs/agenda.js';
 import { jobDefinitions } from './jobs/index.js';
@@ -16,8 +18,10 @@ import type { JobDefinition } from './jobs/types.js';
 import { createLogger, type Logger } from './logger.js';
 import { resolveTunables, systemClock, type Clock, type Runtime, type TunableOverrides } from './runtime.js';
 import { SecretBox } from './secrets.js';
+import { AgentChannelHub } from './services/agent-channel.js';
 import { recordDenied } from './services/audit.js';
 import { bootstrapIdentity } from './services/bootstrap.js';
+import { WebhookDeliveryWorker } from './services/webhook-worker.js';
 import { eventSubscribers } from './subscribers/index.js';
 
 export interface StartOptions {
@@ -67,6 +71,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       log,
       processEveryMs: options.jobsProcessEveryMs,
     });
+    const agentChannels = new AgentChannelHub(() => runtime!);
+    const webhookDeliveries = new WebhookDeliveryWorker(() => runtime!);
     runtime = {
       config,
       log,
@@ -75,6 +81,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       secrets: new SecretBox(config.encryptionKey),
       pubsub,
       jobs,
+      agentChannels,
+      webhookDeliveries,
       clock: options.clock ?? systemClock,
       tunables: resolveTunables(options.tunables),
     };
@@ -83,6 +91,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
     await jobs.start();
     closers.push(() => jobs.stop());
+    // Stops before the job queue (it schedules retries) and after the dispatcher (which wakes it).
+    await webhookDeliveries.start();
+    closers.push(() => webhookDeliveries.stop());
 
     const dispatcher = new OutboxDispatcher(runtime, [...eventSubscribers, ...(options.subscribers ?? [])], options.outboxPollMs ?? 2000);
     await dispatcher.start(database.url);
@@ -92,12 +103,27 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const graphql = await startGraphql(runtime, httpServer, await buildGraphqlSchema(pubsub));
     httpServer.on('request', createHttpApp(runtime, graphql.middleware));
     closers.push(() => graphql.stop());
+    // WebSocket upgrades by path: GraphQL subscriptions (graphql-ws) and the agents' channels.
+    const agentChannel = agentChannelRoute(runtime, agentChannels);
+    httpServer.on('upgrade', (req, socket, head) => {
+      const pathname = (req.url ?? '/').split('?')[0]!;
+      if (pathname === '/graphql') graphql.upgrade(req, socket, head);
+      else if (agentChannel.matches(pathname)) agentChannel.handle(req, socket, head);
+      else refuseUpgrade(socket, notFound(`Route ${req.method} ${pathname}`));
+    });
 
     await new Promise<void>((resolve, reject) => {
       httpServer.once('error', reject);
       httpServer.listen(config.port, config.host, () => resolve());
     });
     closers.push(() => closeHttp(httpServer));
+    // First of all (closers run last-in first-out): agents are told to reconnect elsewhere, and the
+    // HTTP server then has no channel left to wait for.
+    agentChannels.start();
+    closers.push(async () => {
+      await agentChannels.stop();
+      agentChannel.close();
+    });
     const { port } = httpServer.address() as AddressInfo;
     const url = `http://${config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host}:${port}`;
     log.info({ url, version: config.serviceVersion, database: config.databaseUrl ? 'DATABASE_URL' : 'embedded', jobs: config.mongodbUrl ? 'mongodb' : 'postgresql' }, 'server listening');

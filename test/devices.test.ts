@@ -180,6 +180,17 @@ describe('agent protocol', () => {
     expect((await rest(app, tech.as).get(`/devices/${agent.deviceId}`)).body).toMatchObject({ status: 'online', agentVersion: '1.1.0' });
   });
 
+  test('a version change outside an update is a device.updated event; a plain heartbeat emits nothing', async () => {
+    const { tech, key } = await fleet();
+    const agent = await enroll(key, 'reinstalled');
+    await agentCall(agent, '/heartbeat', { agentVersion: '1.0.0' });
+    expect((await agentCall(agent, '/heartbeat', { agentVersion: '1.2.0' })).status).toBe(200);
+    expect((await rest(app, tech.as).get(`/devices/${agent.deviceId}`)).body).toMatchObject({ status: 'online', agentVersion: '1.2.0' });
+    const events = await sql(app, `select type, data from outbox_event where data->>'deviceId' = ? order by created_at`, [agent.deviceId]);
+    expect(events.map((e) => e.type)).toEqual(['device.enrolled', 'device.updated']);
+    expect(events[1].data).toMatchObject({ status: 'online', previousStatus: null, changes: ['agentVersion'] });
+  });
+
   test('inventory is stored per device', async () => {
     const { key } = await fleet();
     const agent = await enroll(key, 'inv');

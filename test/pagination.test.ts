@@ -42,7 +42,7 @@ test('a cursor decodes only to the shape it was minted with: anything else is a 
 test('keyset conditions continue after the last row, tie-broken by id', () => {
   const cursor = encodeCursor({ value: 5, id: id1 });
   expect(keysetWhere('rank', 'number', 'desc', cursor)).toEqual({
-    where: { $or: [{ rank: { $lt: 5 } }, { rank: 5, id: { $lt: id1 } }] },
+    where: { rank: { $lte: 5 }, $or: [{ rank: { $lt: 5 } }, { rank: 5, id: { $lt: id1 } }] },
     orderBy: { rank: 'desc', id: 'desc' },
   });
   expect(keysetWhere('rank', 'number', 'asc', undefined)).toEqual({ where: {}, orderBy: { rank: 'asc', id: 'asc' } });

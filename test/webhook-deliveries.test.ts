@@ -105,7 +105,7 @@ test('an event reaches every active subscribed webhook of its organization once,
   await createHook('/org-b', {}, editorB);
 
   const before = Date.now();
-  const data = offlineDevice(orgA, 'd-1', '2026-11-22T10:00:00.000Z');
+  const data = offlineDevice(orgA, crypto.randomUUID(), '2026-11-22T10:00:00.000Z');
   const event = await emitEvent(app.server.runtime, 'device.offline', orgA, data);
   expect(await fannedOutTo(event.id)).toEqual([signed, plain].sort());
   const [delivery] = await deliveries(signed);
@@ -125,7 +125,7 @@ test('an event reaches every active subscribed webhook of its organization once,
   expect(timestamp).toBeLessThanOrEqual(request!.at);
   expect(request!.headers).toEqual({
     host: `127.0.0.1:${receiver.port}`,
-    connection: 'close',
+    connection: 'keep-alive',
     'content-type': 'application/json',
     'content-length': String(Buffer.byteLength(request!.body)),
     'user-agent': 'Service-Webhooks/1.0',
@@ -389,7 +389,7 @@ test('pausing stops deliveries: a retry due after the pause fails without a requ
   const failed = await settled(id, deliveryId, 'failed');
   expect(failed).toMatchObject({ attempt: 2, errorMessage: 'Webhook is not active', responseStatus: null });
   expect(receiver.to('/pause-me')).toHaveLength(1);
-  const event = await emitEvent(app.server.runtime, 'device.offline', orgA, offlineDevice(orgA, 'd-2'));
+  const event = await emitEvent(app.server.runtime, 'device.offline', orgA, offlineDevice(orgA, crypto.randomUUID()));
   expect(await fannedOutTo(event.id)).not.toContain(id);
   expect((await deliveries(id)).map((d) => d.id)).toEqual([deliveryId]);
 });
@@ -454,7 +454,7 @@ describe('time-based rules, on an instance with its own clock and a short reques
     await settled(sparse, await sendTest(sparse, {}, tunedApi), 'failed', tunedApi);
     expect((await tunedApi.get(`/webhooks/${sparse}`)).body.status).toBe('active');
 
-    const event = await emitEvent(tuned.server.runtime, 'device.offline', editor.membership.orgId!, offlineDevice(editor.membership.orgId!, 'd-3'));
+    const event = await emitEvent(tuned.server.runtime, 'device.offline', editor.membership.orgId!, offlineDevice(editor.membership.orgId!, crypto.randomUUID()));
     await dispatched(tuned, event.id);
     expect((await deliveries(id, tunedApi)).length).toBe(AUTO_FAIL_AFTER + 2);
     expect(receiver.to('/always-down')).toHaveLength(AUTO_FAIL_AFTER + 2);

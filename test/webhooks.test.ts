@@ -353,6 +353,47 @@ describe('GraphQL', () => {
     expect(gone.body.errors?.[0]).toMatchObject({ message: 'Webhook not found', extensions: { code: 'NOT_FOUND' } });
   });
 
+  test("a list's delivery statistics are read in one statement, however many webhooks", async () => {
+    const org = await buildOrg(app);
+    const editor = await buildUser(app, { orgId: org.id, can: WEBHOOK_EDITOR });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const created = await rest(app, editor.as).post('/webhooks', valid({ name: `Stats hook ${i}` }));
+      expect(created.status).toBe(201);
+      ids.push(created.body.id);
+    }
+    // Webhook i has i delivered deliveries and one failed.
+    for (const [i, id] of ids.entries()) {
+      for (let n = 0; n <= i; n++) {
+        await sql(
+          app,
+          `insert into webhook_delivery (id, webhook_id, org_id, status, event, event_id, payload, created_at, delivered_at)
+           values (gen_random_uuid(), ?, ?, ?, 'device.offline', gen_random_uuid()::text, '{}', now(), case when ? then now() end)`,
+          [id, org.id, n < i ? 'delivered' : 'failed', n < i],
+        );
+      }
+    }
+    const connection = app.server.runtime.orm.em.getDriver().getConnection() as unknown as { execute: (query: unknown, ...rest: unknown[]) => Promise<unknown> };
+    const execute = connection.execute;
+    let statsQueries = 0;
+    connection.execute = function (this: unknown, query: unknown, ...rest: unknown[]) {
+      if (/\bwebhook_delivery\b/.test(String(typeof query === 'object' && query && 'sql' in query ? (query as { sql: string }).sql : query))) statsQueries++;
+      return execute.call(this, query, ...rest);
+    };
+    let listed;
+    try {
+      listed = await gql(app, editor.as, `{ webhooks(limit: 10) { data { id deliveryStats { total delivered failed lastDeliveredAt } } } }`);
+    } finally {
+      connection.execute = execute;
+    }
+    expect(listed.body.errors).toBeUndefined();
+    const byId = new Map(listed.body.data.webhooks.data.map((w: { id: string; deliveryStats: unknown }) => [w.id, w.deliveryStats]));
+    for (const [i, id] of ids.entries()) {
+      expect(byId.get(id)).toEqual({ total: i + 1, delivered: i, failed: 1, lastDeliveredAt: i > 0 ? expect.any(String) : null });
+    }
+    expect(statsQueries).toBe(1);
+  });
+
   test('errors: validation, scoping, tenancy and MFA in extensions.code', async () => {
     const mutation = `mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { id } }`;
     const bad = await gql(app, editorA.as, mutation, { input: valid({ events: ['nope'] }) });

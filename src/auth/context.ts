@@ -54,6 +54,20 @@ class AuthorizationMark {
   reason: string | null = null;
 }
 
+/** The request's child logger, made on first use (most requests log only their access line, written by the HTTP layer); shared by every copy. */
+class RequestLog {
+  private made: Logger | null = null;
+
+  constructor(
+    private readonly parent: Logger,
+    private readonly requestId: string,
+  ) {}
+
+  get log(): Logger {
+    return (this.made ??= this.parent.child({ reqId: this.requestId }));
+  }
+}
+
 /** Work to run once the surrounding transaction has committed; shared by every copy of one request's context. */
 class CommitHooks {
   pending: (() => unknown)[] = [];
@@ -80,7 +94,7 @@ export class RequestContext {
     readonly em: EntityManager,
     readonly principal: Principal | null,
     readonly meta: RequestMeta,
-    readonly log: Logger,
+    private readonly requestLog: RequestLog,
     readonly mark: AuthorizationMark,
     readonly loaders: Loaders,
     private readonly commitHooks: CommitHooks,
@@ -90,7 +104,12 @@ export class RequestContext {
   static create(runtime: Runtime, principal: Principal | null, meta: Partial<RequestMeta> = {}): RequestContext {
     const em = runtime.orm.em.fork() as EntityManager;
     const full: RequestMeta = { requestId: meta.requestId ?? randomUUID(), ip: meta.ip ?? null, userAgent: meta.userAgent ?? null, authError: meta.authError ?? null };
-    return new RequestContext(runtime, em, principal, full, runtime.log.child({ reqId: full.requestId }), new AuthorizationMark(), new Loaders(em), new CommitHooks(), []);
+    return new RequestContext(runtime, em, principal, full, new RequestLog(runtime.log, full.requestId), new AuthorizationMark(), new Loaders(em), new CommitHooks(), []);
+  }
+
+  /** The request's logger (its lines carry the request id). */
+  get log(): Logger {
+    return this.requestLog.log;
   }
 
   /** The service acting on its own behalf (jobs, sweeps, bootstrap). */
@@ -104,14 +123,14 @@ export class RequestContext {
 
   /** The same request on another EntityManager (a transaction); the authorization mark is shared. */
   withEm(em: EntityManager): RequestContext {
-    const copy = new RequestContext(this.runtime, em, this.principal, this.meta, this.log, this.mark, new Loaders(em), this.commitHooks, this.deniedAttempts);
+    const copy = new RequestContext(this.runtime, em, this.principal, this.meta, this.requestLog, this.mark, new Loaders(em), this.commitHooks, this.deniedAttempts);
     copy.orgPartnerCache = this.orgPartnerCache;
     return copy;
   }
 
   /** The same request with a fresh authorization mark: one GraphQL field resolution must make its own decision. */
   forField(): RequestContext {
-    const copy = new RequestContext(this.runtime, this.em, this.principal, this.meta, this.log, new AuthorizationMark(), this.loaders, this.commitHooks, this.deniedAttempts);
+    const copy = new RequestContext(this.runtime, this.em, this.principal, this.meta, this.requestLog, new AuthorizationMark(), this.loaders, this.commitHooks, this.deniedAttempts);
     copy.orgPartnerCache = this.orgPartnerCache;
     return copy;
   }

@@ -49,9 +49,22 @@ export function isValidPermission(entry: string): boolean {
   return !!actions && (action === '*' || actions.includes(action));
 }
 
+// Every request expands its principal's grants (effective permissions, API key scopes); the few distinct
+// grant lists of a deployment (its roles and key scopes) are expanded once each.
+const EXPANDED_CACHE_SIZE = 1000;
+const expanded = new Map<string, readonly Permission[]>();
+
 /** The catalog permissions an entry set grants, expanded: used to check that a custom role only grants what its creator holds. */
 export function expandPermissions(granted: readonly string[]): Permission[] {
-  return ALL_PERMISSIONS.filter((p) => hasPermission(granted, p));
+  const key = granted.join('\n');
+  let result = expanded.get(key);
+  if (!result) {
+    if (expanded.size >= EXPANDED_CACHE_SIZE) expanded.delete(expanded.keys().next().value!);
+    result = Object.freeze(ALL_PERMISSIONS.filter((p) => hasPermission(granted, p)));
+    expanded.set(key, result);
+  }
+  // Frozen: callers derive new lists from it (filter, Set) and never change it.
+  return result as Permission[];
 }
 
 export interface SystemRoleSeed {

@@ -166,26 +166,67 @@ export interface TenantColumns {
   requestedOrgId?: string | null;
 }
 
+/** A list's tenant decision before it is written as a filter: null members filter nothing. */
+interface TenantFilter {
+  /** rows of these organizations (null: every organization) */
+  orgIds: string[] | null;
+  /** partner callers listing partner-level rows also see their own partner's (organization column null) */
+  ownPartner: { id: string | null } | null;
+  /** rows of these sites (null: every site) */
+  siteIds: string[] | null;
+}
+
+async function tenantFilter(ctx: RequestContext, columns: TenantColumns): Promise<TenantFilter> {
+  const principal = requirePrincipal(ctx);
+  const orgIds = await visibleOrgIds(ctx, columns.requestedOrgId);
+  return {
+    orgIds,
+    ownPartner: orgIds !== null && columns.partner && principal.scope === 'partner' && !columns.requestedOrgId ? { id: principal.partnerId } : null,
+    siteIds: columns.site ? visibleSiteIds(ctx, columns.requestedOrgId) : null,
+  };
+}
+
 /**
  * The tenant and site filter of a list query, decided here rather than in each service (a scoped-query
  * helper, not MikroORM filters, which each fork and raw query would have to remember to enable).
  * `null` when nothing is filtered (system callers); combine it with the list's own conditions in `$and`.
  */
 export async function tenantWhere<T extends object>(ctx: RequestContext, columns: TenantColumns): Promise<FilterQuery<T> | null> {
-  const principal = requirePrincipal(ctx);
-  const orgIds = await visibleOrgIds(ctx, columns.requestedOrgId);
+  const filter = await tenantFilter(ctx, columns);
   const clauses: Record<string, unknown>[] = [];
-  if (orgIds !== null) {
-    const inOrgs = { [columns.org]: { $in: orgIds } };
-    clauses.push(
-      columns.partner && principal.scope === 'partner' && !columns.requestedOrgId
-        ? { $or: [inOrgs, { [columns.org]: null, [columns.partner]: principal.partnerId }] }
-        : inOrgs,
-    );
+  if (filter.orgIds !== null) {
+    const inOrgs = { [columns.org]: { $in: filter.orgIds } };
+    clauses.push(filter.ownPartner ? { $or: [inOrgs, { [columns.org]: null, [columns.partner!]: filter.ownPartner.id }] } : inOrgs);
   }
-  const siteIds = columns.site ? visibleSiteIds(ctx, columns.requestedOrgId) : null;
-  if (siteIds !== null) clauses.push({ [columns.site!]: { $in: siteIds } });
+  if (filter.siteIds !== null) clauses.push({ [columns.site!]: { $in: filter.siteIds } });
   return (clauses.length === 0 ? null : clauses.length === 1 ? clauses[0] : { $and: clauses }) as FilterQuery<T> | null;
+}
+
+/**
+ * `tenantWhere`'s filter, the same decision, as a SQL condition for a hand-written statement (`columns`
+ * name SQL columns, e.g. `m.org_id`) with its `?` parameters; `null` when nothing is filtered. Lists
+ * are one array parameter each, so the text does not vary with their length (see `statement`).
+ */
+export async function tenantSql(ctx: RequestContext, columns: TenantColumns): Promise<{ sql: string; params: unknown[] } | null> {
+  const filter = await tenantFilter(ctx, columns);
+  const clauses: string[] = [];
+  const params: unknown[] = [];
+  const inList = (column: string, values: string[]) => {
+    params.push(values);
+    return `${column} = any(?::uuid[])`;
+  };
+  if (filter.orgIds !== null) {
+    const inOrgs = inList(columns.org, filter.orgIds);
+    if (filter.ownPartner) {
+      const partner = filter.ownPartner.id === null ? `${columns.partner!} is null` : `${columns.partner!} = ?`;
+      if (filter.ownPartner.id !== null) params.push(filter.ownPartner.id);
+      clauses.push(`(${inOrgs} or (${columns.org} is null and ${partner}))`);
+    } else {
+      clauses.push(inOrgs);
+    }
+  }
+  if (filter.siteIds !== null) clauses.push(inList(columns.site!, filter.siteIds));
+  return clauses.length === 0 ? null : { sql: clauses.join(' and '), params };
 }
 
 export interface LoadOwnedOptions {

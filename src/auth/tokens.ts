@@ -59,11 +59,32 @@ export async function signAccessToken(config: Config, claims: AccessClaims): Pro
   return sign(config, AUDIENCE, config.accessTokenTtlSeconds, { ...claims });
 }
 
+// Clients present the same access token on every request until it expires: its verified claims are
+// remembered (by the token's exact text, per configuration) so the signature is checked once. Only
+// the signature's verdict is kept: the expiry is checked on every use, and whether the token's user,
+// membership and session still grant anything is read from the database on every request.
+const VERIFIED_CACHE_SIZE = 10_000;
+const verifiedTokens = new WeakMap<Config, Map<string, AccessClaims & { exp: number }>>();
+
 /** Returns the claims, or null for any invalid, expired or foreign token. */
 export async function verifyAccessToken(config: Config, token: string): Promise<AccessClaims | null> {
+  let verified = verifiedTokens.get(config);
+  if (!verified) verifiedTokens.set(config, (verified = new Map()));
+  const known = verified.get(token);
+  if (known) {
+    if (Date.now() / 1000 < known.exp) return known;
+    verified.delete(token);
+    return null;
+  }
   const payload = await verify(config, AUDIENCE, token);
   if (!payload || typeof payload.mid !== 'string' || (payload.sid !== undefined && typeof payload.sid !== 'string')) return null;
-  return payload as unknown as AccessClaims;
+  const claims = payload as unknown as AccessClaims & { exp?: number };
+  if (typeof claims.exp === 'number') {
+    // Oldest first out (a Map iterates in insertion order).
+    if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
+    verified.set(token, Object.freeze(claims) as AccessClaims & { exp: number });
+  }
+  return claims;
 }
 
 export async function signMfaToken(config: Config, claims: MfaClaims): Promise<string> {

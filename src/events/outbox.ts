@@ -1,12 +1,19 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RequestContext } from '../auth/context.js';
 import { OutboxEvent } from '../../entities/outbox.js';
 import type { DomainEvent, DomainEventMap, DomainEventType } from './types.js';
 
 export const OUTBOX_CHANNEL = 'service_outbox';
 
+/** Transactions (and savepoints: each has its own EntityManager) whose NOTIFY is already queued. */
+const notified = new WeakSet<EntityManager>();
+
 /**
  * Writes an event to the outbox in the caller's transaction: it commits or rolls back with the
- * change. The NOTIFY is transactional too, so the dispatcher wakes only once the row is visible.
+ * change. The NOTIFY is transactional too, so the dispatcher wakes only once the row is visible; one
+ * per transaction is enough (PostgreSQL folds repeated ones into one anyway), so the second and later
+ * events of a transaction cost one insert each. A savepoint that rolls back takes its NOTIFY with it,
+ * and its events: the outer transaction's own NOTIFY is sent from its own EntityManager.
  */
 export async function emit<T extends DomainEventType>(
   tx: RequestContext,
@@ -17,8 +24,18 @@ export async function emit<T extends DomainEventType>(
   row.type = event.type;
   row.orgId = event.orgId;
   row.data = event.data;
-  await tx.em.insert(OutboxEvent, row);
-  await tx.em.execute(`select pg_notify('${OUTBOX_CHANNEL}', '')`);
+  await tx.em.execute(`insert into outbox_event (id, type, org_id, data, created_at, available_at, attempts) values (?, ?, ?, ?, ?, ?, 0)`, [
+    row.id,
+    row.type,
+    row.orgId,
+    JSON.stringify(row.data),
+    row.createdAt,
+    row.availableAt,
+  ]);
+  if (!notified.has(tx.em)) {
+    await tx.em.execute(`select pg_notify('${OUTBOX_CHANNEL}', '')`);
+    notified.add(tx.em);
+  }
   return toDomainEvent(row) as DomainEvent<T>;
 }
 

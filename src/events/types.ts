@@ -72,6 +72,9 @@ export interface DomainEventMap {
   'role.created': { roleId: string; name: string; scope: string; clonedFrom?: string };
   'role.updated': { roleId: string; name: string; scope: string; changes: string[] };
   'role.deleted': { roleId: string; name: string; scope: string };
+  // Agent releases are the platform's (no organization): only system callers see these events.
+  'agent_version.synced': { version: string; prerelease: boolean; changed: string[]; promoted: string[] };
+  'agent_version.promoted': { version: string; component: string | null; promoted: string[] };
 
 }
 
@@ -202,8 +205,16 @@ export const AUDIT_ACTIONS = {
   'enrollment_key.create': 'enrollment_key.created',
   'enrollment_key.rotate': 'enrollment_key.rotated',
   'enrollment_key.delete': 'enrollment_key.deleted',
-  'agent_version.sync': null,
-  'agent_version.promote': null,
+  // Device groups: no webhook catalog event (spec, document 2), so audited only.
+  'device_group.create': null,
+  'device_group.update': null,
+  'device_group.delete': null,
+  'device_group.member.add': null,
+  'device_group.member.remove': null,
+  'device_group.pin': null,
+  'device_group.unpin': null,
+  'agent_version.sync': 'agent_version.synced',
+  'agent_version.promote': 'agent_version.promoted',
   'access.denied': null,
   'audit.read': null,
   'audit.export': null,
@@ -228,6 +239,12 @@ export interface EventSubscriber {
   name: string;
   on: string[];
   handle(ctx: import('../auth/context.js').RequestContext, event: DomainEvent): Promise<void>;
+  /**
+   * Optional: the same work for several events at once (the ones of a dispatcher batch it wants, in
+   * commit order), e.g. one multi-row insert. When it throws, the dispatcher falls back to `handle`
+   * one event at a time, so a failing event is retried alone.
+   */
+  handleBatch?(ctx: import('../auth/context.js').RequestContext, events: DomainEvent[]): Promise<void>;
 }
 
 export function subscriberWants(subscriber: EventSubscriber, type: string): boolean {

@@ -61,6 +61,8 @@ function describe(schema: ZodType, kind: DerivedKind, name: string): Described {
   let nullable = false;
   let defaultValue: unknown;
   let description = metaOf(schema).description;
+  // A title given on a wrapper (`z.enum([...]).default('a').meta({ title })`) names the type inside.
+  let title = metaOf(schema).title;
   for (;;) {
     const def = current._zod.def as unknown as { type: string; innerType?: ZodType; in?: ZodType; defaultValue?: unknown };
     if (isDateTimeSchema(current)) break;
@@ -74,13 +76,14 @@ function describe(schema: ZodType, kind: DerivedKind, name: string): Described {
     } else if (def.type !== 'readonly' && def.type !== 'catch') break;
     current = def.innerType!;
     description ??= metaOf(current).description;
+    title ??= metaOf(current).title;
   }
   // A field with a default may be left out of an input.
   if (defaultValue !== undefined) nullable = false;
-  return { type: baseType(current, kind, name), nullable, defaultValue, description };
+  return { type: baseType(current, kind, name, title), nullable, defaultValue, description };
 }
 
-function baseType(schema: ZodType, kind: DerivedKind, name: string): TypeThunk {
+function baseType(schema: ZodType, kind: DerivedKind, name: string, title = metaOf(schema).title): TypeThunk {
   if (isDateTimeSchema(schema)) return () => DateTimeScalar;
   const def = schema._zod.def as unknown as { type: string; element?: ZodType };
   const format = (schema as { format?: string | null }).format;
@@ -94,14 +97,14 @@ function baseType(schema: ZodType, kind: DerivedKind, name: string): TypeThunk {
     case 'boolean':
       return () => Boolean;
     case 'enum':
-      return enumType(schema, name);
+      return enumType(schema, title ?? name);
     case 'array': {
       const item = describe(def.element!, kind, name);
       const inner = item.type;
       return () => [inner()];
     }
     case 'object':
-      return derivedType(kind === 'args' ? 'input' : kind, metaOf(schema).title ?? name, schema as z.ZodObject);
+      return derivedType(kind === 'args' ? 'input' : kind, title ?? name, schema as z.ZodObject);
     case 'record':
       return () => GraphQLJSONObject;
     case 'unknown':
@@ -113,10 +116,9 @@ function baseType(schema: ZodType, kind: DerivedKind, name: string): TypeThunk {
 }
 
 /** A zod enum is a GraphQL enum of the same values (named by its `meta({ title })`), unless a value is not a GraphQL name. */
-function enumType(schema: ZodType, fallbackName: string): TypeThunk {
+function enumType(schema: ZodType, name: string): TypeThunk {
   const values = Object.values((schema._zod.def as unknown as { entries: Record<string, string> }).entries);
   if (!values.every((v) => GRAPHQL_NAME.test(v))) return () => String;
-  const name = metaOf(schema).title ?? fallbackName;
   let registered = enums.get(name);
   if (!registered) {
     registered = Object.fromEntries(values.map((v) => [v, v]));
@@ -148,7 +150,8 @@ function derive(kind: DerivedKind, name: string, schema: z.ZodObject, options: C
     })(Target.prototype, field);
   }
   const description = options.description ?? metaOf(schema).description;
-  if (kind === 'object') ObjectType(name, { description })(Target);
+  // Plain data fields resolve as graphql-js's default does, without the per-field middleware: they never reach for the request context.
+  if (kind === 'object') ObjectType(name, { description, simpleResolvers: true })(Target);
   else {
     (kind === 'input' ? InputType(name, { description }) : ArgsType())(Target);
     inputSchemas.set(Target, schema);

@@ -11,7 +11,8 @@ import { dropNullsTheSchemaRefuses } from './contract.js';
  * Backstop: every field resolution that reaches for the request context (root fields, field resolvers)
  * gets its own authorization mark and fails when its service made no access decision. The mark is per
  * field, so a field resolver cannot ride on the decision its root field made; fields that never touch
- * the context (plain properties) only return what an authorized field already loaded.
+ * the context (plain properties) only return what an authorized field already loaded, and do not run
+ * it at all (their object types are declared `simpleResolvers`: graphql-js's default resolver).
  */
 export const requireAccessDecision: MiddlewareFn<GraphqlContext> = async (action, next) => {
   const { context, info } = action;

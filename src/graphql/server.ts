@@ -1,8 +1,10 @@
 import type http from 'node:http';
+import type { Duplex } from 'node:stream';
 import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { expressMiddleware } from '@as-integrations/express5';
-import { GraphQLError, specifiedRules, validate, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { RequestHandler } from 'express';
@@ -12,6 +14,7 @@ import { toAppError } from '../errors.js';
 import { contextFor, upgradeClientIp } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
 import type { GraphqlContext } from './context.js';
+import { DocumentCache } from './documents.js';
 import { queryLimits } from './limits.js';
 import { REVOKED_CLOSE_CODE, SocketSessions, type SocketSession } from './socket-sessions.js';
 
@@ -67,10 +70,16 @@ function envelopeError(runtime: Runtime, error: unknown): GraphQLError {
  * on WebSocket, authenticated again on every `subscribe` and kept in check while the socket is open
  * (SocketSessions). Automatic persisted queries (the mobile app's) are Apollo's built-in APQ.
  */
-export async function startGraphql(runtime: Runtime, httpServer: http.Server, schema: GraphQLSchema): Promise<{ middleware: RequestHandler; stop(): Promise<void> }> {
+export async function startGraphql(
+  runtime: Runtime,
+  httpServer: http.Server,
+  schema: GraphQLSchema,
+): Promise<{ middleware: RequestHandler; upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void; stop(): Promise<void> }> {
   const { config } = runtime;
   const limits = queryLimits(config.graphql.maxDepth, config.graphql.maxCost);
-  const wsServer = new WebSocketServer({ server: httpServer, path: '/graphql' });
+  const documents = new DocumentCache([limits]);
+  // The HTTP server's upgrades are routed by path (src/server.ts): this one takes those to /graphql.
+  const wsServer = new WebSocketServer({ noServer: true });
   const sessions = new SocketSessions(runtime, config.graphql.wsRecheckSeconds * 1000);
   const wsCleanup = useServer<Record<string, unknown>, { principal?: RequestContext['principal']; session?: SocketSession }>(
     {
@@ -105,9 +114,17 @@ export async function startGraphql(runtime: Runtime, httpServer: http.Server, sc
       context: (socket): GraphqlContext => ({
         ctx: RequestContext.create(runtime, socket.extra.principal ?? null, { ip: upgradeClientIp(runtime.config, socket.extra.request) }),
       }),
-      validate: (schemaArg, document, rules) => validate(schemaArg, document, [...(rules ?? specifiedRules), limits]),
+      // Subscribe messages: parsed and validated once per query text (HTTP: Apollo's document store).
+      parse: documents.parse,
+      validate: documents.validate,
+      // Errors reach the client in the API's envelope, as over HTTP: a subscribe its service refused
+      // (`NOT_FOUND`, …) arrives in a result, a failure while the events flow as an error message.
+      onNext: (_ctx, _id, _payload, _args, result) =>
+        result.errors ? { ...result, errors: result.errors.map((error) => formatGraphqlError(runtime, error.toJSON(), error)) } : undefined,
       onError: (_ctx, _id, _payload, errors) => {
         runtime.log.debug({ errors: errors.map((e) => e.message) }, 'subscription error');
+        // Those already in the envelope (onSubscribe's refusals) go as they are.
+        return errors.map((error) => (error.extensions?.code ? error.toJSON() : formatGraphqlError(runtime, error.toJSON(), error)));
       },
     },
     wsServer,
@@ -121,6 +138,19 @@ export async function startGraphql(runtime: Runtime, httpServer: http.Server, sc
     includeStacktraceInErrorResponses: false,
     plugins: [
       ApolloServerPluginDrainHttpServer({ httpServer }),
+      // Apollo's cache-control plugin hooks every field's resolution to compute cache hints the schema
+      // never gives (no @cacheControl): every answer comes out uncacheable. That answer is given here
+      // directly, without the per-field hook.
+      ApolloServerPluginCacheControlDisabled(),
+      {
+        async requestDidStart() {
+          return {
+            async willSendResponse({ response }) {
+              response.http.headers.set('cache-control', 'no-store');
+            },
+          };
+        },
+      },
       {
         async serverWillStart() {
           return {
@@ -139,6 +169,7 @@ export async function startGraphql(runtime: Runtime, httpServer: http.Server, sc
   });
   return {
     middleware,
+    upgrade: (req, socket, head) => wsServer.handleUpgrade(req, socket, head, (ws) => wsServer.emit('connection', ws, req)),
     async stop() {
       await apollo.stop();
       await sessions.stop();

@@ -4,11 +4,17 @@ import type { Runtime } from '../runtime.js';
 const startedAt = Date.now();
 const CHECK_TIMEOUT_MS = 2000;
 
+/** What `GET /health` answers: the process is up, its version and uptime. */
+export function liveness(runtime: Runtime): { status: 'ok'; version: string; uptime: number } {
+  return { status: 'ok', version: runtime.config.serviceVersion, uptime: Math.round((Date.now() - startedAt) / 1000) };
+}
+
 /** `/health` says the process is up; `/health/ready` checks each dependency and answers 503 when one is down. */
 export function healthRoutes(runtime: Runtime): express.Router {
   const router = express.Router();
+  // `GET /health` itself is answered in front of Express (src/http/app.ts); HEAD, or one with a query string, comes here.
   router.get('/health', (_req, res) => {
-    res.json({ status: 'ok', version: runtime.config.serviceVersion, uptime: Math.round((Date.now() - startedAt) / 1000) });
+    res.json(liveness(runtime));
   });
   router.get('/health/ready', async (_req, res) => {
     const checks = {

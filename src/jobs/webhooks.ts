@@ -7,9 +7,10 @@ const DeliverData = z.object({ deliveryId: z.uuid() });
 
 export const webhookJobs: JobDefinition<never>[] = [
   {
+    // A retry (or a sweep's re-queue) come due: handed to this instance's delivery worker, which attempts it
+    // when its webhook has a free slot. The job ends once the worker has looked at it, not after the request.
     name: DELIVER_JOB,
     handler: async (runtime, data: unknown) => deliver(RequestContext.system(runtime, DELIVER_JOB), DeliverData.parse(data)),
-    // Above the 30 s request timeout plus the claim margin, so a live worker never loses its job.
     lockLifetimeMs: 60_000,
     concurrency: 20,
   },

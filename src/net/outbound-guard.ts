@@ -203,6 +203,57 @@ export interface GuardedRequestInit {
   maxBodyBytes?: number;
   /** aborts the request with the signal's reason */
   signal?: AbortSignal;
+  /** keep-alive connections to reuse (per checked address set); default: a fresh connection per request */
+  connections?: PinnedConnectionPool;
+}
+
+/**
+ * Keep-alive connections for repeated requests to the same destinations (webhook deliveries): one
+ * `https.Agent` per host, port and set of checked addresses. The URL is still checked before every
+ * request, and a pooled socket is only reused by a request whose check approved exactly the
+ * addresses that socket was opened to: DNS rebinding cannot redirect it, and a changed DNS answer
+ * (or a destination that is no longer allowed) never rides on an old connection. Beyond `maxAgents`,
+ * the least recently used agent is dropped and its idle connections closed.
+ */
+const FREE_SOCKET_IDLE_MS = 4000;
+
+/** An agent's idle connections; those under way finish (and then idle out). */
+function closeIdle(agent: https.Agent): void {
+  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
+}
+
+export class PinnedConnectionPool {
+  private readonly agents = new Map<string, https.Agent>();
+  private closed = false;
+
+  constructor(private readonly maxAgents = 256) {}
+
+  agentFor(host: string, port: number, addresses: string[]): https.Agent | false {
+    if (this.closed) return false;
+    const key = `${host}\n${port}\n${[...addresses].sort().join(',')}`;
+    let agent = this.agents.get(key);
+    if (agent) {
+      this.agents.delete(key); // re-inserted below: the map's order is the recency order
+    } else {
+      // LIFO hands out the most recently used socket, so spare ones idle out: after FREE_SOCKET_IDLE_MS, or sooner when
+      // the receiver's Keep-Alive header says so, before a receiver would close them under a request.
+      agent = new https.Agent({ keepAlive: true, scheduling: 'lifo', maxFreeSockets: 64, timeout: FREE_SOCKET_IDLE_MS });
+      for (const [oldest, old] of this.agents) {
+        if (this.agents.size < this.maxAgents) break;
+        this.agents.delete(oldest);
+        closeIdle(old);
+      }
+    }
+    this.agents.set(key, agent);
+    return agent;
+  }
+
+  /** Closes every pooled connection (requests under way too); later requests use a fresh connection each. */
+  close(): void {
+    this.closed = true;
+    for (const agent of this.agents.values()) agent.destroy();
+    this.agents.clear();
+  }
 }
 
 const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -246,8 +297,9 @@ function exchange(url: URL, addresses: string[], init: GuardedRequestInit, signa
       // Certificates are checked against the URL's hostname; an empty servername sends no SNI for IP literals.
       servername: net.isIP(host) ? '' : host,
       rejectUnauthorized: true,
-      // A fresh agent per request: pooled sockets could be connected to an address checked under other options.
-      agent: false,
+      // Without a pool, a fresh agent per request. A pool keys its agents by the addresses just checked, so a
+      // reused socket is always connected to one of them.
+      agent: init.connections ? init.connections.agentFor(host, url.port ? Number(url.port) : 443, addresses) : false,
     });
     const onAbort = () => {
       reject(signal.reason);

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { AGENT_COMPONENTS, AgentVersion, type AgentComponent } from '../../entities/agent-version.js';
 import type { Device, OsType } from '../../entities/device.js';
@@ -9,12 +10,12 @@ import type { RequestContext } from '../auth/context.js';
 import { authorize, skipAuthorization } from '../auth/policy.js';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/transaction.js';
-import { AppError, badRequest, forbidden, notFound } from '../errors.js';
+import { AppError, badRequest, forbidden, mfaRequired, notFound } from '../errors.js';
 import { createGuardedFetch, UnsafeUrlError } from '../net/outbound-guard.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import type { Runtime } from '../runtime.js';
 import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
-import { recordAudit } from './audit.js';
+import { recordChange } from './audit.js';
 import { OsTypeSchema } from './devices.js';
 
 // Agent releases (spec, Versioning 4–8): binaries registered from a GitHub-compatible releases API,
@@ -144,8 +145,8 @@ interface Target {
 }
 const targetKey = (component: string, os: string, arch: string) => `${component}/${os}/${arch}`;
 
-async function loadTargets(ctx: RequestContext): Promise<Map<string, Target>> {
-  const rows = (await ctx.em.execute(
+async function loadTargets(em: EntityManager): Promise<Map<string, Target>> {
+  const rows = (await em.execute(
     `select distinct on (component, os, arch) version, component, os, arch, asset_name, url, checksum
        from agent_version where promoted_at is not null and prerelease = false
       order by component, os, arch, promoted_at desc, created_at desc`,
@@ -167,7 +168,7 @@ class PromotedTargets {
   private cached: { targets: Map<string, Target>; loadedAt: number } | null = null;
   private loading: { generation: number; promise: Promise<Map<string, Target>> } | null = null;
 
-  constructor(runtime: Runtime) {
+  constructor(private readonly runtime: Runtime) {
     runtime.pubsub.on(PROMOTIONS_TOPIC, () => this.invalidate());
   }
 
@@ -177,21 +178,23 @@ class PromotedTargets {
     this.loading = null;
   }
 
-  async get(ctx: RequestContext): Promise<Map<string, Target>> {
-    const now = ctx.runtime.clock.now().getTime();
-    if (this.cached && now - this.cached.loadedAt < TARGETS_TTL_MS) return this.cached.targets;
-    if (this.loading?.generation !== this.generation) {
-      const generation = this.generation;
-      const promise = loadTargets(ctx).then((targets) => {
-        if (generation === this.generation) this.cached = { targets, loadedAt: now };
-        return targets;
-      });
-      promise.catch(() => {
-        if (this.loading?.promise === promise) this.loading = null;
-      });
-      this.loading = { generation, promise };
-    }
-    return this.loading!.promise;
+  /** Concurrent callers share one load; it runs on its own EntityManager, not on any request's (nor inside its transaction). */
+  async get(): Promise<Map<string, Target>> {
+    const now = this.runtime.clock.now().getTime();
+    // |age| so that a clock moved backwards cannot keep an entry forever.
+    if (this.cached && Math.abs(now - this.cached.loadedAt) < TARGETS_TTL_MS) return this.cached.targets;
+    if (this.loading?.generation === this.generation) return this.loading.promise;
+    const generation = this.generation;
+    const promise = loadTargets(this.runtime.orm.em.fork() as EntityManager).then((targets) => {
+      if (generation === this.generation) this.cached = { targets, loadedAt: now };
+      return targets;
+    });
+    const settled = () => {
+      if (this.loading?.promise === promise) this.loading = null;
+    };
+    promise.then(settled, settled);
+    this.loading = { generation, promise };
+    return promise;
   }
 }
 
@@ -245,9 +248,9 @@ async function effectiveUpdateWindow(ctx: RequestContext, orgId: string): Promis
  * newer than `reportedVersion`, the device updates itself (`autoUpdate`), is not updating already,
  * and its update window is open. Usually no query at all: the targets are cached.
  */
-export async function upgradeFor(ctx: RequestContext, device: Device, reportedVersion: string): Promise<UpgradeTo | null> {
+export async function upgradeFor(ctx: RequestContext, device: Pick<Device, 'autoUpdate' | 'status' | 'osType' | 'architecture' | 'orgId'>, reportedVersion: string): Promise<UpgradeTo | null> {
   if (!device.autoUpdate || device.status === 'updating' || !device.osType || !device.architecture) return null;
-  const targets = await promotedTargets(ctx.runtime).get(ctx);
+  const targets = await promotedTargets(ctx.runtime).get();
   const target = targets.get(targetKey('agent', device.osType, normalizeArch(device.architecture)));
   if (!target || !((compareVersions(target.version, reportedVersion) ?? 0) > 0)) return null;
   if (!updateWindowOpen(await effectiveUpdateWindow(ctx, device.orgId), ctx.runtime.clock.now())) return null;
@@ -300,7 +303,7 @@ export type LatestAgentVersionInput = z.input<typeof LatestAgentVersionQuery>;
 export async function latestAgentVersions(ctx: RequestContext, rawQuery: LatestAgentVersionInput): Promise<{ data: AgentVersionView[] }> {
   const query = parseInput(LatestAgentVersionQuery, rawQuery);
   await authorize(ctx, 'devices:read');
-  const targets = [...(await loadTargets(ctx)).values()].filter((t) => !query.component || t.component === query.component);
+  const targets = [...(await loadTargets(ctx.em)).values()].filter((t) => !query.component || t.component === query.component);
   if (targets.length === 0) return { data: [] };
   const rows = await ctx.em.find(AgentVersion, { $or: targets.map((t) => ({ version: t.version, component: t.component, os: t.os, arch: t.arch })) }, { orderBy: { component: 'asc', os: 'asc', arch: 'asc' } });
   return { data: rows.map((row) => agentVersionView(ctx.runtime.config, row)) };
@@ -346,7 +349,7 @@ export async function downloadAgent(ctx: RequestContext, os: OsType, rawArch: st
   const arch = normalizeArch(rawArch);
   const row = query.version
     ? await ctx.em.findOne(AgentVersion, { version: query.version, component: query.component, os, arch, promotedAt: { $ne: null }, prerelease: false })
-    : (await promotedTargets(ctx.runtime).get(ctx)).get(targetKey(query.component, os, arch));
+    : (await promotedTargets(ctx.runtime).get()).get(targetKey(query.component, os, arch));
   if (!row) throw notFound('Agent binary');
   return binaryOf(ctx.runtime.config, row);
 }
@@ -360,23 +363,26 @@ const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
  */
 export async function installScript(ctx: RequestContext): Promise<string> {
   skipAuthorization(ctx, 'agent install script: public');
-  const targets = [...(await promotedTargets(ctx.runtime).get(ctx)).values()].filter((t) => t.component === 'agent').sort((a, b) => targetKey(a.component, a.os, a.arch).localeCompare(targetKey(b.component, b.os, b.arch)));
+  const targets = [...(await promotedTargets(ctx.runtime).get()).values()].filter((t) => t.component === 'agent').sort((a, b) => targetKey(a.component, a.os, a.arch).localeCompare(targetKey(b.component, b.os, b.arch)));
   const builds = targets.map((t) => `  ${t.os}/${t.arch}) VERSION=${shellQuote(t.version)}; SHA256=${shellQuote(t.checksum)} ;;`);
   return `#!/bin/sh
 # rmm agent installer. Usage:
 #   curl -fsSL ${ctx.runtime.config.publicUrl}/api/v1/agents/install.sh | sh -s -- --key <enrollment key>
-# RMM_INSTALL_DIR picks where the binary goes (/usr/local/bin by default).
+# --install-dir <dir> (or RMM_INSTALL_DIR) picks where the binary goes, /usr/local/bin by default;
+# sudo is used only when that directory is not writable.
 set -eu
 
 SERVER=${shellQuote(ctx.runtime.config.publicUrl)}
 INSTALL_DIR=\${RMM_INSTALL_DIR:-/usr/local/bin}
 KEY=''
 
-usage() { echo 'usage: install.sh --key <enrollment key>' >&2; exit 2; }
+usage() { echo 'usage: install.sh --key <enrollment key> [--install-dir <dir>]' >&2; exit 2; }
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --key) [ "$#" -ge 2 ] || usage; KEY=$2; shift 2 ;;
     --key=*) KEY=\${1#--key=}; shift ;;
+    --install-dir) [ "$#" -ge 2 ] || usage; INSTALL_DIR=$2; shift 2 ;;
+    --install-dir=*) INSTALL_DIR=\${1#--install-dir=}; shift ;;
     *) usage ;;
   esac
 done
@@ -436,17 +442,27 @@ $SUDO cp "$TMP" "$BIN.new"
 $SUDO chmod 0755 "$BIN.new"
 $SUDO mv -f "$BIN.new" "$BIN"
 
-$SUDO "$BIN" enroll --server "$SERVER" --key "$KEY"
+# stdin is this script when piped from curl: the agent must not read it.
+$SUDO "$BIN" enroll --server "$SERVER" --key "$KEY" </dev/null
 echo "rmm-agent $VERSION installed in $INSTALL_DIR and enrolled"
 `;
 }
 
 // ── promoting ───────────────────────────────────────────────────────────────────────────────────
 
-/** Agent releases are the platform's: system-scope callers who may manage devices (there is no agent-versions permission). */
+/**
+ * Agent releases are the platform's: system-scope callers who may manage devices (there is no
+ * agent-versions permission). Scope is checked before the second factor, so a tenant's admin is
+ * told FORBIDDEN whether or not its session has MFA.
+ */
 async function authorizePlatform(ctx: RequestContext, mfa: boolean): Promise<void> {
-  const principal = await authorize(ctx, 'devices:write', { mfa });
+  const principal = await authorize(ctx, 'devices:write');
   if (principal.scope !== 'system') throw forbidden('Only platform administrators can manage agent versions');
+  if (mfa && !principal.mfa) {
+    // Records the refusal as the policy does (access.denied, reason mfa_required).
+    await authorize(ctx, 'devices:write', { mfa: true });
+    throw mfaRequired();
+  }
 }
 
 export const PromoteAgentVersionSchema = z
@@ -461,7 +477,7 @@ export type AgentVersionPromotion = z.output<typeof AgentVersionPromotionSchema>
 /**
  * Makes a version (or one of its components) the upgrade target, also when an older one is
  * promoted again to roll back: the latest promotion wins, though agents never downgrade on their
- * own. Prereleases are never promoted.
+ * own. Prereleases are never promoted (400).
  */
 export async function promoteAgentVersion(ctx: RequestContext, rawInput: PromoteAgentVersionInput): Promise<AgentVersionPromotion> {
   const input = parseInput(PromoteAgentVersionSchema, rawInput);
@@ -474,7 +490,12 @@ export async function promoteAgentVersion(ctx: RequestContext, rawInput: Promote
     for (const row of rows) row.promotedAt = now;
     await tx.em.flush();
     const promoted = rows.map(platformLabel);
-    await recordAudit(tx, { action: 'agent_version.promote', resourceType: 'agent_version', resourceId: input.version, details: { version: input.version, component: input.component ?? null, promoted } });
+    const component = input.component ?? null;
+    await recordChange(
+      tx,
+      { action: 'agent_version.promote', resourceType: 'agent_version', resourceId: input.version, details: { version: input.version, component, promoted } },
+      { version: input.version, component, promoted },
+    );
     tx.afterCommit(() => announcePromotions(tx.runtime));
     return { version: input.version, promoted };
   });
@@ -499,7 +520,8 @@ const MAX_BINARY_BYTES = 512 * 1024 * 1024;
 const MAX_REDIRECTS = 5;
 
 /**
- * One GET through the SSRF guard, following redirects (asset downloads redirect to a storage host)
+ * One GET through the SSRF guard (https only; loopback and private addresses only with
+ * ALLOW_PRIVATE_NETWORK_TARGETS), following redirects (asset downloads redirect to a storage host)
  * with each hop checked again. The token goes to the releases API's own origin only.
  */
 async function fetchOutbound(ctx: RequestContext, url: string, options: { accept: string; timeoutMs: number; maxBodyBytes: number }): Promise<Response> {
@@ -524,11 +546,19 @@ async function fetchOutbound(ctx: RequestContext, url: string, options: { accept
     }
     const location = response.headers.get('location');
     if (response.status < 300 || response.status >= 400 || !location) return response;
-    current = new URL(location, current);
+    try {
+      current = new URL(location, current);
+    } catch {
+      throw upstreamError(`GET ${current.origin}${current.pathname} redirected to an invalid URL`);
+    }
   }
-  throw upstreamError(`GET ${url} redirected more than ${MAX_REDIRECTS} times`);
+  throw upstreamError(`GET ${url.slice(0, 200)} redirected more than ${MAX_REDIRECTS} times`);
 }
 
+/**
+ * The release named `version` (tag `v<version>`, else `<version>`), or the latest stable one. A
+ * release the API does not have is 404; the API failing or answering something else is 502.
+ */
 async function fetchRelease(ctx: RequestContext, apiRoot: string, version: string | undefined): Promise<Release> {
   const paths = version ? [`/releases/tags/v${version}`, `/releases/tags/${version}`] : ['/releases/latest'];
   for (const releasePath of paths) {
@@ -539,7 +569,7 @@ async function fetchRelease(ctx: RequestContext, apiRoot: string, version: strin
     if (!parsed.success) throw upstreamError('The releases API answered something that is not a release');
     return parsed.data;
   }
-  throw version ? notFound('Release') : upstreamError('The repository has no stable release');
+  throw version ? notFound(`Release ${version}`) : notFound('Stable release');
 }
 
 interface ReleaseAsset extends Omit<Target, 'version'> {
@@ -556,6 +586,11 @@ function parseChecksums(text: string): Map<string, string> {
   return sums;
 }
 
+/**
+ * The release's agent binaries with their published SHA-256 (the checksums file, else the asset's
+ * `digest`); one per component and platform, the first listed when two names mean the same one
+ * (`x86_64` and `amd64`).
+ */
 async function releaseAssets(ctx: RequestContext, release: Release): Promise<ReleaseAsset[]> {
   const checksumFile = release.assets.find((asset) => CHECKSUM_FILE.test(asset.name));
   let sums = new Map<string, string>();
@@ -564,7 +599,7 @@ async function releaseAssets(ctx: RequestContext, release: Release): Promise<Rel
     if (!response.ok) throw upstreamError(`Downloading ${checksumFile.name} answered HTTP ${response.status}`);
     sums = parseChecksums(await response.text());
   }
-  const assets: ReleaseAsset[] = [];
+  const assets = new Map<string, ReleaseAsset>();
   for (const asset of release.assets) {
     const match = ASSET_NAME.exec(asset.name);
     if (!match) continue;
@@ -576,14 +611,19 @@ async function releaseAssets(ctx: RequestContext, release: Release): Promise<Rel
       continue;
     }
     const os = match[2] === 'darwin' ? 'macos' : (match[2] as OsType);
-    assets.push({ component: match[1] as AgentComponent, os, arch: normalizeArch(match[3]!), assetName: asset.name, url: asset.browser_download_url, checksum, size: asset.size ?? null });
+    const found: ReleaseAsset = { component: match[1] as AgentComponent, os, arch: normalizeArch(match[3]!), assetName: asset.name, url: asset.browser_download_url, checksum, size: asset.size ?? null };
+    if (!assets.has(platformLabel(found))) assets.set(platformLabel(found), found);
   }
-  return assets;
+  return [...assets.values()];
 }
 
 const sha256 = (bytes: Buffer) => crypto.createHash('sha256').update(bytes).digest('hex');
 
-/** BINARY_SOURCE=local: copies the binaries to AGENT_BINARY_DIR/<version>/, each checked against its checksum. */
+/**
+ * BINARY_SOURCE=local: copies the binaries to AGENT_BINARY_DIR/<version>/, each checked against its
+ * published checksum before it is kept (a mismatch is 502 and leaves nothing behind). Files already
+ * there with the right checksum are not downloaded again.
+ */
 async function mirrorBinaries(ctx: RequestContext, version: string, assets: ReleaseAsset[]): Promise<void> {
   const dir = path.join(ctx.runtime.config.agentReleases.binaryDir, version);
   await fs.promises.mkdir(dir, { recursive: true });
@@ -596,8 +636,12 @@ async function mirrorBinaries(ctx: RequestContext, version: string, assets: Rele
     const bytes = Buffer.from(await response.arrayBuffer());
     if (sha256(bytes) !== asset.checksum) throw upstreamError(`${asset.assetName} does not match its published SHA-256 checksum`);
     const partial = `${file}.${crypto.randomBytes(6).toString('hex')}.part`;
-    await fs.promises.writeFile(partial, bytes, { mode: 0o644 });
-    await fs.promises.rename(partial, file);
+    try {
+      await fs.promises.writeFile(partial, bytes, { mode: 0o644 });
+      await fs.promises.rename(partial, file);
+    } finally {
+      await fs.promises.rm(partial, { force: true });
+    }
   }
 }
 
@@ -613,11 +657,14 @@ export const AgentReleaseSyncSchema = z
   .meta({ title: 'AgentReleaseSync' });
 export type AgentReleaseSync = z.output<typeof AgentReleaseSyncSchema>;
 
+const sameTime = (a: Date, b: Date) => a.getTime() === b.getTime();
+
 /**
  * Registers a release's binaries from the releases API (again: a re-sync refreshes URLs and
- * checksums and keeps promotions). With AGENT_AUTO_PROMOTE, a stable release becomes the upgrade
- * target of each of its platforms, unless a newer version is already promoted there (syncing an old
- * release never rolls the fleet back; `promote` does that on purpose).
+ * checksums and keeps promotions; one that changes nothing writes no audit row). With
+ * AGENT_AUTO_PROMOTE, a stable release becomes the upgrade target of each of its platforms, unless
+ * a newer version is already promoted there (syncing an old release never rolls the fleet back;
+ * `promote` does that on purpose). Prereleases are registered, never promoted.
  */
 export async function syncAgentRelease(ctx: RequestContext, rawQuery: SyncAgentReleaseInput): Promise<AgentReleaseSync> {
   const query = parseInput(SyncAgentReleaseQuery, rawQuery);
@@ -625,25 +672,44 @@ export async function syncAgentRelease(ctx: RequestContext, rawQuery: SyncAgentR
   const { releasesApiUrl, source, autoPromote } = ctx.runtime.config.agentReleases;
   if (!releasesApiUrl) throw badRequest('Agent releases are not configured: set AGENT_RELEASES_REPO or AGENT_RELEASES_API_URL');
   const release = await fetchRelease(ctx, releasesApiUrl, query.version);
-  if (release.draft) throw upstreamError(`Release ${release.tag_name} is a draft`);
+  if (release.draft) throw upstreamError(`Release ${release.tag_name.slice(0, 60)} is a draft`);
   const version = release.tag_name.replace(/^v/, '');
   if (version.length > 50 || !SEMVER.test(version)) throw upstreamError(`Release tag ${release.tag_name.slice(0, 60)} is not a semantic version`);
+  if (query.version && version !== query.version) throw upstreamError(`Asked for ${query.version}, the releases API answered ${release.tag_name.slice(0, 60)}`);
   const assets = await releaseAssets(ctx, release);
   if (assets.length === 0) throw upstreamError(`Release ${release.tag_name} has no agent binaries (assets named rmm-<component>-<os>-<arch>, with checksums)`);
   if (source === 'local') await mirrorBinaries(ctx, version, assets);
   const prerelease = release.prerelease === true || isPrerelease(version);
-  const publishedAt = release.published_at ? new Date(release.published_at) : ctx.runtime.clock.now();
+  const published = release.published_at ? new Date(release.published_at) : null;
 
   return withTransaction(ctx, async (tx) => {
+    // Serializes syncs of one version, so two at once cannot both insert its rows.
+    await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`agent-version-sync:${version}`]);
     const existing = new Map((await tx.em.find(AgentVersion, { version })).map((row) => [platformLabel(row), row]));
-    const current = autoPromote && !prerelease ? await loadTargets(tx) : new Map<string, Target>();
+    const current = autoPromote && !prerelease ? await loadTargets(tx.em) : new Map<string, Target>();
     const now = tx.runtime.clock.now();
+    const publishedAt = published && !Number.isNaN(published.getTime()) ? published : now;
     const synced: string[] = [];
+    const changed: string[] = [];
     const promoted: string[] = [];
     for (const asset of assets) {
       const fields = { assetName: asset.assetName, url: asset.url, checksum: asset.checksum, size: asset.size, prerelease, publishedAt };
-      const row = existing.get(platformLabel(asset)) ?? tx.em.create(AgentVersion, { version, component: asset.component, os: asset.os, arch: asset.arch, ...fields });
-      Object.assign(row, fields);
+      let row = existing.get(platformLabel(asset));
+      if (!row) {
+        row = tx.em.create(AgentVersion, { version, component: asset.component, os: asset.os, arch: asset.arch, ...fields });
+        changed.push(platformLabel(row));
+      } else if (
+        row.assetName !== fields.assetName ||
+        row.url !== fields.url ||
+        row.checksum !== fields.checksum ||
+        (row.size === null ? null : Number(row.size)) !== fields.size ||
+        row.prerelease !== fields.prerelease ||
+        !sameTime(row.publishedAt, fields.publishedAt)
+      ) {
+        // A release republished with other binaries: the registered ones follow it.
+        Object.assign(row, fields);
+        changed.push(platformLabel(row));
+      }
       synced.push(platformLabel(row));
       const target = current.get(targetKey(row.component, row.os, row.arch));
       if (autoPromote && !prerelease && !row.promotedAt && (!target || (compareVersions(version, target.version) ?? 1) >= 0)) {
@@ -651,11 +717,18 @@ export async function syncAgentRelease(ctx: RequestContext, rawQuery: SyncAgentR
         promoted.push(platformLabel(row));
       }
     }
-    await tx.em.flush();
     synced.sort();
+    changed.sort();
     promoted.sort();
-    await recordAudit(tx, { action: 'agent_version.sync', resourceType: 'agent_version', resourceId: version, details: { version, tag: release.tag_name, prerelease, synced, promoted } });
-    // A re-sync may also have changed a promoted build's URL or checksum.
+    // Idempotent: a sync that finds everything as registered is not a mutation (no audit row, no event).
+    if (changed.length === 0 && promoted.length === 0) return { version, prerelease, synced, promoted };
+    await tx.em.flush();
+    await recordChange(
+      tx,
+      { action: 'agent_version.sync', resourceType: 'agent_version', resourceId: version, details: { version, tag: release.tag_name, prerelease, synced, changed, promoted } },
+      { version, prerelease, changed, promoted },
+    );
+    // A promoted build's URL or checksum may have changed too.
     tx.afterCommit(() => announcePromotions(tx.runtime));
     return { version, prerelease, synced, promoted };
   });

@@ -6,10 +6,11 @@ import { EnrollmentKey } from '../../entities/enrollment-key.js';
 import type { RequestContext } from '../auth/context.js';
 import { skipAuthorization } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
+import { emit } from '../events/outbox.js';
 import { unauthenticated } from '../errors.js';
 import { randomToken, sha256Hex } from '../secrets.js';
 import { isoDateTime, parseInput, uuid } from '../validation.js';
-import { upgradeFor, type UpgradeTo } from './agent-versions.js';
+import { UpgradeToSchema, upgradeFor, type UpgradeTo } from './agent-versions.js';
 import { recordChange } from './audit.js';
 import { claimCommands, completeCommand, CommandResultSchema, type ClaimedCommand, type CommandResultInput } from './device-commands.js';
 import { changeStatus, deviceEventData } from './devices.js';
@@ -135,23 +136,55 @@ export const HeartbeatSchema = z
   .strict();
 export type HeartbeatInput = z.input<typeof HeartbeatSchema>;
 
+type SteadyDevice = Pick<Device, 'id' | 'orgId' | 'status' | 'osType' | 'architecture' | 'autoUpdate'> & { hasPending: boolean };
+
+/**
+ * Nearly every heartbeat comes from an online device reporting the version it reported before (or
+ * from one still mid-update): nothing changes but what it reports, so one statement authenticates
+ * it, records the report and says whether commands wait. Anything else (a wrong token, a status or
+ * version change) answers null and takes the full path.
+ */
+async function steadyHeartbeat(ctx: RequestContext, agentId: string, tokenHash: string, input: z.output<typeof HeartbeatSchema>, now: Date): Promise<SteadyDevice | null> {
+  const reported: [column: string, value: unknown][] = [['last_seen_at', now]];
+  if (input.metrics !== undefined) reported.push(['metrics', JSON.stringify(input.metrics)]);
+  if (input.watchdogStatus !== undefined) reported.push(['watchdog_status', input.watchdogStatus]);
+  if (input.mainAgentSilentSince !== undefined) reported.push(['main_agent_silent_since', input.mainAgentSilentSince ? new Date(input.mainAgentSilentSince) : null]);
+  const [row] = (await ctx.em.execute(
+    `update device set ${reported.map(([column]) => `${column} = ?`).join(', ')}
+      where agent_id = ? and token_hash = ? and agent_version = ?
+        and (status = 'online' or (status = 'updating' and updating_to_version is distinct from ?))
+      returning id, org_id, status, os_type, architecture, auto_update,
+        exists (select 1 from device_command c where c.device_id = device.id and c.status = 'pending') as has_pending`,
+    [...reported.map(([, value]) => value), agentId, tokenHash, input.agentVersion, input.agentVersion],
+  )) as { id: string; org_id: string; status: Device['status']; os_type: Device['osType']; architecture: string | null; auto_update: boolean; has_pending: boolean }[];
+  return row
+    ? { id: row.id, orgId: row.org_id, status: row.status, osType: row.os_type, architecture: row.architecture, autoUpdate: row.auto_update, hasPending: row.has_pending }
+    : null;
+}
+
 export const HeartbeatResultSchema = z
   .object({
     commands: z.array(z.object({ id: uuid(), type: z.string(), payload: jsonObject })),
     configUpdate: jsonObject.nullable(),
-    upgradeTo: z.object({ version: z.string(), component: z.string(), url: z.string(), checksum: z.string() }).nullable(),
+    upgradeTo: UpgradeToSchema.nullable(),
   })
   .meta({ title: 'HeartbeatResult' });
 export type HeartbeatResult = { commands: ClaimedCommand[]; configUpdate: Record<string, unknown> | null; upgradeTo: UpgradeTo | null };
 
 /**
- * Records the heartbeat and hands out the device's pending commands (each exactly once). The common
- * case, an online device, is one update and one claim; status changes add their event.
+ * Records the heartbeat and hands out the device's pending commands (each exactly once). The steady
+ * case is one statement, plus the claim when commands wait; status and version changes add their event.
  */
 export async function heartbeat(ctx: RequestContext, agentId: string, token: string | null, rawInput: HeartbeatInput): Promise<HeartbeatResult> {
-  const seen = await authenticateAgent(ctx, agentId, token);
   const input = parseInput(HeartbeatSchema, rawInput);
   const now = ctx.runtime.clock.now();
+  const steady = token && uuid().safeParse(agentId).success ? await steadyHeartbeat(ctx, agentId, sha256Hex(token), input, now) : null;
+  if (steady) {
+    skipAuthorization(ctx, 'agent protocol: the agent token authenticates');
+    const upgradeTo = await upgradeFor(ctx, steady, input.agentVersion);
+    return { commands: steady.hasPending ? await claimCommands(ctx, steady.id) : [], configUpdate: null, upgradeTo };
+  }
+  const seen = await authenticateAgent(ctx, agentId, token);
   const reported = {
     lastSeenAt: now,
     agentVersion: input.agentVersion,
@@ -160,17 +193,27 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
     ...(input.mainAgentSilentSince !== undefined ? { mainAgentSilentSince: input.mainAgentSilentSince ? new Date(input.mainAgentSilentSince) : null } : {}),
   };
   const finishesUpdate = seen.status === 'updating' && seen.updatingToVersion === input.agentVersion;
-  if (seen.status === 'online' || (seen.status === 'updating' && !finishesUpdate)) {
+  const versionChanged = seen.agentVersion !== input.agentVersion;
+  // The common heartbeat changes nothing anyone subscribes to: one statement, no transaction.
+  if (!versionChanged && (seen.status === 'online' || (seen.status === 'updating' && !finishesUpdate))) {
     await ctx.em.nativeUpdate(Device, { id: seen.id }, reported);
   } else {
     await withTransaction(ctx, async (tx) => {
       const device = await tx.em.findOneOrFail(Device, { id: seen.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      const previousVersion = device.agentVersion;
       Object.assign(device, reported);
-      await changeStatus(tx, device, 'online');
+      if (device.status === 'updating' && !finishesUpdate) await tx.em.flush();
+      else await changeStatus(tx, device, 'online');
+      // Groups filter on the version: a change outside an update (a manual reinstall) must reach them.
+      if (previousVersion !== device.agentVersion && !finishesUpdate) {
+        await emit(tx, { type: 'device.updated', orgId: device.orgId, data: { ...deviceEventData(device, null), changes: ['agentVersion'] } });
+      }
       await tx.em.flush();
     });
   }
-  return { commands: await claimCommands(ctx, seen), configUpdate: null, upgradeTo: await upgradeFor(ctx, seen, input.agentVersion) };
+  // The claim comes last: once it has committed the commands count as sent, so nothing may fail after it.
+  const upgradeTo = await upgradeFor(ctx, seen, input.agentVersion);
+  return { commands: await claimCommands(ctx, seen.id), configUpdate: null, upgradeTo };
 }
 
 export const AgentAckSchema = z.object({ ok: z.literal(true) }).meta({ title: 'AgentAck' });
@@ -218,6 +261,51 @@ export async function reportUpdateStatus(ctx: RequestContext, agentId: string, t
     await tx.em.flush();
   });
   return { ok: true };
+}
+
+/** What an open channel's presence check found: the device seen, or the channel's credentials no longer valid. */
+export type Presence = 'seen' | 'replaced' | 'decommissioned';
+
+/**
+ * Presence without a heartbeat (an open agent channel): `lastSeenAt` now, and a device that was
+ * offline comes back online (`device.online`), as a heartbeat would. The channel authenticated with
+ * the token whose hash is given: a device re-enrolled since (token replaced) or decommissioned
+ * answers so, and the channel closes.
+ */
+export async function markSeen(ctx: RequestContext, deviceId: string, tokenHash: string): Promise<Presence> {
+  skipAuthorization(ctx, 'agent channel presence: the channel authenticated with the agent token');
+  return withTransaction(ctx, async (tx) => {
+    const device = await tx.em.findOne(Device, { id: deviceId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    if (!device || device.status === 'decommissioned') return 'decommissioned';
+    if (device.tokenHash !== tokenHash) return 'replaced';
+    device.lastSeenAt = tx.runtime.clock.now();
+    if (device.status === 'offline') await changeStatus(tx, device, 'online');
+    await tx.em.flush();
+    return 'seen';
+  });
+}
+
+/**
+ * The presence tick of many open channels in one statement: `lastSeenAt` now for those still online
+ * or updating under the token they connected with. Answers the ids it touched; the others (offline
+ * meanwhile, re-enrolled, decommissioned) go through `markSeen` one by one.
+ */
+export async function touchPresence(ctx: RequestContext, channels: { deviceId: string; tokenHash: string }[]): Promise<Set<string>> {
+  skipAuthorization(ctx, 'agent channel presence: the channels authenticated with their agent tokens');
+  const touched = new Set<string>();
+  const now = ctx.runtime.clock.now();
+  for (let i = 0; i < channels.length; i += 1000) {
+    const batch = channels.slice(i, i + 1000);
+    const rows = (await ctx.em.execute(
+      `update device set last_seen_at = ?, updated_at = now()
+        from (values ${batch.map(() => '(?::uuid, ?)').join(', ')}) as open_channel(id, token_hash)
+        where device.id = open_channel.id and device.token_hash = open_channel.token_hash and device.status in ('online', 'updating')
+        returning device.id`,
+      [now, ...batch.flatMap((c) => [c.deviceId, c.tokenHash])],
+    )) as { id: string }[];
+    for (const row of rows) touched.add(row.id);
+  }
+  return touched;
 }
 
 /**

@@ -96,7 +96,16 @@ async function queueCommand(tx: RequestContext, device: Device, input: z.output<
     { action: 'device.command.create', resourceType: 'device', resourceId: device.id, orgId: device.orgId, details: { commandId: command.id, type: command.type } },
     commandEventData(command),
   );
+  // The instance holding the agent's channel, if any, claims it and pushes it at once; a lost
+  // notification only delays it to the channel's next presence tick or the agent's next heartbeat.
+  tx.afterCommit(() => tx.runtime.pubsub.publish(COMMANDS_QUEUED_TOPIC, { deviceId: device.id } satisfies CommandsQueued));
   return command;
+}
+
+/** Published (LISTEN/NOTIFY, every instance) once a command for the device has committed. */
+export const COMMANDS_QUEUED_TOPIC = 'agent-channel:commands';
+export interface CommandsQueued {
+  deviceId: string;
 }
 
 function commandEventData(command: DeviceCommand) {
@@ -175,22 +184,55 @@ const CLAIM_BATCH = 50;
 
 /**
  * Hands out the device's pending commands, oldest first, in one statement: `for update skip locked`
- * lets concurrent heartbeats (on any instance) each take different rows, so each command goes out once.
+ * lets concurrent claimers (heartbeats and channel pushes, on any instance) each take different rows,
+ * and a row another claimer has just sent no longer matches `status = 'pending'` once locked, so each
+ * command goes out once.
  */
-export async function claimCommands(ctx: RequestContext, device: Device): Promise<ClaimedCommand[]> {
+export async function claimCommands(ctx: RequestContext, deviceId: string): Promise<ClaimedCommand[]> {
   return withTransaction(ctx, async (tx) => {
     const rows = (await tx.em.execute(
-      `update device_command set status = 'sent', sent_at = now(), updated_at = now()
-        where id in (select id from device_command where device_id = ? and status = 'pending' order by created_at, id limit ${CLAIM_BATCH} for update skip locked)
-        returning id, type, payload, created_at`,
-      [device.id],
-    )) as { id: string; type: string; payload: Record<string, unknown>; created_at: Date }[];
-    rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime());
+      `with claimed as (
+         update device_command set status = 'sent', sent_at = now(), updated_at = now()
+          where id in (select id from device_command where device_id = ? and status = 'pending' order by created_at, id limit ${CLAIM_BATCH} for update skip locked)
+          returning id, org_id, type, payload, created_at)
+       select id, org_id, type, payload from claimed order by created_at, id`,
+      [deviceId],
+    )) as { id: string; org_id: string; type: string; payload: Record<string, unknown> }[];
     for (const row of rows) {
-      await emit(tx, { type: 'device.command_updated', orgId: device.orgId, data: { commandId: row.id, deviceId: device.id, orgId: device.orgId, type: row.type, status: 'sent' } });
+      await emit(tx, { type: 'device.command_updated', orgId: row.org_id, data: { commandId: row.id, deviceId, orgId: row.org_id, type: row.type, status: 'sent' } });
     }
     return rows.map(({ id, type, payload }) => ({ id, type, payload }));
   });
+}
+
+/**
+ * Puts claimed commands that could not be handed over (the channel closed under the push) back to
+ * `pending`, for the next claim; one answered or cancelled meanwhile stays as it is.
+ */
+export async function releaseCommands(ctx: RequestContext, deviceId: string, commandIds: string[]): Promise<number> {
+  if (commandIds.length === 0) return 0;
+  return withTransaction(ctx, async (tx) => {
+    const rows = (await tx.em.execute(
+      `update device_command set status = 'pending', sent_at = null, updated_at = now()
+        where device_id = ? and status = 'sent' and id in (${commandIds.map(() => '?').join(', ')})
+        returning id, org_id, type`,
+      [deviceId, ...commandIds],
+    )) as { id: string; org_id: string; type: string }[];
+    for (const row of rows) {
+      await emit(tx, { type: 'device.command_updated', orgId: row.org_id, data: { commandId: row.id, deviceId, orgId: row.org_id, type: row.type, status: 'pending' } });
+    }
+    return rows.length;
+  });
+}
+
+/** Which of these devices have commands waiting to be claimed. */
+export async function devicesWithPendingCommands(ctx: RequestContext, deviceIds: string[]): Promise<Set<string>> {
+  if (deviceIds.length === 0) return new Set();
+  const rows = (await ctx.em.execute(
+    `select distinct device_id from device_command where status = 'pending' and device_id in (${deviceIds.map(() => '?').join(', ')})`,
+    deviceIds,
+  )) as { device_id: string }[];
+  return new Set(rows.map((r) => r.device_id));
 }
 
 /** Output kept per stream; longer output is cut with a marker. */

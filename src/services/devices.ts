@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
-import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { LockMode, raw, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { DEVICE_STATUSES, Device, OS_TYPES, type DeviceStatus } from '../../entities/device.js';
+import { DeviceGroup } from '../../entities/device-group.js';
 import { Organization } from '../../entities/organization.js';
 import type { RequestContext } from '../auth/context.js';
 import type { Permission } from '../auth/permissions.js';
@@ -10,7 +11,7 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import type { DeviceEventData } from '../events/types.js';
-import { MAX_LIMIT, PaginationSchema, finishCursorPage, keysetWhere, type CursorKind } from '../pagination.js';
+import { MAX_LIMIT, PaginationSchema, encodeCursor, finishCursorPage, keysetWhere, type Connection, type CursorKind } from '../pagination.js';
 import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit, recordChange } from './audit.js';
 import { applyChanges } from './changes.js';
@@ -166,7 +167,7 @@ export async function listDevices(ctx: RequestContext, rawQuery: DeviceListInput
   const where: FilterQuery<Device>[] = [(await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {}];
   if (query.orgIds) where.push({ orgId: { $in: query.orgIds } });
   if (query.siteIds) where.push({ siteId: { $in: query.siteIds } });
-  if (query.groupIds) throw badRequest('groupIds: device groups are not available yet');
+  if (query.groupIds) where.push(await inVisibleGroups(ctx, query.groupIds));
   if (query.tag) where.push({ tags: { $contains: [query.tag] } } as FilterQuery<Device>);
   if (query.status) where.push({ status: query.status });
   else if (!query.includeDecommissioned) where.push({ status: { $ne: 'decommissioned' } });
@@ -185,6 +186,17 @@ export async function listDevices(ctx: RequestContext, rawQuery: DeviceListInput
   ]);
   const { items, nextCursor } = finishCursorPage(rows, query.limit, (device) => sortValue(device, field));
   return { devices: items.map(deviceView), nextCursor: nextCursor && wrapCursor(nextCursor, cursorKind), limit: query.limit, ...(total === undefined ? {} : { total }) };
+}
+
+/**
+ * Members of any of the groups, like `orgIds` and `siteIds`: groups the caller cannot see (another
+ * tenant's, or outside the caller's sites) add no devices rather than failing the list.
+ */
+async function inVisibleGroups(ctx: RequestContext, groupIds: string[]): Promise<FilterQuery<Device>> {
+  const scope = (await tenantWhere<DeviceGroup>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const visible = (await ctx.em.find(DeviceGroup, { $and: [scope, { id: { $in: groupIds } }] }, { fields: ['id'] })).map((g) => g.id);
+  if (visible.length === 0) return { id: null };
+  return { id: { $in: raw('select m.device_id from device_group_member m where m.group_id in (?) and m.source is not null', [visible]) } } as FilterQuery<Device>;
 }
 
 function sortValue(device: Device, field: 'hostname' | 'lastSeenAt' | 'enrolledAt'): string {
@@ -317,8 +329,59 @@ export async function decommissionDevice(ctx: RequestContext, id: string): Promi
     if (device.status === 'decommissioned') return;
     device.tokenHash = null;
     device.decommissionedAt = tx.runtime.clock.now();
-    await tx.em.execute(`update device_command set status = 'cancelled', updated_at = now() where device_id = ? and status in ('pending', 'sent')`, [id]);
+    const cancelled = (await tx.em.execute(
+      `update device_command set status = 'cancelled', updated_at = now() where device_id = ? and status in ('pending', 'sent') returning id, type`,
+      [id],
+    )) as { id: string; type: string }[];
+    for (const command of cancelled) {
+      await emit(tx, { type: 'device.command_updated', orgId: device.orgId, data: { commandId: command.id, deviceId: id, orgId: device.orgId, type: command.type, status: 'cancelled' } });
+    }
     await recordAudit(tx, { action: 'device.decommission', resourceType: 'device', resourceId: id, orgId: device.orgId, details: { hostname: device.hostname } });
     await changeStatus(tx, device, 'decommissioned');
   });
+}
+
+// ── GraphQL: the list as a connection ───────────────────────────────────────────────────────────
+
+export const DeviceConnectionArgs = DeviceListQuery.omit({ cursor: true, page: true, limit: true, includeTotal: true })
+  .extend({
+    first: DeviceListQuery.shape.limit,
+    after: z.string().max(1000).optional().describe('`endCursor` (or an edge\'s `cursor`) of the previous page'),
+  })
+  .strict();
+export type DeviceConnectionInput = z.input<typeof DeviceConnectionArgs>;
+
+/**
+ * `listDevices` as a Relay connection: the same filters, sorts and keyset pages (`first` is REST's
+ * `limit`, `after` its `cursor`, and the two kinds of cursor are the same), each edge with the cursor
+ * that continues after it, and the total counted only when `totalCount` is selected.
+ */
+export async function devicesConnection(ctx: RequestContext, rawArgs: DeviceConnectionInput): Promise<Connection<DeviceView>> {
+  const { first, after, ...filters } = parseInput(DeviceConnectionArgs, rawArgs);
+  const page = await listDevices(ctx, { ...filters, cursor: after, limit: first });
+  if (!('nextCursor' in page)) throw new Error('listDevices answered an offset page to a cursor query');
+  const [field] = SORTS[filters.sort];
+  const kind = `${filters.sort}.${filters.sortDir}`;
+  const rows = await loadedDevices(ctx, page.devices.map((device) => device.id));
+  const edges = page.devices.map((node) => ({ node, cursor: wrapCursor(encodeCursor({ value: sortValue(rows.get(node.id)!, field), id: node.id }), kind) }));
+  return {
+    edges,
+    pageInfo: { hasNextPage: page.nextCursor !== null, endCursor: edges.at(-1)?.cursor ?? null },
+    totalCount: async () => {
+      const counted = await listDevices(ctx, { ...filters, limit: 1, includeTotal: true });
+      return 'total' in counted && counted.total !== undefined ? counted.total : 0;
+    },
+  };
+}
+
+/** The rows behind views `listDevices` just answered (their sort values: a pending device's view hides them), from the identity map. */
+async function loadedDevices(ctx: RequestContext, ids: string[]): Promise<Map<string, Device>> {
+  const rows = new Map<string, Device>();
+  for (const id of ids) {
+    const row = ctx.em.getUnitOfWork().getById<Device>(Device.name, id);
+    if (row) rows.set(id, row);
+  }
+  const missing = ids.filter((id) => !rows.has(id));
+  if (missing.length > 0) for (const row of await ctx.em.find(Device, { id: { $in: missing } })) rows.set(row.id, row);
+  return rows;
 }

@@ -24,11 +24,16 @@ export const UserViewSchema = z
   .meta({ title: 'User' });
 export type UserView = z.output<typeof UserViewSchema>;
 
+/** What a view reads of a user: an entity, or a row a lean read returned. */
+export type UserFields = Pick<User, 'id' | 'email' | 'name' | 'status' | 'mfaEnabled' | 'lastLoginAt' | 'createdAt' | 'updatedAt'>;
+/** What a view reads of the membership a user is seen through. */
+export type MembershipFields = Pick<Membership, 'status' | 'invitedName' | 'createdAt' | 'updatedAt' | 'scope' | 'partnerId' | 'orgId' | 'roleId'>;
+
 /**
  * Seen through a pending membership, a user is only what the inviter typed: the account belongs to
  * someone the inviting tenant does not reach (yet), so its name, MFA and sign-in history stay private.
  */
-export function userView(user: User, membership: Membership | null): UserView {
+export function userView(user: UserFields, membership: MembershipFields | null): UserView {
   if (membership?.status === 'pending') {
     return {
       id: user.id,

@@ -6,8 +6,9 @@ import { Site } from '../../entities/site.js';
 import { Membership, User } from '../../entities/user.js';
 import type { Principal, RequestContext } from '../auth/context.js';
 import { hashPassword } from '../auth/passwords.js';
-import { authenticated, authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, skipAuthorization, targetOrgId, tenantWhere } from '../auth/policy.js';
+import { authenticated, authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, skipAuthorization, targetOrgId, tenantSql } from '../auth/policy.js';
 import type { Permission } from '../auth/permissions.js';
+import { requestRows, statement } from '../db/prepared.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound, unauthenticated } from '../errors.js';
 import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
@@ -17,7 +18,7 @@ import { recordAudit, recordChange } from './audit.js';
 import { checkOwnPassword, consumeSecondFactor, issueSession, passwordLoginAllowed, proveOwnCredentials, sessionUser, SSO_ENFORCED, type AuthSession } from './auth.js';
 import { sendMail } from './mailer.js';
 import { ScopeSchema, assertCanGrant, assignableRole, effectivePermissionsAt, readableRole, type MembershipTarget } from './roles.js';
-import { UserStatusSchema, UserViewSchema, userView, type UserView } from './user-view.js';
+import { UserStatusSchema, UserViewSchema, userView, type MembershipFields, type UserFields, type UserView } from './user-view.js';
 import { containsPattern } from '../db/like.js';
 
 const email = () => z.email({ message: 'must be an email address' }).max(255).toLowerCase();
@@ -190,7 +191,7 @@ async function reachesAll(ctx: RequestContext, principal: Principal, memberships
  * The membership a user is shown and managed through: an active one before a pending invitation, one
  * at the caller's own level if any (a partner member's partner row), else the oldest.
  */
-function primaryMembership(principal: Principal, memberships: Membership[]): Membership | null {
+function primaryMembership<M extends Pick<Membership, 'status' | 'scope'>>(principal: Principal, memberships: M[]): M | null {
   const ordered = [...memberships.filter((m) => m.status === 'active'), ...memberships.filter((m) => m.status !== 'active')];
   return ordered.find((m) => m.scope === principal.scope) ?? ordered[0] ?? null;
 }
@@ -287,45 +288,103 @@ function membershipView(membership: Membership, roles: Map<string, Role>): Membe
 // ---------------------------------------------------------------------------------------------------------
 // Reads
 
+// The hot reads below (the caller's own profile, the user list) are hand-written statements whose rows
+// become views directly: no entities are hydrated for data that is only shown.
+
+const USER_COLUMNS = `u.id, u.email, u.name, u.status, u.mfa_enabled as "mfaEnabled", u.last_login_at as "lastLoginAt",
+  u.created_at as "createdAt", u.updated_at as "updatedAt"`;
+const MEMBERSHIP_JSON = `'id', m.id, 'userId', m.user_id, 'scope', m.scope, 'partnerId', m.partner_id, 'orgId', m.org_id, 'roleId', m.role_id,
+  'orgAccess', m.org_access, 'orgIds', m.org_ids, 'siteIds', m.site_ids, 'status', m.status, 'invitedName', m.invited_name,
+  'createdAt', m.created_at, 'updatedAt', m.updated_at`;
+
+/** Timestamps arrive as text (PostgreSQL's, as the ORM's driver is set up, or ISO inside JSON), which Date parses. */
+const date = (value: string | Date) => new Date(value);
+function userRow<T extends UserFields>(row: T): T {
+  return { ...row, createdAt: date(row.createdAt), updatedAt: date(row.updatedAt), lastLoginAt: row.lastLoginAt && date(row.lastLoginAt) };
+}
+function membershipRow(row: MembershipRow): MembershipRow {
+  return { ...row, createdAt: date(row.createdAt), updatedAt: date(row.updatedAt) };
+}
+
+/** A membership as the lean reads return it (with its role's name where the read joins it). */
+type MembershipRow = MembershipFields &
+  Pick<Membership, 'id' | 'userId' | 'scope' | 'orgAccess' | 'orgIds' | 'siteIds' | 'status'> & { roleName?: string | null };
+
+function membershipRowView(m: MembershipRow): MembershipView {
+  return {
+    id: m.id,
+    scope: m.scope,
+    partnerId: m.partnerId,
+    orgId: m.orgId,
+    roleId: m.roleId,
+    roleName: m.roleName ?? '',
+    orgAccess: m.orgAccess,
+    orgIds: m.orgIds,
+    siteIds: m.siteIds,
+    status: m.status,
+  };
+}
+
+/** The user and its memberships (with their roles' names), all of them or the one given. */
+const ME = statement(`select ${USER_COLUMNS}, coalesce(json_agg(json_build_object(${MEMBERSHIP_JSON}, 'roleName', r.name) order by m.created_at, m.id)
+    filter (where m.id is not null), '[]') as memberships
+  from "user" u left join membership m on m.user_id = u.id and (?::uuid is null or m.id = ?) left join role r on r.id = m.role_id
+  where u.id = ? group by u.id`);
+
 export async function getMe(ctx: RequestContext): Promise<MeView> {
   const principal = authenticated(ctx);
-  const user = principal.userId ? await ctx.em.findOne(User, { id: principal.userId }) : null;
-  if (!user) throw unauthenticated();
+  if (!principal.userId) throw unauthenticated();
   // An SSO session acts in its provider's organization only and carries nothing of the account's other tenants.
-  const where = principal.sessionMethod === 'sso' ? { id: principal.membershipId } : { userId: user.id };
-  const memberships = await ctx.em.find(Membership, where, { orderBy: MEMBERSHIP_ORDER });
-  const roles = await rolesOf(ctx, memberships);
+  const onlyMembership = principal.sessionMethod === 'sso' ? principal.membershipId : null;
+  const [row] = await requestRows<UserFields & { memberships: MembershipRow[] }>(ctx.em, ME, [onlyMembership, onlyMembership, principal.userId]);
+  if (!row) throw unauthenticated();
+  const { memberships, ...user } = row;
+  const own = memberships.find((m) => m.id === principal.membershipId);
   return {
-    ...userView(user, memberships.find((m) => m.id === principal.membershipId) ?? null),
+    ...userView(userRow(user), own ? membershipRow(own) : null),
     permissions: effectivePermissionsAt(principal.scope, principal.permissions),
-    memberships: memberships.map((m) => membershipView(m, roles)),
+    memberships: memberships.map(membershipRowView),
   };
 }
 
 async function userPage(ctx: RequestContext, principal: Principal, query: z.output<typeof UserListQuery>): Promise<Page<UserView>> {
   // The memberships the list reaches (null: all, for system callers), optionally within one organization.
-  const reach = await tenantWhere<Membership>(ctx, { org: 'orgId', partner: 'partnerId', requestedOrgId: query.orgId });
-  const membershipWhere: FilterQuery<Membership> = { $and: [reach ?? {}, query.roleId ? { roleId: query.roleId } : {}] };
-  const where: FilterQuery<User>[] = [];
-  if (reach || query.roleId) {
-    const holders = ctx.em.createQueryBuilder(Membership, 'm').select('m.user_id').where(membershipWhere);
-    where.push({ id: { $in: holders.getKnexQuery() } } as unknown as FilterQuery<User>);
+  const reach = await tenantSql(ctx, { org: 'm.org_id', partner: 'm.partner_id', requestedOrgId: query.orgId });
+  const membershipWhere = [...(reach ? [reach] : []), ...(query.roleId ? [{ sql: 'm.role_id = ?', params: [query.roleId] }] : [])];
+  const reached = { sql: membershipWhere.map((c) => `(${c.sql})`).join(' and ') || 'true', params: membershipWhere.flatMap((c) => c.params) };
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (membershipWhere.length > 0) {
+    where.push(`u.id in (select m.user_id from membership m where ${reached.sql})`);
+    params.push(...reached.params);
   }
-  if (query.status) where.push({ status: query.status });
-  if (query.search) where.push({ $or: [{ email: { $ilike: containsPattern(query.search) } }, { name: { $ilike: containsPattern(query.search) } }] });
+  if (query.status) {
+    where.push('u.status = ?');
+    params.push(query.status);
+  }
+  if (query.search) {
+    where.push('(u.email ilike ? or u.name ilike ?)');
+    params.push(containsPattern(query.search), containsPattern(query.search));
+  }
+  const filter = where.length > 0 ? `where ${where.join(' and ')}` : '';
   const { limit, offset } = pageOptions(query);
-  const [users, total] = await ctx.em
-    .createQueryBuilder(User, 'u')
-    .where(where.length > 0 ? { $and: where } : {})
-    .orderBy({ name: 'asc', id: 'asc' })
-    .limit(limit)
-    .offset(offset)
-    .getResultAndCount();
-  const memberships = users.length
-    ? await ctx.em.find(Membership, { $and: [{ userId: { $in: users.map((u) => u.id) } }, membershipWhere] }, { orderBy: MEMBERSHIP_ORDER })
-    : [];
+  // One statement: the page of users with the total riding along, each with the memberships the list
+  // reaches (the primary one is picked below). A page past the end has no row to carry the total, so it is counted apart.
+  const page = statement(
+    `select p.*, (select coalesce(json_agg(json_build_object(${MEMBERSHIP_JSON}) order by m.created_at, m.id), '[]')
+        from membership m where m.user_id = p.id and ${reached.sql}) as memberships
+     from (select ${USER_COLUMNS}, count(*) over () as "total" from "user" u ${filter} order by u.name asc, u.id asc limit ? offset ?) p
+     order by p.name asc, p.id asc`,
+  );
+  const users = await requestRows<UserFields & { total: string; memberships: MembershipRow[] }>(ctx.em, page, [...reached.params, ...params, limit, offset]);
+  const total = Number(
+    users.length > 0 ? users[0]!.total : (await requestRows<{ total: string }>(ctx.em, statement(`select count(*) as "total" from "user" u ${filter}`), params))[0]!.total,
+  );
   return toPage(
-    users.map((user) => userView(user, primaryMembership(principal, memberships.filter((m) => m.userId === user.id)))),
+    users.map(({ total: _total, memberships, ...user }) => {
+      const primary = primaryMembership(principal, memberships);
+      return userView(userRow(user), primary && membershipRow(primary));
+    }),
     total,
     query,
   );

@@ -1,7 +1,9 @@
+import DataLoader from 'dataloader';
 import { z } from 'zod';
 import { WEBHOOK_EVENT_TYPES } from '../events/types.js';
 import { Webhook, WebhookDelivery, type StoredWebhookHeader, type WebhookRetryPolicy, type WebhookStatus } from '../../entities/webhook.js';
 import type { RequestContext } from '../auth/context.js';
+import type { Loaders } from '../auth/loaders.js';
 import { hasPermission } from '../auth/permissions.js';
 import { authorize, loadOwned, requirePrincipal, targetOrgId } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
@@ -282,24 +284,49 @@ export async function getWebhook(ctx: RequestContext, id: string): Promise<Webho
   return { ...webhookView(ctx, webhook), deliveryStats: await deliveryStats(ctx, webhook.id) };
 }
 
-/** Counts by status and the last successful delivery of one webhook. */
-export async function webhookDeliveryStats(ctx: RequestContext, id: string): Promise<DeliveryStats> {
-  const webhook = await requireWebhook(ctx, id, 'read');
-  return deliveryStats(ctx, webhook.id);
+/**
+ * Counts by status and the last successful delivery of a webhook the caller has already been shown
+ * (GraphQL `Webhook.deliveryStats`). The webhooks of one list are counted together: a request-scoped
+ * DataLoader turns every webhook's statistics into one query, however many webhooks.
+ */
+export async function webhookDeliveryStats(ctx: RequestContext, webhook: Pick<WebhookView, 'id' | 'orgId'>): Promise<DeliveryStats> {
+  // Queued before the decision so that every webhook of a list joins one batch; nothing is answered unless the decision allows it.
+  const stats = statsLoader(ctx).load(webhook.id);
+  stats.catch(() => {});
+  await authorize(ctx, WEBHOOK_PERMISSION.read, { orgId: webhook.orgId, resource: 'Webhook' });
+  return stats;
+}
+
+/** Per request (its Loaders), the batching loader of delivery statistics. */
+const statsLoaders = new WeakMap<Loaders, DataLoader<string, DeliveryStats>>();
+
+function statsLoader(ctx: RequestContext): DataLoader<string, DeliveryStats> {
+  let loader = statsLoaders.get(ctx.loaders);
+  // No cache: a later mutation in the same request must not be answered from an earlier read.
+  if (!loader) statsLoaders.set(ctx.loaders, (loader = new DataLoader((ids) => deliveryStatsOf(ctx, ids), { cache: false })));
+  return loader;
 }
 
 async function deliveryStats(ctx: RequestContext, webhookId: string): Promise<DeliveryStats> {
+  return (await deliveryStatsOf(ctx, [webhookId]))[0]!;
+}
+
+async function deliveryStatsOf(ctx: RequestContext, webhookIds: readonly string[]): Promise<DeliveryStats[]> {
+  const ids = [...new Set(webhookIds)];
   const rows = (await ctx.em.execute(
-    `select status, count(*)::int as count, max(delivered_at) as last from webhook_delivery where webhook_id = ? group by status`,
-    [webhookId],
-  )) as { status: keyof DeliveryStats; count: number; last: Date | null }[];
-  const stats: DeliveryStats = { total: 0, pending: 0, delivered: 0, failed: 0, retrying: 0, lastDeliveredAt: null };
+    `select webhook_id, status, count(*)::int as count, max(delivered_at) as last from webhook_delivery
+     where webhook_id in (${ids.map(() => '?').join(', ')}) group by webhook_id, status`,
+    ids,
+  )) as { webhook_id: string; status: keyof DeliveryStats; count: number; last: Date | null }[];
+  const byWebhook = new Map(ids.map((id) => [id, { total: 0, pending: 0, delivered: 0, failed: 0, retrying: 0, lastDeliveredAt: null } as DeliveryStats]));
   for (const row of rows) {
+    const stats = byWebhook.get(row.webhook_id)!;
     (stats[row.status] as number) = row.count;
     stats.total += row.count;
     if (row.status === 'delivered' && row.last) stats.lastDeliveredAt = new Date(row.last).toISOString();
   }
-  return stats;
+  // A webhook named twice in one batch gets its own copy.
+  return webhookIds.map((id) => ({ ...byWebhook.get(id)! }));
 }
 
 export async function createWebhook(ctx: RequestContext, raw: CreateWebhookInput): Promise<WebhookView> {
@@ -366,7 +393,7 @@ export async function deleteWebhook(ctx: RequestContext, id: string): Promise<vo
 }
 
 /** The URL, secret and custom headers as the delivery worker needs them. */
-export function unsealWebhook(ctx: RequestContext, webhook: Webhook): { url: string; secret: string | null; headers: { key: string; value: string }[] } {
+export function unsealWebhook(ctx: RequestContext, webhook: Pick<Webhook, 'url' | 'secret' | 'headers'>): { url: string; secret: string | null; headers: { key: string; value: string }[] } {
   const { secrets } = ctx.runtime;
   return {
     url: secrets.decrypt(webhook.url),

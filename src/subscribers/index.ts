@@ -1,5 +1,6 @@
 import type { EventSubscriber } from '../events/types.js';
+import { deviceGroupMembership } from './device-groups.js';
 import { webhookFanOut } from './webhooks.js';
 
 /** Every consumer of committed domain events; a domain adds its subscribers here. */
-export const eventSubscribers: EventSubscriber[] = [webhookFanOut];
+export const eventSubscribers: EventSubscriber[] = [webhookFanOut, deviceGroupMembership];

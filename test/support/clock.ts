@@ -11,4 +11,9 @@ export class TestClock implements Clock {
   advance(ms: number): void {
     this.offsetMs += ms;
   }
+
+  /** Moves the clock to `at` (it keeps running from there), for rules that depend on the time of day or the weekday. */
+  set(at: Date): void {
+    this.offsetMs = at.getTime() - Date.now();
+  }
 }

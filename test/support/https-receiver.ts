@@ -10,6 +10,8 @@ export interface ReceivedRequest {
   body: string;
   /** Date.now() when the body was complete */
   at: number;
+  /** the client's port: requests with the same one came over the same connection */
+  remotePort: number;
 }
 
 /** How the receiver answers one request: a status (and body, headers), or `hang` to never answer. */
@@ -24,6 +26,8 @@ export interface HttpsReceiver {
   to(path: string): ReceivedRequest[];
   /** Replies for `path`, used in order; the last one repeats. Unscripted paths answer 200 `ok`. */
   script(path: string, replies: Reply[]): void;
+  /** Cuts the connections of the requests left hanging so far (their senders see the connection drop). */
+  dropHanging(): void;
   close(): Promise<void>;
 }
 
@@ -33,15 +37,16 @@ const fixture = (name: string) => fs.readFileSync(new URL(`../fixtures/tls/${nam
 export async function startHttpsReceiver(): Promise<HttpsReceiver> {
   const requests: ReceivedRequest[] = [];
   const scripts = new Map<string, Reply[]>();
+  const hanging = new Set<import('node:http').ServerResponse>();
   const server = https.createServer({ cert: fixture('server.pem'), key: fixture('server.key') }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const path = (req.url ?? '/').split('?')[0]!;
-      requests.push({ method: req.method ?? '', path, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
+      requests.push({ method: req.method ?? '', path, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now(), remotePort: req.socket.remotePort ?? 0 });
       const replies = scripts.get(path);
       const reply = replies && replies.length > 1 ? replies.shift()! : (replies?.[0] ?? { status: 200, body: 'ok' });
-      if (reply === 'hang') return;
+      if (reply === 'hang') return void hanging.add(res);
       res.writeHead(reply.status, reply.headers).end(reply.body ?? '');
     });
   });
@@ -53,6 +58,10 @@ export async function startHttpsReceiver(): Promise<HttpsReceiver> {
     requests,
     to: (path) => requests.filter((r) => r.path === path),
     script: (path, replies) => void scripts.set(path, [...replies]),
+    dropHanging: () => {
+      for (const res of hanging) res.socket?.destroy();
+      hanging.clear();
+    },
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

@@ -1,0 +1,35 @@
+import { args, input, mutation, operations, query } from '../src/graphql/contract.js';
+import {
+  AgentReleaseSyncSchema,
+  AgentVersionListQuery,
+  AgentVersionPageSchema,
+  AgentVersionPromotionSchema,
+  AgentVersionViewSchema,
+  LatestAgentVersionQuery,
+  PromoteAgentVersionSchema,
+  SyncAgentReleaseQuery,
+  latestAgentVersions,
+  listAgentVersions,
+  promoteAgentVersion,
+  syncAgentRelease,
+} from '../src/services/agent-versions.js';
+
+
+export const AgentVersionResolver = operations({
+  agentVersions: query(
+    AgentVersionPageSchema,
+    // `promoted` takes "true"/"false" in a REST query string too; GraphQL has real booleans.
+    [args('AgentVersionListArgs', AgentVersionListQuery, { fields: { promoted: { type: () => Boolean } } })],
+    listAgentVersions,
+    { description: 'Registered agent binaries, newest release first' },
+  ),
+  latestAgentVersions: query([AgentVersionViewSchema], [args('LatestAgentVersionArgs', LatestAgentVersionQuery)], async (ctx, filter) => (await latestAgentVersions(ctx, filter)).data, {
+    description: 'The current upgrade targets: the latest promoted stable build per component and platform',
+  }),
+  promoteAgentVersion: mutation(AgentVersionPromotionSchema, [input('PromoteAgentVersionInput', PromoteAgentVersionSchema)], promoteAgentVersion, {
+    description: 'Makes a version (or one of its components) the upgrade target; platform administrators, with MFA',
+  }),
+  syncAgentRelease: mutation(AgentReleaseSyncSchema, [args('SyncAgentReleaseArgs', SyncAgentReleaseQuery)], syncAgentRelease, {
+    description: 'Registers a release’s binaries from the releases API; platform administrators',
+  }),
+});

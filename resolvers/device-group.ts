@@ -1,0 +1,58 @@
+import { ID } from 'type-graphql';
+import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import {
+  AddGroupDevicesResultSchema,
+  AddGroupDevicesSchema,
+  CreateGroupSchema,
+  DeviceGroupPageSchema,
+  DeviceGroupViewSchema,
+  DevicePageSchema,
+  GroupDeviceListQuery,
+  GroupListQuery,
+  GroupLogPageSchema,
+  GroupMembershipSchema,
+  GroupPreviewSchema,
+  MembershipLogQuery,
+  PinGroupDeviceSchema,
+  PreviewGroupSchema,
+  UpdateGroupSchema,
+  addGroupDevices,
+  createGroup,
+  deleteGroup,
+  getGroup,
+  listGroupDevices,
+  listGroups,
+  listMembershipLog,
+  pinGroupDevice,
+  previewGroup,
+  removeGroupDevice,
+  unpinGroupDevice,
+  updateGroup,
+} from '../src/services/device-groups.js';
+import { TagListQuery, TagPageSchema, listTags } from '../src/services/tags.js';
+
+const deviceId = arg('deviceId', ID);
+
+export const DeviceGroupResolver = operations({
+  groups: query(DeviceGroupPageSchema, [args('GroupListArgs', GroupListQuery)], listGroups, { description: 'Device groups the caller can see (users limited to some sites: those of their sites).' }),
+  group: query(DeviceGroupViewSchema, [id], getGroup),
+  groupDevices: query(DevicePageSchema, [id, args('GroupDeviceListArgs', GroupDeviceListQuery)], listGroupDevices, { description: 'The group’s devices, by hostname' }),
+  groupMembershipLog: query(GroupLogPageSchema, [id, args('GroupMembershipLogArgs', MembershipLogQuery)], listMembershipLog, {
+    description: 'Joins and leaves of the group with their reasons, newest first',
+  }),
+  tags: query(TagPageSchema, [args('TagListArgs', TagListQuery)], listTags, { description: 'Every tag on the devices the caller can see, with device counts' }),
+  createGroup: mutation(DeviceGroupViewSchema, [input('CreateGroupInput', CreateGroupSchema)], createGroup),
+  updateGroup: mutation(DeviceGroupViewSchema, [id, input('UpdateGroupInput', UpdateGroupSchema)], updateGroup, {
+    description: 'Renames a group or changes a dynamic group’s filter (membership is recomputed)',
+  }),
+  deleteGroup: mutation(Boolean, [id], deleteGroup, { description: 'Deletes the group; its devices stay' }),
+  addGroupDevices: mutation(AddGroupDevicesResultSchema, [id, input('AddGroupDevicesInput', AddGroupDevicesSchema)], addGroupDevices, { description: 'Adds devices to a static group' }),
+  removeGroupDevice: mutation(Boolean, [id, deviceId], removeGroupDevice, { description: 'Takes a device out of a static group' }),
+  pinGroupDevice: mutation(GroupMembershipSchema, [id, deviceId, input('PinGroupDeviceInput', PinGroupDeviceSchema, { nullable: true })], (ctx, group, device, pin) => pinGroupDevice(ctx, group, device, pin ?? {}), {
+    description: 'Keeps a device in (include, the default) or out of (exclude) a dynamic group whatever its filter says',
+  }),
+  unpinGroupDevice: mutation(GroupMembershipSchema, [id, deviceId], unpinGroupDevice, { description: 'Drops a device’s pin; the filter decides again' }),
+  previewGroup: mutation(GroupPreviewSchema, [id, input('PreviewGroupInput', PreviewGroupSchema, { nullable: true })], (ctx, group, preview) => previewGroup(ctx, group, preview ?? {}), {
+    description: 'What a dynamic group would hold under a filter (its own by default) and its pins; changes nothing',
+  }),
+});

@@ -1,0 +1,78 @@
+import { ID } from 'type-graphql';
+import { arg, args, field, id, input, mutation, operations, query, subscription } from '../src/graphql/contract.js';
+import { deviceCommandPage } from '../src/services/device-command-pages.js';
+import {
+  BulkCommandResultSchema,
+  BulkCommandSchema,
+  CommandListQuery,
+  CommandPageSchema,
+  CommandViewSchema,
+  CreateCommandSchema,
+  bulkCommands,
+  createCommand,
+} from '../src/services/device-commands.js';
+import { DeviceStatusChangeSchema, subscribeCommandUpdates, subscribeDeviceStatus } from '../src/services/device-events.js';
+import {
+  AutoUpdateSchema,
+  DeviceConnectionArgs,
+  DeviceViewSchema,
+  MoveDeviceSchema,
+  ProvisionDeviceSchema,
+  ProvisionedDeviceSchema,
+  UpdateDeviceSchema,
+  decommissionDevice,
+  devicesConnection,
+  getDevice,
+  moveDevice,
+  provisionDevice,
+  setAutoUpdate,
+  updateDevice,
+  type DeviceView,
+} from '../src/services/devices.js';
+import { connectionOf } from './shared.js';
+
+// REST takes id lists comma-separated and flags as "true"/"false" in a query string; GraphQL has lists and booleans.
+const ids = (what: string) => ({ type: () => [ID], description: `only devices of these ${what}` });
+
+export const DeviceResolver = operations(DeviceViewSchema, {
+  devices: query(
+    connectionOf(DeviceViewSchema),
+    [
+      args('DeviceConnectionArgs', DeviceConnectionArgs, {
+        fields: {
+          orgIds: ids('organizations'),
+          siteIds: ids('sites'),
+          groupIds: ids('device groups'),
+          includeDecommissioned: { type: () => Boolean, description: 'decommissioned devices are left out unless asked for (or `status: decommissioned`)' },
+        },
+      }),
+    ],
+    devicesConnection,
+    { description: 'Devices the caller can see (users limited to some sites see theirs only): the keyset pages, filters and sorts of `GET /devices`' },
+  ),
+  device: query(DeviceViewSchema, [id], getDevice),
+  commands: field(CommandPageSchema, [args('DeviceCommandListArgs', CommandListQuery)], (ctx, device: DeviceView, page) => deviceCommandPage(ctx, device, page), {
+    description: 'The device’s commands, newest first',
+  }),
+  queueDeviceCommand: mutation(CommandViewSchema, [arg('deviceId', ID), input('DeviceCommandInput', CreateCommandSchema)], createCommand, {
+    description: 'Queues a command for the device’s agent (needs devices:execute)',
+  }),
+  bulkDeviceCommands: mutation(BulkCommandResultSchema, [input('BulkDeviceCommandsInput', BulkCommandSchema)], bulkCommands, {
+    description: 'The same command to many devices; those the caller cannot see fail as NOT_FOUND, decommissioned ones and duplicates are skipped',
+  }),
+  updateDevice: mutation(DeviceViewSchema, [id, input('UpdateDeviceInput', UpdateDeviceSchema)], updateDevice, { description: 'Sets the device’s site or tags' }),
+  moveDevice: mutation(DeviceViewSchema, [id, input('MoveDeviceInput', MoveDeviceSchema)], moveDevice, {
+    description: 'Moves the device to another organization of the same partner',
+  }),
+  setDeviceAutoUpdate: mutation(DeviceViewSchema, [id, input('DeviceAutoUpdateInput', AutoUpdateSchema)], setAutoUpdate, { description: 'Switches agent self-update on or off' }),
+  decommissionDevice: mutation(Boolean, [id], decommissionDevice, { description: 'The device keeps its history; its agent token stops working and its open commands are cancelled' }),
+  provisionDevice: mutation(ProvisionedDeviceSchema, [input('ProvisionDeviceInput', ProvisionDeviceSchema)], provisionDevice, {
+    description: 'Pre-creates a pending device; the answer carries a single-use enrollment key that claims it',
+  }),
+  deviceStatusChanged: subscription(DeviceStatusChangeSchema, [arg('orgId', ID, { nullable: true })], (ctx, orgId) => subscribeDeviceStatus(ctx, orgId ?? null), {
+    description: 'Status changes of the devices the caller can see (of one organization when given), from any server instance',
+  }),
+  commandUpdated: subscription(CommandViewSchema, [arg('deviceId', ID)], subscribeCommandUpdates, {
+    description: 'The device’s commands as they are queued, sent, answered or time out, from any server instance',
+  }),
+});

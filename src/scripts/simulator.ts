@@ -1,0 +1,881 @@
+/**
+ * The agent simulator's core (the CLI is src/scripts/simulate.ts): N simulated agents that enroll
+ * with an enrollment key and then behave like installed agents, over the public protocol only
+ * (docs/agent-protocol.md) with fetch and `ws` — no server code is imported, so it runs against any
+ * deployment. Each agent heartbeats every `intervalSeconds` plus 0..`jitterSeconds`, answers its
+ * commands (inventory, scripts with deterministic output, reboots, self-updates, auto-update
+ * switches), and with `ws` keeps the WebSocket channel open: pushed commands, heartbeats and
+ * results over it, and answers to the server's requests.
+ *
+ * Also the CLI's set-up without a key (`prepareFleet`: sign in, find or create the "Simulated fleet"
+ * partner and organization, issue an enrollment key) and `--watch` (`watchDeviceStatus`: the
+ * `deviceStatusChanged` GraphQL subscription over graphql-ws, one line per change).
+ */
+import crypto from 'node:crypto';
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+
+export interface SimulationOptions {
+  /** the server's root URL (the `/api/v1` prefix is added) */
+  url: string;
+  enrollmentKey: string;
+  devices: number;
+  /** seconds between heartbeats */
+  intervalSeconds: number;
+  /** up to this many seconds more before each heartbeat, at random (default: intervalSeconds) */
+  jitterSeconds?: number;
+  /** keep the WebSocket channel open */
+  ws?: boolean;
+  /** how long a rebooting agent stays silent (default 30 s) */
+  rebootSeconds?: number;
+  /** how long a self-update takes between `started` and the first heartbeat on the new version (default 2 s) */
+  updateSeconds?: number;
+  /** hostnames and machine ids are `<prefix>-<n>`: the same prefix enrolls the same devices again (default `sim`) */
+  prefix?: string;
+  agentVersion?: string;
+  log?: (line: string) => void;
+}
+
+export type AgentState = 'starting' | 'running' | 'rebooting' | 'stopped';
+
+export interface AgentStats {
+  hostname: string;
+  deviceId: string | null;
+  state: AgentState;
+  version: string;
+  autoUpdate: boolean;
+  heartbeats: number;
+  commands: number;
+  requests: number;
+  channelOpen: boolean;
+}
+
+export interface Simulation {
+  agents: SimulatedAgent[];
+  stats(): { agents: number; running: number; heartbeats: number; commands: number; requests: number; channels: number };
+  stop(): Promise<void>;
+}
+
+interface Command {
+  id: string;
+  type: string;
+  payload: Record<string, unknown>;
+}
+interface CommandResult {
+  status: 'completed' | 'failed';
+  exitCode?: number;
+  stdout?: string;
+  stderr?: string;
+  result?: Record<string, unknown>;
+}
+
+const OS_MIX = [
+  { osType: 'windows', osVersion: 'Windows 11 Pro 23H2', architecture: 'amd64' },
+  { osType: 'linux', osVersion: 'Ubuntu 24.04 LTS', architecture: 'amd64' },
+  { osType: 'macos', osVersion: 'macOS 14.5', architecture: 'arm64' },
+  { osType: 'linux', osVersion: 'Debian 12', architecture: 'arm64' },
+] as const;
+
+/** A number in [0, 1) that depends only on `seed`: simulated facts stay the same from run to run. */
+function stable(seed: string): number {
+  return crypto.createHash('sha256').update(seed).digest().readUInt32BE(0) / 2 ** 32;
+}
+
+function nextPatch(version: string): string {
+  const m = /^(\d+)\.(\d+)\.(\d+)/.exec(version);
+  return m ? `${m[1]}.${m[2]}.${Number(m[3]) + 1}` : `${version}.1`;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super(`HTTP ${status}: ${JSON.stringify(body)}`);
+  }
+}
+
+/** One simulated agent. */
+export class SimulatedAgent {
+  readonly hostname: string;
+  readonly machineId: string;
+  private readonly os: (typeof OS_MIX)[number];
+  deviceId: string | null = null;
+  /** the organization the enrollment key put the device in */
+  orgId: string | null = null;
+  private agentId: string | null = null;
+  private token: string | null = null;
+  state: AgentState = 'starting';
+  version: string;
+  autoUpdate = true;
+  heartbeats = 0;
+  commands = 0;
+  requests = 0;
+  private readonly handled = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private socket: WebSocket | null = null;
+  private reconnectDelayMs = 1_000;
+  private updating = false;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly bootedAt = Date.now();
+
+  constructor(
+    private readonly options: Required<Omit<SimulationOptions, 'log'>> & { log: (line: string) => void },
+    readonly index: number,
+  ) {
+    this.hostname = `${options.prefix}-${String(index + 1).padStart(3, '0')}`;
+    this.machineId = `simulator-${options.prefix}-${index + 1}`;
+    this.os = OS_MIX[index % OS_MIX.length]!;
+    this.version = options.agentVersion;
+  }
+
+  get channelOpen(): boolean {
+    return this.socket?.readyState === WebSocket.OPEN;
+  }
+
+  stats(): AgentStats {
+    const { hostname, deviceId, state, version, autoUpdate, heartbeats, commands, requests, channelOpen } = this;
+    return { hostname, deviceId, state, version, autoUpdate, heartbeats, commands, requests, channelOpen };
+  }
+
+  private api(path: string): string {
+    return `${this.options.url.replace(/\/+$/, '')}/api/v1${path}`;
+  }
+
+  private async post<T = unknown>(path: string, body: unknown, auth = true): Promise<T> {
+    const res = await fetch(this.api(path), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(auth && this.token ? { authorization: `Bearer ${this.token}` } : {}) },
+      body: JSON.stringify(body),
+    });
+    const text = await res.text();
+    const parsed: unknown = text ? JSON.parse(text) : null;
+    if (!res.ok) throw new HttpError(res.status, parsed);
+    return parsed as T;
+  }
+
+  /** Keeps a promise of background work, so `stop()` can wait for it; its failure is logged, never thrown. */
+  private track(work: Promise<unknown>, what: string): void {
+    const tracked = work.catch((error: Error) => this.fail(error, what)).finally(() => this.inFlight.delete(tracked));
+    this.inFlight.add(tracked);
+  }
+
+  private fail(error: Error, what: string): void {
+    if (this.state === 'stopped') return;
+    if (error instanceof HttpError && error.status === 401) {
+      this.options.log(`${this.hostname}: credentials refused during ${what} (decommissioned or enrolled elsewhere); stopping`);
+      this.halt();
+      return;
+    }
+    this.options.log(`${this.hostname}: ${what} failed: ${error.message}`);
+  }
+
+  async start(): Promise<void> {
+    const enrolled = await this.post<{ deviceId: string; agentId: string; authToken: string; orgId: string }>(
+      '/agents/enroll',
+      {
+        enrollmentKey: this.options.enrollmentKey,
+        hostname: this.hostname,
+        ...this.os,
+        agentVersion: this.version,
+        machineId: this.machineId,
+        hardwareInfo: this.hardware(),
+      },
+      false,
+    );
+    this.deviceId = enrolled.deviceId;
+    this.orgId = enrolled.orgId;
+    this.agentId = enrolled.agentId;
+    this.token = enrolled.authToken;
+    this.state = 'running';
+    if (this.options.ws) this.connect();
+    this.schedule(this.jitterMs());
+  }
+
+  private jitterMs(): number {
+    return Math.random() * this.options.jitterSeconds * 1000;
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.state !== 'running') return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.track(this.heartbeat(), 'heartbeat');
+      this.schedule(this.options.intervalSeconds * 1000 + this.jitterMs());
+    }, delayMs);
+  }
+
+  private heartbeatBody() {
+    const r = (what: string) => Math.round(stable(`${this.machineId}:${what}:${Math.floor(Date.now() / 60_000)}`) * 1000) / 10;
+    return { agentVersion: this.version, metrics: { cpuPercent: r('cpu'), ramPercent: r('ram'), diskPercent: Math.round(stable(`${this.machineId}:disk`) * 900) / 10 } };
+  }
+
+  /** Over the channel when it is open (the answer comes as `heartbeat_ack`), else REST. */
+  async heartbeat(): Promise<void> {
+    if (this.state !== 'running') return;
+    this.heartbeats += 1;
+    if (this.channelOpen) {
+      this.socket!.send(JSON.stringify({ type: 'heartbeat', ...this.heartbeatBody() }));
+      return;
+    }
+    const answer = await this.post<{ commands: Command[]; upgradeTo: { version: string } | null }>(`/agents/${this.agentId}/heartbeat`, this.heartbeatBody());
+    this.onHeartbeatAnswer(answer);
+  }
+
+  private onHeartbeatAnswer(answer: { commands: Command[]; upgradeTo: { version: string } | null }): void {
+    for (const command of answer.commands) this.receive(command);
+    if (answer.upgradeTo && this.autoUpdate && !this.updating && answer.upgradeTo.version !== this.version) {
+      this.track(this.selfUpdate(answer.upgradeTo.version), 'self-update');
+    }
+  }
+
+  private receive(command: Command): void {
+    if (this.handled.has(command.id)) {
+      this.options.log(`${this.hostname}: command ${command.id} handed out twice`);
+      return;
+    }
+    this.handled.add(command.id);
+    this.track(this.run(command), `command ${command.type}`);
+  }
+
+  private async run(command: Command): Promise<void> {
+    const result = await this.execute(command);
+    if (this.state === 'stopped') return;
+    this.commands += 1;
+    if (this.channelOpen) this.socket!.send(JSON.stringify({ type: 'result', commandId: command.id, ...result }));
+    else await this.post(`/agents/${this.agentId}/commands/${command.id}/result`, result);
+    this.options.log(`${this.hostname}: ${command.type} ${command.id} → ${result.status}${result.exitCode === undefined ? '' : ` (exit ${result.exitCode})`}`);
+    if (command.type === 'reboot') this.reboot();
+  }
+
+  private async execute(command: Command): Promise<CommandResult> {
+    const { payload } = command;
+    switch (command.type) {
+      case 'refresh_inventory': {
+        const inventory = this.inventory();
+        await this.post(`/agents/${this.agentId}/inventory`, inventory);
+        return { status: 'completed', exitCode: 0, result: { software: inventory.software.length, patches: inventory.patches.length } };
+      }
+      case 'run_script':
+        return this.runScript(payload);
+      case 'reboot':
+        return { status: 'completed', exitCode: 0, stdout: `Rebooting ${this.hostname}\n`, result: { rebooting: true } };
+      case 'update':
+      case 'update_agent': {
+        const target = typeof payload.version === 'string' ? payload.version : typeof payload.toVersion === 'string' ? payload.toVersion : nextPatch(this.version);
+        const from = this.version;
+        await this.selfUpdate(target);
+        return { status: 'completed', exitCode: 0, stdout: `Updated ${from} -> ${target}\n`, result: { from, to: target } };
+      }
+      case 'set_auto_update':
+        this.autoUpdate = payload.enabled !== false;
+        return { status: 'completed', exitCode: 0, result: { autoUpdate: this.autoUpdate } };
+      default:
+        return { status: 'failed', exitCode: 127, stderr: `unsupported command type: ${command.type}\n` };
+    }
+  }
+
+  /**
+   * Deterministic fake output: `echo` lines print their text, `exit N` sets the exit code, and a
+   * digest of the script and parameters closes the output, so the same script gives the same result.
+   */
+  private runScript(payload: Record<string, unknown>): CommandResult {
+    const script = typeof payload.script === 'string' ? payload.script : typeof payload.content === 'string' ? payload.content : JSON.stringify(payload);
+    const lines: string[] = [];
+    let exitCode = 0;
+    for (const line of script.split(/\r?\n/)) {
+      const echo = /^\s*(?:echo|Write-Output|Write-Host)\s+["']?(.*?)["']?\s*$/i.exec(line);
+      if (echo) lines.push(echo[1]!);
+      const exit = /^\s*exit\s+(\d+)\s*$/i.exec(line);
+      if (exit) {
+        exitCode = Number(exit[1]);
+        break;
+      }
+    }
+    const digest = crypto.createHash('sha256').update(JSON.stringify(payload)).digest('hex').slice(0, 12);
+    lines.push(`[simulated on ${this.hostname}: ${script.length} bytes, sha256 ${digest}]`);
+    return {
+      status: exitCode === 0 ? 'completed' : 'failed',
+      exitCode,
+      stdout: `${lines.join('\n')}\n`,
+      ...(exitCode === 0 ? {} : { stderr: `script exited with ${exitCode}\n` }),
+      result: { digest },
+    };
+  }
+
+  /** update-status `started`, a pause, the first heartbeat on the new version at once (no jitter), then `completed`. */
+  private async selfUpdate(toVersion: string): Promise<void> {
+    if (this.updating) return;
+    this.updating = true;
+    try {
+      await this.post(`/agents/${this.agentId}/update-status`, { state: 'started', toVersion });
+      await new Promise((resolve) => setTimeout(resolve, this.options.updateSeconds * 1000));
+      if (this.state === 'stopped') return;
+      this.version = toVersion;
+      this.heartbeats += 1;
+      const answer = await this.post<{ commands: Command[]; upgradeTo: { version: string } | null }>(`/agents/${this.agentId}/heartbeat`, this.heartbeatBody());
+      await this.post(`/agents/${this.agentId}/update-status`, { state: 'completed', toVersion });
+      this.onHeartbeatAnswer({ ...answer, upgradeTo: null });
+    } finally {
+      this.updating = false;
+    }
+  }
+
+  /** Silent for `rebootSeconds` (no heartbeats, channel closed), then back with a heartbeat at once. */
+  private reboot(): void {
+    if (this.state !== 'running') return;
+    this.state = 'rebooting';
+    if (this.timer) clearTimeout(this.timer);
+    this.socket?.close(1000, 'rebooting');
+    this.options.log(`${this.hostname}: rebooting for ${this.options.rebootSeconds} s`);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.state !== 'rebooting') return;
+      this.state = 'running';
+      if (this.options.ws) this.connect();
+      this.schedule(0);
+    }, this.options.rebootSeconds * 1000);
+  }
+
+  // ── the WebSocket channel ─────────────────────────────────────────────────────────────────────
+
+  private connect(): void {
+    if (this.state !== 'running' || this.socket) return;
+    const url = `${this.api(`/agents/${this.agentId}/ws`).replace(/^http/, 'ws')}`;
+    const socket = new WebSocket(url, { headers: { authorization: `Bearer ${this.token}` } });
+    this.socket = socket;
+    socket.on('open', () => (this.reconnectDelayMs = 1_000));
+    socket.on('message', (data) => this.onMessage(data.toString()));
+    socket.on('unexpected-response', (_req, res) => {
+      if (res.statusCode === 401) {
+        this.options.log(`${this.hostname}: channel refused (401); stopping`);
+        this.halt();
+      }
+      socket.terminate();
+    });
+    socket.on('error', () => {});
+    socket.on('close', (code, reason) => {
+      if (this.socket === socket) this.socket = null;
+      if (code === 4401 || code === 4410) {
+        this.options.log(`${this.hostname}: channel closed (${code} ${reason.toString()}); stopping`);
+        this.halt();
+        return;
+      }
+      if (this.state !== 'running') return;
+      const delay = this.reconnectDelayMs;
+      this.reconnectDelayMs = Math.min(30_000, this.reconnectDelayMs * 2);
+      setTimeout(() => this.connect(), delay).unref();
+    });
+  }
+
+  private onMessage(text: string): void {
+    let message: { type: string } & Record<string, any>;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return;
+    }
+    switch (message.type) {
+      case 'command':
+        this.receive(message.command as Command);
+        break;
+      case 'heartbeat_ack':
+        this.onHeartbeatAnswer(message as never);
+        break;
+      case 'request':
+        this.requests += 1;
+        this.answer(message.requestId as string, message.method as string, (message.params ?? {}) as Record<string, unknown>);
+        break;
+      case 'error':
+        this.options.log(`${this.hostname}: server error on the channel: ${message.code} ${message.message}`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** The server's request/response calls (system tools and the like). */
+  private answer(requestId: string, method: string, params: Record<string, unknown>): void {
+    const reply = (ok: boolean, body: { result?: unknown; error?: string }) => {
+      if (this.channelOpen) this.socket!.send(JSON.stringify({ type: 'response', requestId, ok, ...body }));
+    };
+    switch (method) {
+      case 'ping':
+        return reply(true, { result: { pong: true, echo: params } });
+      case 'system.info':
+        return reply(true, { result: { hostname: this.hostname, ...this.os, agentVersion: this.version, uptimeSeconds: Math.floor((Date.now() - this.bootedAt) / 1000) } });
+      case 'system.processes':
+        return reply(true, {
+          result: {
+            processes: ['init', 'sshd', 'agent', 'cron', 'nginx'].map((name, i) => ({ pid: 1 + i * 97, name, cpuPercent: Math.round(stable(`${this.machineId}:${name}`) * 50) / 10 })),
+          },
+        });
+      default:
+        return reply(false, { error: `unknown method: ${method}` });
+    }
+  }
+
+  // ── simulated facts ───────────────────────────────────────────────────────────────────────────
+
+  private hardware() {
+    const s = (what: string) => stable(`${this.machineId}:${what}`);
+    return {
+      manufacturer: ['Dell Inc.', 'Lenovo', 'HP', 'Apple'][Math.floor(s('vendor') * 4)],
+      model: `Model ${Math.floor(s('model') * 900) + 100}`,
+      serialNumber: crypto.createHash('sha256').update(this.machineId).digest('hex').slice(0, 12).toUpperCase(),
+      cpu: { model: 'Simulated CPU', cores: [2, 4, 8, 16][Math.floor(s('cores') * 4)] },
+      ramBytes: [8, 16, 32, 64][Math.floor(s('ram') * 4)]! * 1024 ** 3,
+    };
+  }
+
+  private inventory() {
+    const packages = ['openssl', 'curl', 'git', 'python3', 'nodejs', 'chrome', '7zip', 'vlc', 'zoom', 'slack'];
+    const software = packages
+      .filter((name) => stable(`${this.machineId}:has:${name}`) < 0.7)
+      .map((name) => ({ name, version: `${Math.floor(stable(`${this.machineId}:v:${name}`) * 10) + 1}.${Math.floor(stable(`${name}:minor`) * 20)}.0`, publisher: 'Simulated' }));
+    return {
+      hardware: { ...this.hardware(), disks: [{ mount: this.os.osType === 'windows' ? 'C:' : '/', sizeBytes: 512 * 1024 ** 3, freeBytes: Math.floor(stable(`${this.machineId}:free`) * 400) * 1024 ** 3 }] },
+      software,
+      patches: [{ id: `KB${5030000 + Math.floor(stable(`${this.machineId}:kb`) * 1000)}`, title: 'Simulated cumulative update', installed: stable(`${this.machineId}:patched`) < 0.8 }],
+      network: [{ name: 'eth0', mac: `02:00:${crypto.createHash('md5').update(this.machineId).digest('hex').slice(0, 8).match(/../g)!.join(':')}`, ipv4: `10.0.${this.index >> 8}.${(this.index % 254) + 1}` }],
+    };
+  }
+
+  /** Stops the agent for good (credentials refused, or the simulation ends). */
+  private halt(): void {
+    this.state = 'stopped';
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (this.socket && this.socket.readyState !== WebSocket.CLOSED) this.socket.close(1000, 'stopping');
+  }
+
+  async stop(): Promise<void> {
+    this.halt();
+    await Promise.allSettled([...this.inFlight]);
+    const socket = this.socket;
+    if (socket && socket.readyState !== WebSocket.CLOSED) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => (socket.terminate(), resolve()), 1_000);
+        socket.once('close', () => (clearTimeout(timer), resolve()));
+      });
+    }
+  }
+}
+
+/** Enrolls `devices` agents (a few at a time) and sets them running; `stop()` ends them all. */
+export async function startSimulation(options: SimulationOptions): Promise<Simulation> {
+  const resolved = {
+    url: options.url,
+    enrollmentKey: options.enrollmentKey,
+    devices: options.devices,
+    intervalSeconds: options.intervalSeconds,
+    jitterSeconds: options.jitterSeconds ?? options.intervalSeconds,
+    ws: options.ws ?? false,
+    rebootSeconds: options.rebootSeconds ?? 30,
+    updateSeconds: options.updateSeconds ?? 2,
+    prefix: options.prefix ?? 'sim',
+    agentVersion: options.agentVersion ?? '1.0.0',
+    log: options.log ?? (() => {}),
+  };
+  const agents = Array.from({ length: options.devices }, (_, i) => new SimulatedAgent(resolved, i));
+  const queue = [...agents];
+  const failures: Error[] = [];
+  await Promise.all(
+    Array.from({ length: Math.min(20, agents.length) }, async () => {
+      for (let agent = queue.shift(); agent; agent = queue.shift()) {
+        await agent.start().catch((error: Error) => failures.push(error));
+      }
+    }),
+  );
+  const simulation: Simulation = {
+    agents,
+    stats() {
+      const all = agents.map((a) => a.stats());
+      const sum = (key: 'heartbeats' | 'commands' | 'requests') => all.reduce((n, a) => n + a[key], 0);
+      return {
+        agents: all.length,
+        running: all.filter((a) => a.state === 'running').length,
+        heartbeats: sum('heartbeats'),
+        commands: sum('commands'),
+        requests: sum('requests'),
+        channels: all.filter((a) => a.channelOpen).length,
+      };
+    },
+    stop: async () => {
+      await Promise.all(agents.map((a) => a.stop()));
+    },
+  };
+  if (failures.length > 0) {
+    await simulation.stop();
+    const first = failures[0]!;
+    const cause = first.cause instanceof Error ? ` (${first.cause.message})` : '';
+    throw new Error(`enrollment failed for ${failures.length} of ${agents.length} agents: ${first.message}${cause}`);
+  }
+  return simulation;
+}
+
+// ── set-up without a key: sign in, the "Simulated fleet" organization, an enrollment key ─────────
+
+/** A call to the API that failed; `message` is meant for a person. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string | null,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Why signing in did not give a session: the server is unreachable, refused the credentials, or wants a second factor. */
+export class LoginError extends Error {
+  constructor(
+    readonly reason: 'unreachable' | 'refused' | 'mfa',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type SessionAuth =
+  | { kind: 'bearer'; accessToken: string; refreshToken: string | null; expiresAt: number | null; lifetimeMs: number | null }
+  | { kind: 'apiKey'; apiKey: string };
+
+/** The token of a login or refresh answer, good for `expiresIn` seconds from now. */
+function bearer(body: { accessToken: string; refreshToken?: string | null; expiresIn?: number | null }): SessionAuth {
+  const lifetimeMs = body.expiresIn ? body.expiresIn * 1000 : null;
+  return { kind: 'bearer', accessToken: body.accessToken, refreshToken: body.refreshToken ?? null, expiresAt: lifetimeMs === null ? null : Date.now() + lifetimeMs, lifetimeMs };
+}
+
+function unreachable(url: string, error: unknown): LoginError {
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : (error as Error).message;
+  return new LoginError('unreachable', `Cannot reach the server at ${url} (${cause}). Is it running (npm start), and is --url right?`);
+}
+
+/**
+ * How the simulator calls the API as a user: a password login (whose access token is refreshed with
+ * its refresh token when it runs out), or a fixed access token or API key (`rmm_…`) from `--token`.
+ * REST over fetch only; no server code.
+ */
+export class ApiSession {
+  private refreshing: Promise<void> | null = null;
+
+  private constructor(
+    readonly url: string,
+    private auth: SessionAuth,
+  ) {}
+
+  /** `POST /auth/login`. A refusal, an account with MFA on and an unreachable server are LoginErrors. */
+  static async login(url: string, email: string, password: string): Promise<ApiSession> {
+    let res: Response;
+    try {
+      res = await fetch(`${url.replace(/\/+$/, '')}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+    } catch (error) {
+      throw unreachable(url, error);
+    }
+    const body = (await res.json().catch(() => null)) as { accessToken?: string; refreshToken?: string; expiresIn?: number; mfaRequired?: boolean; code?: string; message?: string } | null;
+    if (res.ok && body?.mfaRequired) {
+      throw new LoginError('mfa', `${email} has multi-factor authentication on: the simulator cannot answer the second step.`);
+    }
+    if (!res.ok || !body?.accessToken) {
+      const why = res.status === 401 ? 'wrong email or password, or the account is locked out or cannot sign in with a password' : `HTTP ${res.status} ${body?.code ?? ''} ${body?.message ?? ''}`.trim();
+      throw new LoginError('refused', `Signing in as ${email} at ${url} failed: ${why}.`);
+    }
+    return new ApiSession(url, bearer({ ...body, accessToken: body.accessToken }));
+  }
+
+  /** An access token (refreshed by nobody: it works until it expires) or an API key (`rmm_…`). */
+  static fromToken(url: string, token: string): ApiSession {
+    const value = token.replace(/^Bearer\s+/i, '').trim();
+    return new ApiSession(url, value.startsWith('rmm_') ? { kind: 'apiKey', apiKey: value } : { kind: 'bearer', accessToken: value, refreshToken: null, expiresAt: null, lifetimeMs: null });
+  }
+
+  /** Whether a refused or expired access token can be replaced (a password login can, a fixed token cannot). */
+  get renewable(): boolean {
+    return this.auth.kind === 'bearer' && this.auth.refreshToken !== null;
+  }
+
+  /** The access token is refused or has expired: the next call refreshes it first. */
+  expire(): void {
+    if (this.auth.kind === 'bearer' && this.auth.refreshToken) this.auth.expiresAt = 0;
+  }
+
+  /** Refreshes the access token when a quarter of its life (at most a minute) is left; one refresh at a time (a refresh token is used once). */
+  private async fresh(): Promise<void> {
+    const auth = this.auth;
+    if (auth.kind !== 'bearer' || !auth.refreshToken || auth.expiresAt === null) return;
+    if (auth.expiresAt - Date.now() > Math.min(60_000, (auth.lifetimeMs ?? 0) / 4)) return;
+    this.refreshing ??= (async () => {
+      try {
+        let res: Response;
+        try {
+          res = await fetch(this.api('/auth/refresh'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refreshToken: auth.refreshToken }) });
+        } catch (error) {
+          throw unreachable(this.url, error);
+        }
+        const body = (await res.json().catch(() => null)) as { accessToken?: string; refreshToken?: string; expiresIn?: number } | null;
+        if (!res.ok || !body?.accessToken || !body.refreshToken) throw new LoginError('refused', `The session could not be renewed (HTTP ${res.status}): sign in again.`);
+        this.auth = bearer({ ...body, accessToken: body.accessToken });
+      } finally {
+        this.refreshing = null;
+      }
+    })();
+    await this.refreshing;
+  }
+
+  private api(path: string): string {
+    return `${this.url.replace(/\/+$/, '')}/api/v1${path}`;
+  }
+
+  /** Request headers with the credentials. */
+  async headers(): Promise<Record<string, string>> {
+    await this.fresh();
+    return this.auth.kind === 'apiKey' ? { 'x-api-key': this.auth.apiKey } : { authorization: `Bearer ${this.auth.accessToken}` };
+  }
+
+  /** graphql-ws `connection_init` payload with the credentials. */
+  async connectionParams(): Promise<Record<string, string>> {
+    await this.fresh();
+    return this.auth.kind === 'apiKey' ? { apiKey: this.auth.apiKey } : { authorization: `Bearer ${this.auth.accessToken}` };
+  }
+
+  /** A REST call under `/api/v1`; a non-2xx answer is an ApiError with the server's code and message. */
+  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    let res: Response;
+    try {
+      res = await fetch(this.api(path), {
+        method,
+        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(await this.headers()) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (error) {
+      throw unreachable(this.url, error);
+    }
+    const text = await res.text();
+    let parsed: any = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      parsed = text;
+    }
+    if (!res.ok) {
+      const code = typeof parsed?.code === 'string' ? parsed.code : null;
+      const message = typeof parsed?.message === 'string' ? parsed.message : text.slice(0, 200);
+      throw new ApiError(res.status, code, `${method} /api/v1${path}: HTTP ${res.status}${code ? ` ${code}` : ''}: ${message}`);
+    }
+    return parsed as T;
+  }
+}
+
+export const FLEET_NAME = 'Simulated fleet';
+
+export interface FleetOptions {
+  /** the partner's and the organization's name (default "Simulated fleet") */
+  name?: string;
+  /** the enrollment key's name (default "simulator") */
+  keyName?: string;
+}
+
+export interface Fleet {
+  orgId: string;
+  orgName: string;
+  /** null: the caller's own partner could not be read */
+  partnerId: string | null;
+  /** the enrollment key, shown by the server this once */
+  enrollmentKey: string;
+  enrollmentKeyId: string;
+  /** what this call created (false: found by name and reused) */
+  created: { partner: boolean; organization: boolean };
+}
+
+interface Named {
+  id: string;
+  name: string;
+}
+
+/** Looks an entity up by exact name through a list route's `search` (a case-insensitive "contains"). */
+async function findByName(session: ApiSession, path: string, name: string, query: Record<string, string> = {}): Promise<Named | null> {
+  const params = new URLSearchParams({ ...query, search: name, limit: '500' });
+  const page = await session.request<{ data: Named[] }>('GET', `${path}?${params}`);
+  return page.data.find((item) => item.name === name) ?? null;
+}
+
+/**
+ * What `npm run simulate` without `--key` does before enrolling: finds (by name) or creates the
+ * partner and the organization "Simulated fleet" and issues a fresh enrollment key in it (no expiry,
+ * no usage limit; keys are shown once, so every run makes one). A platform administrator gets both;
+ * a partner user the organization in their own partner; an organization user their own organization.
+ * No step needs an MFA session.
+ */
+export async function prepareFleet(session: ApiSession, options: FleetOptions = {}): Promise<Fleet> {
+  const name = options.name ?? FLEET_NAME;
+  const tenancy = await session.request<{ scope: 'system' | 'partner' | 'organization'; partner: Named | null; organizations: { data: Named[] } }>('GET', '/orgs/?limit=1');
+  const created = { partner: false, organization: false };
+  let partnerId: string | null = null;
+  let org: Named | null;
+  if (tenancy.scope === 'organization') {
+    org = tenancy.organizations.data[0] ?? null;
+    if (!org) throw new ApiError(404, 'NOT_FOUND', 'This account belongs to an organization it cannot read (it needs organizations:read).');
+  } else {
+    if (tenancy.scope === 'system') {
+      let partner = await findByName(session, '/orgs/partners', name);
+      if (!partner) {
+        partner = await session.request<Named>('POST', '/orgs/partners', { name });
+        created.partner = true;
+      }
+      partnerId = partner.id;
+    } else {
+      partnerId = tenancy.partner?.id ?? null;
+    }
+    org = await findByName(session, '/orgs/organizations', name, partnerId ? { partnerId } : {});
+    if (!org) {
+      org = await session.request<Named>('POST', '/orgs/organizations', { name, ...(partnerId ? { partnerId } : {}) });
+      created.organization = true;
+    }
+  }
+  const key = await session.request<{ id: string; key: string }>('POST', '/enrollment-keys', { name: options.keyName ?? 'simulator', orgId: org.id });
+  return { orgId: org.id, orgName: org.name, partnerId, enrollmentKey: key.key, enrollmentKeyId: key.id, created };
+}
+
+// ── --watch: deviceStatusChanged over graphql-ws ─────────────────────────────────────────────────
+
+export interface DeviceStatusChange {
+  deviceId: string;
+  orgId: string;
+  hostname: string;
+  previousStatus: string | null;
+  status: string;
+  lastSeenAt: string | null;
+}
+
+/** The subscription `--watch` runs, with `$orgId` (null or absent: every organization the caller sees). */
+export const DEVICE_STATUS_SUBSCRIPTION = 'subscription DeviceStatus($orgId: ID) { deviceStatusChanged(orgId: $orgId) { deviceId orgId hostname previousStatus status lastSeenAt } }';
+
+/** The GraphQL WebSocket endpoint of a server root URL. */
+export function graphqlWsUrl(url: string): string {
+  return `${url.replace(/\/+$/, '').replace(/^http/, 'ws')}/graphql`;
+}
+
+/** A ready-to-paste subscription for the organization, and how to connect, for any graphql-ws client. */
+export function subscriptionHelp(url: string, orgId: string): string {
+  return [
+    `Live status changes from any graphql-ws client: ${graphqlWsUrl(url)}, connection_init payload {"authorization": "Bearer <access token>"}`,
+    `  subscription {`,
+    `    deviceStatusChanged(orgId: "${orgId}") { deviceId hostname previousStatus status lastSeenAt }`,
+    `  }`,
+  ].join('\n');
+}
+
+/** `<time> <hostname> <previous> → <status>`; a new device's previous status reads `new`. */
+export function formatStatusChange(change: DeviceStatusChange, at: Date = new Date()): string {
+  return `${at.toISOString()} ${change.hostname} ${change.previousStatus ?? 'new'} → ${change.status}`;
+}
+
+export interface WatchOptions {
+  /** the server's root URL */
+  url: string;
+  session: ApiSession;
+  /** only this organization's devices (default: every organization the caller sees) */
+  orgId?: string | null;
+  /** each change as a line (formatStatusChange); default: standard output */
+  print?: (line: string) => void;
+  /** each change as received */
+  onChange?: (change: DeviceStatusChange) => void;
+  /** connection trouble and the subscription's end, as lines (default: standard error) */
+  report?: (line: string) => void;
+}
+
+export interface Watch {
+  /** settles when the first connection is acknowledged (the subscription is sent right after), or rejects when it cannot be */
+  ready: Promise<void>;
+  stop(): Promise<void>;
+}
+
+type CloseLike = { code: number; reason: string };
+const isClose = (value: unknown): value is CloseLike => typeof value === 'object' && value !== null && 'code' in value && 'reason' in value;
+
+function describeFailure(error: unknown): string {
+  if (Array.isArray(error)) return error.map((e: { message?: string; extensions?: { code?: string } }) => `${e.extensions?.code ?? 'ERROR'}: ${e.message}`).join('; ');
+  if (isClose(error)) return `connection closed (${error.code}${error.reason ? ` ${error.reason}` : ''})`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Subscribes to `deviceStatusChanged` and prints one line per change. The connection is kept up:
+ * after a drop it reconnects with a growing delay (0.5 s doubling to 30 s); when the server closes
+ * it because the access token expired (4403), a password session is refreshed and reconnects, while
+ * a fixed `--token` ends the watch. Changes made while disconnected are not replayed.
+ */
+export function watchDeviceStatus(options: WatchOptions): Watch {
+  const print = options.print ?? ((line: string) => void process.stdout.write(`${line}\n`));
+  const report = options.report ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const { session } = options;
+  let connected = false;
+  let refusals = 0;
+  let stopped = false;
+  let ended = false;
+  let settle: { resolve: () => void; reject: (error: Error) => void };
+  const ready = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+  ready.catch(() => {});
+  /** The subscription is over for good: said once (unless stop() ended it). */
+  const end = (message: string) => {
+    settle.reject(new Error(message));
+    if (ended || stopped) return;
+    ended = true;
+    report(`${new Date().toISOString()} ${message}`);
+  };
+  const client: Client = createClient({
+    url: graphqlWsUrl(options.url),
+    webSocketImpl: WebSocket,
+    connectionParams: () => session.connectionParams(),
+    retryAttempts: Number.MAX_SAFE_INTEGER,
+    retryWait: (retries) => new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 500 * 2 ** retries))),
+    // 4403: the token expired or is refused. A password session refreshes it (twice at most in a row); a fixed token cannot.
+    shouldRetry: (event) => {
+      if (!isClose(event)) return false;
+      if (event.code !== 4403) return true;
+      session.expire();
+      return session.renewable && ++refusals <= 2;
+    },
+    on: {
+      connected: () => {
+        refusals = 0;
+        if (connected) report(`${new Date().toISOString()} watch: reconnected`);
+        connected = true;
+        settle.resolve();
+      },
+      closed: (event) => {
+        if (stopped || !connected || !isClose(event) || event.code === 1000 || (event.code === 4403 && !session.renewable)) return;
+        report(`${new Date().toISOString()} watch: ${describeFailure(event)}; reconnecting`);
+      },
+    },
+  });
+  const unsubscribe = client.subscribe<{ deviceStatusChanged: DeviceStatusChange }>(
+    { query: DEVICE_STATUS_SUBSCRIPTION, variables: { orgId: options.orgId ?? null } },
+    {
+      next: (result) => {
+        // The server answers a refused subscribe (an organization the caller cannot see, …) with a result carrying errors, then completes it.
+        if (result.errors?.length) {
+          end(`watch stopped: ${describeFailure(result.errors)}`);
+          return;
+        }
+        const change = result.data?.deviceStatusChanged;
+        if (!change) return;
+        options.onChange?.(change);
+        print(formatStatusChange(change));
+      },
+      error: (error) => end(`watch stopped: ${describeFailure(error)}${isClose(error) && error.code === 4403 ? ' — the credentials were refused or expired' : ''}`),
+      complete: () => end('watch stopped: the server ended the subscription'),
+    },
+  );
+  return {
+    ready,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      unsubscribe();
+      await client.dispose();
+    },
+  };
+}

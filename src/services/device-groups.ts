@@ -1,0 +1,669 @@
+import { LockMode, raw, type FilterQuery } from '@mikro-orm/core';
+import { z } from 'zod';
+import { Device } from '../../entities/device.js';
+import {
+  DEVICE_GROUP_TYPES,
+  DeviceGroup,
+  DeviceGroupLog,
+  DeviceGroupMember,
+  GROUP_LOG_ACTIONS,
+  GROUP_LOG_REASONS,
+  GROUP_MEMBER_SOURCES,
+  GROUP_PIN_MODES,
+  type GroupLogReason,
+  type GroupMemberSource,
+} from '../../entities/device-group.js';
+import { Site } from '../../entities/site.js';
+import type { RequestContext } from '../auth/context.js';
+import type { Permission } from '../auth/permissions.js';
+import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
+import { escapeLike, containsPattern } from '../db/like.js';
+import { withTransaction } from '../db/transaction.js';
+import { badRequest, conflict, notFound } from '../errors.js';
+import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
+import { parseInput, timestamp, uuid } from '../validation.js';
+import { recordAudit } from './audit.js';
+import { applyChanges, providedFields } from './changes.js';
+import { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, deviceView, type DeviceView } from './devices.js';
+import { checkTargetSite } from './enrollment-keys.js';
+
+/*
+ * Device groups: `static` groups list their devices by hand; `dynamic` ones hold the devices their
+ * typed filter matches, materialized in device_group_member and kept current on every group write
+ * and, through the device-groups subscriber, on every device event. Pins keep a device in (or out
+ * of) a dynamic group whatever the filter says. Joins and leaves are logged with their reason.
+ *
+ * Every membership change of a group happens under that group's row lock, so a filter change and a
+ * device event never interleave on one group, and each one re-reads what it acts on (at least once).
+ */
+
+const RESOURCE = 'Group';
+
+// ── the filter ──────────────────────────────────────────────────────────────────────────────────
+
+/** Hostname characters and the two glob wildcards: never a regular expression, never a LIKE operator. */
+const HOSTNAME_PATTERN = /^[A-Za-z0-9._*?-]+$/;
+const MAX_FILTER_VALUES = 50;
+const tagValue = z.string().trim().min(1).max(100);
+
+export const GroupFilterStatusSchema = DeviceStatusSchema.exclude(['decommissioned']).meta({ title: 'GroupFilterStatus' });
+
+const tagFilterShape = {
+  any: z.array(tagValue).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries at least one of these tags'),
+  all: z.array(tagValue).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries every one of these tags'),
+};
+
+/** One shape, two titled schemas: the input (strict: unknown criteria are refused) and the view, as GraphQL has input and object types. */
+const filterShape = <T extends z.ZodType>(tags: T) => ({
+  osTypes: z.array(OsTypeSchema).min(1).max(OsTypeSchema.options.length).optional().describe('any of these operating systems'),
+  hostname: z
+    .string()
+    .trim()
+    .min(1)
+    .max(255)
+    .regex(HOSTNAME_PATTERN, { message: 'may hold letters, digits, ".", "-", "_" and the wildcards * and ? only (no regular expressions)' })
+    .optional()
+    .describe('case-insensitive; with * (any run) or ? (one character) a glob over the whole hostname, otherwise a substring'),
+  siteIds: z.array(uuid()).min(1).max(MAX_FILTER_VALUES).optional().describe("any of these sites of the group's organization"),
+  tags: tags.optional(),
+  agentVersions: z.array(z.string().trim().min(1).max(50)).min(1).max(MAX_FILTER_VALUES).optional().describe('any of these agent versions, exactly'),
+  statuses: z.array(GroupFilterStatusSchema).min(1).max(GroupFilterStatusSchema.options.length).optional().describe('any of these statuses'),
+});
+const FILTER_DESCRIPTION = 'Every given criterion must hold (an empty filter matches every device of the group); decommissioned devices never match.';
+
+/**
+ * What a dynamic group matches. Values are data the service compares with operators it chooses:
+ * none becomes a query operator, and the hostname pattern is a glob, never a regular expression.
+ */
+export const GroupFilterInputSchema = z
+  .strictObject(filterShape(z.strictObject(tagFilterShape).meta({ title: 'GroupTagFilterInput' })))
+  .meta({ title: 'GroupFilterInput', description: FILTER_DESCRIPTION });
+export const GroupFilterSchema = z.object(filterShape(z.object(tagFilterShape).meta({ title: 'GroupTagFilter' }))).meta({ title: 'GroupFilter', description: FILTER_DESCRIPTION });
+export type GroupFilterInput = z.input<typeof GroupFilterInputSchema>;
+export type GroupFilter = z.output<typeof GroupFilterSchema>;
+
+const dedupe = <T>(values: T[] | undefined) => (values ? [...new Set(values)].sort() : undefined);
+
+/** One stored form per meaning: lists deduplicated and sorted, absent criteria left out (so an unchanged filter compares equal). */
+function normalizeFilter(filter: GroupFilter): GroupFilter {
+  const tags = filter.tags && { ...(filter.tags.any ? { any: dedupe(filter.tags.any) } : {}), ...(filter.tags.all ? { all: dedupe(filter.tags.all) } : {}) };
+  const normalized: GroupFilter = {
+    osTypes: dedupe(filter.osTypes),
+    hostname: filter.hostname?.replace(/\*+/g, '*'),
+    siteIds: dedupe(filter.siteIds?.map((id) => id.toLowerCase())),
+    tags: tags && Object.keys(tags).length > 0 ? tags : undefined,
+    agentVersions: dedupe(filter.agentVersions),
+    statuses: dedupe(filter.statuses),
+  };
+  return Object.fromEntries(Object.entries(normalized).filter(([, v]) => v !== undefined)) as GroupFilter;
+}
+
+/** `*` any run, `?` one character over the whole hostname; without either, a substring. Everything else matches literally. */
+export function hostnameLikePattern(pattern: string): string {
+  if (!/[*?]/.test(pattern)) return containsPattern(pattern);
+  return escapeLike(pattern).replace(/\*/g, '%').replace(/\?/g, '_');
+}
+
+/** The filter as conditions on devices: each value bound as a parameter, each operator chosen here. */
+function filterConditions(filter: GroupFilter): FilterQuery<Device>[] {
+  const where: FilterQuery<Device>[] = [];
+  if (filter.osTypes) where.push({ osType: { $in: filter.osTypes } });
+  if (filter.hostname) where.push({ hostname: { $ilike: hostnameLikePattern(filter.hostname) } });
+  if (filter.siteIds) where.push({ siteId: { $in: filter.siteIds } });
+  if (filter.tags?.all) where.push({ tags: { $contains: filter.tags.all } } as FilterQuery<Device>);
+  if (filter.tags?.any) where.push({ $or: filter.tags.any.map((tag) => ({ tags: { $contains: [tag] } })) } as FilterQuery<Device>);
+  if (filter.agentVersions) where.push({ agentVersion: { $in: filter.agentVersions } });
+  if (filter.statuses) where.push({ status: { $in: filter.statuses } });
+  return where;
+}
+
+/** The devices a group may hold at all: its organization's (and site's), not decommissioned. */
+function groupScope(group: DeviceGroup): FilterQuery<Device> {
+  return { orgId: group.orgId, ...(group.siteId ? { siteId: group.siteId } : {}), status: { $ne: 'decommissioned' } };
+}
+
+/** Sites a filter names must be sites of the group's organization that the caller can see (404 `Site not found` otherwise). */
+async function checkFilterSites(ctx: RequestContext, orgId: string, filter: GroupFilter): Promise<void> {
+  if (!filter.siteIds) return;
+  const allowed = visibleSiteIds(ctx, orgId);
+  const found = await ctx.em.count(Site, { id: { $in: filter.siteIds }, orgId });
+  if (found !== filter.siteIds.length || (allowed && filter.siteIds.some((id) => !allowed.includes(id)))) throw notFound('Site');
+}
+
+// ── views ───────────────────────────────────────────────────────────────────────────────────────
+
+export const GroupTypeSchema = z.enum(DEVICE_GROUP_TYPES).meta({ title: 'GroupType' });
+export const GroupPinModeSchema = z.enum(GROUP_PIN_MODES).meta({ title: 'GroupPinMode' });
+export const GroupMemberSourceSchema = z.enum(GROUP_MEMBER_SOURCES).meta({ title: 'GroupMemberSource' });
+export const GroupLogActionSchema = z.enum(GROUP_LOG_ACTIONS).meta({ title: 'GroupLogAction' });
+export const GroupLogReasonSchema = z.enum(GROUP_LOG_REASONS).meta({ title: 'GroupLogReason' });
+
+export const DeviceGroupViewSchema = z
+  .object({
+    id: uuid(),
+    orgId: uuid(),
+    siteId: uuid().nullable().describe('a site-scoped group holds only devices of this site'),
+    name: z.string(),
+    description: z.string().nullable(),
+    type: GroupTypeSchema,
+    filter: GroupFilterSchema.nullable().describe('dynamic groups: what they match; null for static groups'),
+    deviceCount: z.number().int().describe('current members'),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
+  })
+  .meta({ title: 'DeviceGroup' });
+export type DeviceGroupView = z.output<typeof DeviceGroupViewSchema>;
+export const DeviceGroupPageSchema = pageSchema(DeviceGroupViewSchema, 'DeviceGroupPage');
+/** A page of devices (a group's members, devices by tag). */
+export const DevicePageSchema = pageSchema(DeviceViewSchema, 'DevicePage');
+
+export const GroupMembershipSchema = z
+  .object({
+    groupId: uuid(),
+    deviceId: uuid(),
+    member: z.boolean(),
+    source: GroupMemberSourceSchema.nullable().describe('why the device is a member: manual (static), filter, or pin'),
+    pin: GroupPinModeSchema.nullable(),
+    joinedAt: timestamp().nullable(),
+  })
+  .meta({ title: 'GroupMembership' });
+export type GroupMembershipView = z.output<typeof GroupMembershipSchema>;
+
+export const GroupLogEntrySchema = z
+  .object({
+    id: uuid(),
+    groupId: uuid(),
+    deviceId: uuid(),
+    hostname: z.string().describe("the device's hostname when it happened"),
+    action: GroupLogActionSchema,
+    reason: GroupLogReasonSchema,
+    actorId: uuid().nullable().describe('the user or API key that caused it; null when a device change did'),
+    createdAt: timestamp(),
+  })
+  .meta({ title: 'GroupMembershipLogEntry' });
+export type GroupLogEntryView = z.output<typeof GroupLogEntrySchema>;
+export const GroupLogPageSchema = pageSchema(GroupLogEntrySchema, 'GroupMembershipLogPage');
+
+export const GroupPreviewSchema = z
+  .object({
+    count: z.number().int().describe('devices the group would hold'),
+    devices: z.array(DeviceViewSchema).describe('the first of them by hostname, up to `limit`'),
+    joining: z.number().int().describe('of those, devices not members now'),
+    leaving: z.number().int().describe('current members the group would no longer hold'),
+  })
+  .meta({ title: 'GroupPreview' });
+export type GroupPreview = z.output<typeof GroupPreviewSchema>;
+
+export const AddGroupDevicesResultSchema = z
+  .object({
+    added: z.array(uuid()),
+    alreadyMembers: z.array(uuid()),
+    deviceCount: z.number().int(),
+  })
+  .meta({ title: 'GroupDevicesAdded' });
+export type AddGroupDevicesResult = z.output<typeof AddGroupDevicesResultSchema>;
+
+function groupView(group: DeviceGroup, deviceCount: number): DeviceGroupView {
+  return {
+    id: group.id,
+    orgId: group.orgId,
+    siteId: group.siteId,
+    name: group.name,
+    description: group.description,
+    type: group.type,
+    filter: group.type === 'dynamic' ? ((group.filter ?? {}) as GroupFilter) : null,
+    deviceCount,
+    createdAt: group.createdAt.toISOString(),
+    updatedAt: group.updatedAt.toISOString(),
+  };
+}
+
+function membershipView(groupId: string, deviceId: string, row: DeviceGroupMember | null): GroupMembershipView {
+  return { groupId, deviceId, member: !!row?.source, source: row?.source ?? null, pin: row?.pin ?? null, joinedAt: row?.joinedAt?.toISOString() ?? null };
+}
+
+function logView(entry: DeviceGroupLog): GroupLogEntryView {
+  return {
+    id: entry.id,
+    groupId: entry.groupId,
+    deviceId: entry.deviceId,
+    hostname: entry.hostname,
+    action: entry.action,
+    reason: entry.reason,
+    actorId: entry.actorId,
+    createdAt: entry.createdAt.toISOString(),
+  };
+}
+
+async function memberCounts(ctx: RequestContext, groupIds: string[]): Promise<Map<string, number>> {
+  if (groupIds.length === 0) return new Map();
+  const rows = (await ctx.em.execute(`select group_id, count(*)::int as n from device_group_member where group_id in (?) and source is not null group by group_id`, [groupIds])) as {
+    group_id: string;
+    n: number;
+  }[];
+  return new Map(rows.map((r) => [r.group_id, r.n]));
+}
+
+async function viewOf(ctx: RequestContext, group: DeviceGroup): Promise<DeviceGroupView> {
+  return groupView(group, (await memberCounts(ctx, [group.id])).get(group.id) ?? 0);
+}
+
+/** A group the caller may act on with `permission`; another tenant's group, an org-wide group for a site-limited user, or one of another site is 404. */
+function accessibleGroup(ctx: RequestContext, id: string, permission: Permission): Promise<DeviceGroup> {
+  return loadOwned(ctx, DeviceGroup, id, permission, { resource: RESOURCE });
+}
+
+/** The device rows of the group's members; `in (subquery)` keeps large groups to one parameter. */
+function membersOf(groupId: string): FilterQuery<Device> {
+  return { id: { $in: raw('select m.device_id from device_group_member m where m.group_id = ? and m.source is not null', [groupId]) } } as FilterQuery<Device>;
+}
+
+// ── materialized membership ─────────────────────────────────────────────────────────────────────
+
+interface Cause {
+  /** the user or API key acting; null for device changes */
+  actorId: string | null;
+  /** the reason of ordinary joins and leaves, when the operation names one (pin, unpin) */
+  reason?: Extract<GroupLogReason, 'pin' | 'unpin'>;
+}
+
+interface DeviceFacts {
+  id: string;
+  orgId: string;
+  siteId: string | null;
+  status: Device['status'];
+  hostname: string;
+}
+
+async function deviceFacts(tx: RequestContext, where: FilterQuery<Device>): Promise<DeviceFacts[]> {
+  const rows = await tx.em.find(Device, where, { fields: ['id', 'orgId', 'siteId', 'status', 'hostname'], disableIdentityMap: true });
+  return rows.map((d) => ({ id: d.id, orgId: d.orgId, siteId: d.siteId, status: d.status, hostname: d.hostname }));
+}
+
+/** Locks a group row for a membership change; every writer of a group's membership holds it. */
+async function lockGroup(tx: RequestContext, id: string): Promise<DeviceGroup> {
+  const group = await tx.em.findOne(DeviceGroup, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  if (!group) throw notFound(RESOURCE);
+  return group;
+}
+
+/**
+ * Brings a group's membership (of `deviceIds`, or of every device) in line with its rules, under the
+ * group's lock: devices that left the group's organization or site leave (`device_moved`, pins
+ * dropped), decommissioned devices leave (`device_decommissioned`); in dynamic groups a device is a
+ * member when pinned in, or matched by the filter and not pinned out. Each join and leave is logged
+ * once; running it again changes nothing.
+ */
+async function reconcileGroup(tx: RequestContext, group: DeviceGroup, deviceIds: string[] | null, cause: Cause): Promise<void> {
+  const only = deviceIds ? { deviceId: { $in: deviceIds } } : {};
+  const rows = await tx.em.find(DeviceGroupMember, { groupId: group.id, ...only }, { refresh: true });
+  const facts = new Map((rows.length > 0 ? await deviceFacts(tx, { id: { $in: rows.map((r) => r.deviceId) } }) : []).map((d) => [d.id, d]));
+  const matched =
+    group.type === 'dynamic'
+      ? new Map(
+          (await deviceFacts(tx, { $and: [groupScope(group), ...filterConditions((group.filter ?? {}) as GroupFilter), ...(deviceIds ? [{ id: { $in: deviceIds } }] : [])] })).map((d) => [
+            d.id,
+            d,
+          ]),
+        )
+      : new Map<string, DeviceFacts>();
+  const now = tx.runtime.clock.now();
+  const log = (device: DeviceFacts, action: 'joined' | 'left', reason: GroupLogReason) =>
+    tx.em.create(DeviceGroupLog, { groupId: group.id, deviceId: device.id, hostname: device.hostname, action, reason, actorId: cause.actorId, createdAt: now });
+  const drop = (row: DeviceGroupMember) => tx.em.remove(row);
+
+  for (const row of rows) {
+    const device = facts.get(row.deviceId);
+    const member = row.source !== null;
+    if (!device || device.orgId !== group.orgId || (group.siteId && device.siteId !== group.siteId)) {
+      if (member && device) log(device, 'left', 'device_moved');
+      drop(row);
+      continue;
+    }
+    if (device.status === 'decommissioned') {
+      if (member) log(device, 'left', 'device_decommissioned');
+      // A pin outlives decommissioning: a device enrolled again is back under it.
+      if (group.type === 'static' || row.pin === null) drop(row);
+      else Object.assign(row, { source: null, joinedAt: null });
+      continue;
+    }
+    if (group.type === 'static') continue;
+    const next: GroupMemberSource | null = row.pin === 'include' ? 'pin' : row.pin === 'exclude' ? null : matched.has(device.id) ? 'filter' : null;
+    if (next === null) {
+      if (member) log(device, 'left', cause.reason ?? (row.pin === 'exclude' ? 'pin' : 'filter'));
+      if (row.pin === null) drop(row);
+      else Object.assign(row, { source: null, joinedAt: null });
+    } else if (!member) {
+      log(device, 'joined', cause.reason ?? next);
+      Object.assign(row, { source: next, joinedAt: now });
+    } else if (row.source !== next) {
+      row.source = next;
+    }
+  }
+  const present = new Set(rows.map((r) => r.deviceId));
+  for (const device of matched.values()) {
+    if (present.has(device.id)) continue;
+    tx.em.create(DeviceGroupMember, { groupId: group.id, deviceId: device.id, source: 'filter', joinedAt: now });
+    log(device, 'joined', cause.reason ?? 'filter');
+  }
+  await tx.em.flush();
+}
+
+/**
+ * After a device changed (enrolled, updated, moved, online/offline, decommissioned): every group that
+ * holds a row of it and every dynamic group that could match it is brought in line. The outbox
+ * subscriber calls it as the system; it is idempotent, as delivery is at least once.
+ */
+export async function reconcileDeviceMemberships(tx: RequestContext, deviceId: string): Promise<void> {
+  const [device] = await deviceFacts(tx, { id: deviceId });
+  if (!device) return;
+  const rows = (await tx.em.execute(
+    `select id from device_group where org_id = ? and type = 'dynamic' and (site_id is null or site_id = ?)
+     union select group_id from device_group_member where device_id = ?
+     order by 1`,
+    [device.orgId, device.siteId, deviceId],
+  )) as { id: string }[];
+  // One group at a time, in id order: concurrent reconciles take the locks in the same order.
+  for (const { id } of rows) {
+    const group = await tx.em.findOne(DeviceGroup, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    if (group) await reconcileGroup(tx, group, [deviceId], { actorId: null });
+  }
+}
+
+// ── groups ──────────────────────────────────────────────────────────────────────────────────────
+
+const groupName = z.string().trim().min(1).max(255);
+const groupDescription = z.string().trim().max(2000).nullable().optional();
+
+export const CreateGroupSchema = z
+  .strictObject({
+    orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
+    siteId: uuid().nullable().optional().describe('a site-scoped group holds only devices of this site; users limited to some sites must give one of theirs'),
+    name: groupName,
+    description: groupDescription,
+    type: GroupTypeSchema,
+    filter: GroupFilterInputSchema.optional().describe('dynamic groups only, and required for them'),
+  });
+export type CreateGroupInput = z.input<typeof CreateGroupSchema>;
+
+export const UpdateGroupSchema = z
+  .strictObject({
+    name: groupName.optional(),
+    description: groupDescription,
+    filter: GroupFilterInputSchema.optional().describe('dynamic groups only: replaces the filter; membership is recomputed'),
+  });
+export type UpdateGroupInput = z.input<typeof UpdateGroupSchema>;
+
+export const GroupListQuery = PageQuery.extend({
+  orgId: uuid().optional(),
+  siteId: uuid().optional(),
+  type: GroupTypeSchema.optional(),
+  search: z.string().trim().min(1).max(255).optional().describe('part of the name'),
+}).strict();
+export type GroupListInput = z.input<typeof GroupListQuery>;
+
+export async function listGroups(ctx: RequestContext, rawQuery: GroupListInput): Promise<Page<DeviceGroupView>> {
+  const query = parseInput(GroupListQuery, rawQuery);
+  await authorize(ctx, 'devices:read');
+  const where: FilterQuery<DeviceGroup>[] = [(await tenantWhere<DeviceGroup>(ctx, { org: 'orgId', site: 'siteId', requestedOrgId: query.orgId })) ?? {}];
+  if (query.siteId) where.push({ siteId: query.siteId });
+  if (query.type) where.push({ type: query.type });
+  if (query.search) where.push({ name: { $ilike: containsPattern(query.search) } });
+  const [rows, total] = await ctx.em.findAndCount(DeviceGroup, { $and: where }, { orderBy: { name: 'asc', id: 'asc' }, ...pageOptions(query) });
+  const counts = await memberCounts(
+    ctx,
+    rows.map((g) => g.id),
+  );
+  return toPage(
+    rows.map((g) => groupView(g, counts.get(g.id) ?? 0)),
+    total,
+    query,
+  );
+}
+
+export async function getGroup(ctx: RequestContext, id: string): Promise<DeviceGroupView> {
+  return viewOf(ctx, await accessibleGroup(ctx, id, 'devices:read'));
+}
+
+async function refuseTakenName(ctx: RequestContext, orgId: string, name: string, exceptId?: string): Promise<void> {
+  const taken = await ctx.em.count(DeviceGroup, { orgId, name, ...(exceptId ? { id: { $ne: exceptId } } : {}) });
+  if (taken > 0) throw conflict('A group with this name already exists in the organization');
+}
+
+export async function createGroup(ctx: RequestContext, rawInput: CreateGroupInput): Promise<DeviceGroupView> {
+  const input = parseInput(CreateGroupSchema, rawInput);
+  const orgId = await targetOrgId(ctx, input.orgId);
+  const principal = await authorize(ctx, 'devices:write', { orgId, resource: 'Organization' });
+  if (input.type === 'dynamic' && !input.filter) throw badRequest('filter: dynamic groups need a filter', [{ path: 'filter', message: 'dynamic groups need a filter' }]);
+  if (input.type === 'static' && input.filter) throw badRequest('filter: static groups have no filter (add devices to them instead)', [{ path: 'filter', message: 'static groups have no filter' }]);
+  const siteId = await checkTargetSite(ctx, orgId, input.siteId);
+  const filter = input.filter && normalizeFilter(input.filter);
+  if (filter) await checkFilterSites(ctx, orgId, filter);
+  await refuseTakenName(ctx, orgId, input.name);
+  return withTransaction(ctx, async (tx) => {
+    const group = tx.em.create(DeviceGroup, { orgId, siteId, name: input.name, description: input.description ?? null, type: input.type, filter: filter ?? null, createdBy: principal.userId });
+    await tx.em.flush();
+    if (group.type === 'dynamic') await reconcileGroup(tx, group, null, { actorId: principal.id });
+    await recordAudit(tx, {
+      action: 'device_group.create',
+      resourceType: 'device_group',
+      resourceId: group.id,
+      orgId,
+      changes: providedFields({ ...input, orgId, siteId }),
+      details: { name: group.name, type: group.type },
+    });
+    return viewOf(tx, group);
+  });
+}
+
+/** Name and description; a dynamic group's filter, which recomputes its membership. Type and scope stay as created. */
+export async function updateGroup(ctx: RequestContext, id: string, rawInput: UpdateGroupInput): Promise<DeviceGroupView> {
+  const input = parseInput(UpdateGroupSchema, rawInput);
+  const current = await accessibleGroup(ctx, id, 'devices:write');
+  const principal = requirePrincipal(ctx);
+  if (input.filter && current.type === 'static') throw badRequest('filter: static groups have no filter (add devices to them instead)', [{ path: 'filter', message: 'static groups have no filter' }]);
+  const filter = input.filter && normalizeFilter(input.filter);
+  if (filter) await checkFilterSites(ctx, current.orgId, filter);
+  if (input.name !== undefined) await refuseTakenName(ctx, current.orgId, input.name, id);
+  return withTransaction(ctx, async (tx) => {
+    const group = await lockGroup(tx, id);
+    const changes = applyChanges(group, { name: input.name, description: input.description, filter });
+    // A PATCH that changes nothing is not a mutation: no audit row, no recompute.
+    if (changes.length === 0) return viewOf(tx, group);
+    await tx.em.flush();
+    if (changes.includes('filter')) await reconcileGroup(tx, group, null, { actorId: principal.id });
+    await recordAudit(tx, { action: 'device_group.update', resourceType: 'device_group', resourceId: id, orgId: group.orgId, changes, details: { name: group.name } });
+    return viewOf(tx, group);
+  });
+}
+
+/** The group, its memberships, pins and log go; the devices stay. */
+export async function deleteGroup(ctx: RequestContext, id: string): Promise<void> {
+  const group = await accessibleGroup(ctx, id, 'devices:write');
+  await withTransaction(ctx, async (tx) => {
+    await lockGroup(tx, id);
+    await tx.em.nativeDelete(DeviceGroup, { id });
+    await recordAudit(tx, { action: 'device_group.delete', resourceType: 'device_group', resourceId: id, orgId: group.orgId, details: { name: group.name, type: group.type } });
+  });
+}
+
+// ── members ─────────────────────────────────────────────────────────────────────────────────────
+
+export const GroupDeviceListQuery = PageQuery.strict();
+export type GroupDeviceListInput = z.input<typeof GroupDeviceListQuery>;
+
+/** The group's current members the caller can see, by hostname. */
+export async function listGroupDevices(ctx: RequestContext, groupId: string, rawQuery: GroupDeviceListInput): Promise<Page<DeviceView>> {
+  const query = parseInput(GroupDeviceListQuery, rawQuery);
+  const group = await accessibleGroup(ctx, groupId, 'devices:read');
+  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const [rows, total] = await ctx.em.findAndCount(Device, { $and: [visible, membersOf(group.id)] }, { orderBy: { hostname: 'asc', id: 'asc' }, ...pageOptions(query) });
+  return toPage(rows.map(deviceView), total, query);
+}
+
+export const AddGroupDevicesSchema = z
+  .strictObject({ deviceIds: z.array(uuid()).min(1).max(MAX_LIMIT).describe(`1 to ${MAX_LIMIT} devices of the group's organization (and site)`) });
+export type AddGroupDevicesInput = z.input<typeof AddGroupDevicesSchema>;
+
+/**
+ * Devices that cannot join `group`: the caller cannot see them (404, as another tenant's), or they
+ * are outside the group's organization or site, or decommissioned (400 naming them).
+ */
+async function checkJoinable(ctx: RequestContext, group: DeviceGroup, deviceIds: string[]): Promise<DeviceFacts[]> {
+  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const devices = await deviceFacts(ctx, { $and: [visible, { id: { $in: deviceIds } }] });
+  if (devices.length !== deviceIds.length) throw notFound('Device');
+  const outside = devices.filter((d) => d.orgId !== group.orgId || (group.siteId && d.siteId !== group.siteId)).map((d) => d.id);
+  if (outside.length > 0) {
+    const where = group.siteId ? "the group's organization and site" : "the group's organization";
+    throw badRequest(`Only devices of ${where} can join this group: ${outside.join(', ')}`, { deviceIds: outside });
+  }
+  const retired = devices.filter((d) => d.status === 'decommissioned').map((d) => d.id);
+  if (retired.length > 0) throw badRequest(`Decommissioned devices cannot join groups: ${retired.join(', ')}`, { deviceIds: retired });
+  return devices;
+}
+
+/** Adds devices to a static group (dynamic groups take devices through their filter, or pins). Devices already in it are left as they are. */
+export async function addGroupDevices(ctx: RequestContext, groupId: string, rawInput: AddGroupDevicesInput): Promise<AddGroupDevicesResult> {
+  const input = parseInput(AddGroupDevicesSchema, rawInput);
+  const current = await accessibleGroup(ctx, groupId, 'devices:write');
+  const principal = requirePrincipal(ctx);
+  if (current.type === 'dynamic') throw badRequest('Devices join a dynamic group through its filter; pin a device to include it whatever the filter says');
+  const deviceIds = [...new Set(input.deviceIds.map((id) => id.toLowerCase()))];
+  const devices = await checkJoinable(ctx, current, deviceIds);
+  return withTransaction(ctx, async (tx) => {
+    const group = await lockGroup(tx, groupId);
+    const existing = new Set((await tx.em.find(DeviceGroupMember, { groupId, deviceId: { $in: deviceIds } }, { refresh: true })).map((r) => r.deviceId));
+    const now = tx.runtime.clock.now();
+    const added: string[] = [];
+    for (const device of devices) {
+      if (existing.has(device.id)) continue;
+      tx.em.create(DeviceGroupMember, { groupId, deviceId: device.id, source: 'manual', joinedAt: now });
+      tx.em.create(DeviceGroupLog, { groupId, deviceId: device.id, hostname: device.hostname, action: 'joined', reason: 'manual', actorId: principal.id, createdAt: now });
+      added.push(device.id);
+    }
+    await tx.em.flush();
+    if (added.length > 0) {
+      await recordAudit(tx, { action: 'device_group.member.add', resourceType: 'device_group', resourceId: groupId, orgId: group.orgId, details: { name: group.name, deviceIds: added } });
+    }
+    return { added, alreadyMembers: deviceIds.filter((id) => existing.has(id)), deviceCount: (await memberCounts(tx, [groupId])).get(groupId) ?? 0 };
+  });
+}
+
+/** Takes a device out of a static group (404 when it is not a member). */
+export async function removeGroupDevice(ctx: RequestContext, groupId: string, deviceId: string): Promise<void> {
+  const current = await accessibleGroup(ctx, groupId, 'devices:write');
+  const principal = requirePrincipal(ctx);
+  const device = await accessibleDevice(ctx, deviceId, 'devices:write');
+  if (current.type === 'dynamic') throw badRequest('Devices leave a dynamic group through its filter; pin a device with mode "exclude" to keep it out');
+  await withTransaction(ctx, async (tx) => {
+    const group = await lockGroup(tx, groupId);
+    const row = await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }, { refresh: true });
+    if (!row?.source) throw notFound('Group member');
+    tx.em.remove(row);
+    tx.em.create(DeviceGroupLog, { groupId, deviceId: device.id, hostname: device.hostname, action: 'left', reason: 'manual', actorId: principal.id, createdAt: tx.runtime.clock.now() });
+    await tx.em.flush();
+    await recordAudit(tx, { action: 'device_group.member.remove', resourceType: 'device_group', resourceId: groupId, orgId: group.orgId, details: { name: group.name, deviceId: device.id } });
+  });
+}
+
+// ── pins ────────────────────────────────────────────────────────────────────────────────────────
+
+export const PinGroupDeviceSchema = z
+  .strictObject({ mode: GroupPinModeSchema.default('include').describe('include: a member whatever the filter says; exclude: never a member') });
+export type PinGroupDeviceInput = z.input<typeof PinGroupDeviceSchema>;
+
+async function pinTargets(ctx: RequestContext, groupId: string, deviceId: string): Promise<{ group: DeviceGroup; device: DeviceFacts; actorId: string }> {
+  const group = await accessibleGroup(ctx, groupId, 'devices:write');
+  const principal = requirePrincipal(ctx);
+  const device = await accessibleDevice(ctx, deviceId, 'devices:write');
+  if (group.type === 'static') throw badRequest('Only dynamic groups have pins; add or remove devices of a static group instead');
+  return { group, device, actorId: principal.id };
+}
+
+/** Keeps a device in (`include`) or out of (`exclude`) a dynamic group whatever its filter says. */
+export async function pinGroupDevice(ctx: RequestContext, groupId: string, deviceId: string, rawInput: PinGroupDeviceInput): Promise<GroupMembershipView> {
+  const input = parseInput(PinGroupDeviceSchema, rawInput);
+  const { group: current, device, actorId } = await pinTargets(ctx, groupId, deviceId);
+  await checkJoinable(ctx, current, [device.id]);
+  return withTransaction(ctx, async (tx) => {
+    const group = await lockGroup(tx, groupId);
+    const row = await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }, { refresh: true });
+    if (row?.pin === input.mode) return membershipView(groupId, device.id, row);
+    if (row) row.pin = input.mode;
+    else tx.em.create(DeviceGroupMember, { groupId, deviceId: device.id, source: null, pin: input.mode });
+    await tx.em.flush();
+    await reconcileGroup(tx, group, [device.id], { actorId, reason: 'pin' });
+    await recordAudit(tx, { action: 'device_group.pin', resourceType: 'device_group', resourceId: groupId, orgId: group.orgId, details: { name: group.name, deviceId: device.id, mode: input.mode } });
+    return membershipView(groupId, device.id, await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }));
+  });
+}
+
+/** Drops a device's pin: the filter decides again. Answers the membership that results (no pin, no change). */
+export async function unpinGroupDevice(ctx: RequestContext, groupId: string, deviceId: string): Promise<GroupMembershipView> {
+  const { device, actorId } = await pinTargets(ctx, groupId, deviceId);
+  return withTransaction(ctx, async (tx) => {
+    const group = await lockGroup(tx, groupId);
+    const row = await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }, { refresh: true });
+    if (!row?.pin) return membershipView(groupId, device.id, row);
+    const mode = row.pin;
+    row.pin = null;
+    await tx.em.flush();
+    await reconcileGroup(tx, group, [device.id], { actorId, reason: 'unpin' });
+    await recordAudit(tx, { action: 'device_group.unpin', resourceType: 'device_group', resourceId: groupId, orgId: group.orgId, details: { name: group.name, deviceId: device.id, mode } });
+    return membershipView(groupId, device.id, await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }));
+  });
+}
+
+// ── preview ─────────────────────────────────────────────────────────────────────────────────────
+
+export const PreviewGroupSchema = z
+  .strictObject({
+    filter: GroupFilterInputSchema.optional().describe("a filter to try before saving it; the group's own by default"),
+    limit: z.number().int().min(1).max(MAX_LIMIT).default(100).describe(`devices to list, 1 to ${MAX_LIMIT}`),
+  });
+export type PreviewGroupInput = z.input<typeof PreviewGroupSchema>;
+
+/** What a dynamic group would hold under `filter` (or its own) and its pins, changing nothing. */
+export async function previewGroup(ctx: RequestContext, groupId: string, rawInput: PreviewGroupInput): Promise<GroupPreview> {
+  const input = parseInput(PreviewGroupSchema, rawInput);
+  const group = await accessibleGroup(ctx, groupId, 'devices:read');
+  if (group.type === 'static') throw badRequest('Only dynamic groups have a filter to preview');
+  const filter = input.filter ? normalizeFilter(input.filter) : ((group.filter ?? {}) as GroupFilter);
+  if (input.filter) await checkFilterSites(ctx, group.orgId, filter);
+  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const pinned = (mode: 'include' | 'exclude') => raw('select p.device_id from device_group_member p where p.group_id = ? and p.pin = ?', [group.id, mode]);
+  const conditions = filterConditions(filter);
+  // An empty filter matches the whole scope, pins included; otherwise the filter or an include pin.
+  const matches = conditions.length > 0 ? [{ $or: [{ $and: conditions }, { id: { $in: pinned('include') } }] }] : [];
+  const would = { $and: [visible, groupScope(group), ...matches, { id: { $nin: pinned('exclude') } }] } as FilterQuery<Device>;
+  const [[devices, count], stay, members] = await Promise.all([
+    ctx.em.findAndCount(Device, would, { orderBy: { hostname: 'asc', id: 'asc' }, limit: input.limit }),
+    ctx.em.count(Device, { $and: [would, membersOf(group.id)] } as FilterQuery<Device>),
+    ctx.em.count(Device, { $and: [visible, membersOf(group.id)] } as FilterQuery<Device>),
+  ]);
+  return { count, devices: devices.map(deviceView), joining: count - stay, leaving: members - stay };
+}
+
+// ── the membership log ──────────────────────────────────────────────────────────────────────────
+
+export const MembershipLogQuery = PageQuery.extend({
+  deviceId: uuid().optional(),
+  action: GroupLogActionSchema.optional(),
+  reason: GroupLogReasonSchema.optional(),
+}).strict();
+export type MembershipLogInput = z.input<typeof MembershipLogQuery>;
+
+/** Joins and leaves of the group, newest first, with their reasons. */
+export async function listMembershipLog(ctx: RequestContext, groupId: string, rawQuery: MembershipLogInput): Promise<Page<GroupLogEntryView>> {
+  const query = parseInput(MembershipLogQuery, rawQuery);
+  const group = await accessibleGroup(ctx, groupId, 'devices:read');
+  const where: FilterQuery<DeviceGroupLog> = {
+    groupId: group.id,
+    ...(query.deviceId ? { deviceId: query.deviceId } : {}),
+    ...(query.action ? { action: query.action } : {}),
+    ...(query.reason ? { reason: query.reason } : {}),
+  };
+  const [rows, total] = await ctx.em.findAndCount(DeviceGroupLog, where, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(query) });
+  return toPage(rows.map(logView), total, query);
+}

@@ -1,0 +1,113 @@
+import type { Permission } from '../src/auth/permissions.js';
+import { createTestApp, type TestApp } from './support/app.js';
+import { gql, loginOk, rest, type As } from './support/clients.js';
+import { buildOrg, buildRole, buildUser, type BuiltUser } from './support/factories.js';
+
+/**
+ * Revocation on every instance, at once: two server instances on one database; a write answered by
+ * instance A (logout, password change, disabled user, edited role, changed membership, suspended
+ * organization, revoked API key) refuses the very next request instance B receives, REST and GraphQL
+ * alike. B is used first, so whatever it could have remembered about the caller is warm; nothing is
+ * awaited between A's answer and B's request.
+ */
+let a: TestApp;
+let b: TestApp;
+
+beforeAll(async () => {
+  a = await createTestApp();
+  b = await createTestApp({ databaseUrl: a.databaseUrl });
+});
+
+afterAll(async () => {
+  await b?.server.stop();
+  await a?.stop();
+});
+
+const MANAGER: Permission[] = ['users:read', 'users:write', 'roles:read', 'roles:write'];
+
+/** An organization, a manager in it, and a member (a custom role granting users:read) signed in on instance A. */
+async function tenant() {
+  const org = await buildOrg(a);
+  const manager = await buildUser(a, { orgId: org.id, can: MANAGER });
+  const role = await buildRole(a, { scope: 'organization', orgId: org.id, permissions: ['users:read'] });
+  const member = await buildUser(a, { orgId: org.id, role: role.id });
+  const session = await loginOk(a, member.user.email, member.password);
+  return { org, manager, role, member, session, as: { token: session.accessToken } as As };
+}
+
+/** Instance B answers `as` many times (list and own profile, REST and GraphQL): anything it might cache is warm. */
+async function warm(as: As) {
+  for (let i = 0; i < 5; i++) {
+    expect((await rest(b, as).get('/users/me')).status).toBe(200);
+    expect((await rest(b, as).get('/users?limit=5')).status).toBe(200);
+    expect((await gql(b, as, '{ me { email } }')).body.errors).toBeUndefined();
+  }
+}
+
+const refusedOnB = async (as: As, path = '/users/me') => (await rest(b, as).get(path)).status;
+const gqlCodeOnB = async (as: As) => (await gql(b, as, '{ me { email } }')).body.errors?.[0]?.extensions?.code;
+
+test('a logout on A ends the session on B at once', async () => {
+  const t = await tenant();
+  await warm(t.as);
+  expect((await rest(a, t.as).post('/auth/logout', {})).status).toBe(204);
+  expect(await refusedOnB(t.as)).toBe(401);
+  expect(await gqlCodeOnB(t.as)).toBe('UNAUTHENTICATED');
+});
+
+test('a password change on A ends the old token on B at once', async () => {
+  const t = await tenant();
+  await warm(t.as);
+  const changed = await rest(a, t.as).post('/auth/change-password', { currentPassword: t.member.password, newPassword: 'a brand new password 123' });
+  expect(changed.status).toBe(200);
+  expect(await refusedOnB(t.as)).toBe(401);
+  expect(await gqlCodeOnB(t.as)).toBe('UNAUTHENTICATED');
+  // The session the change answered works on B.
+  expect((await rest(b, { token: changed.body.accessToken }).get('/users/me')).status).toBe(200);
+});
+
+test('a user disabled on A is refused on B at once', async () => {
+  const t = await tenant();
+  await warm(t.as);
+  expect((await rest(a, t.manager.as).patch(`/users/${t.member.user.id}`, { status: 'disabled' })).status).toBe(200);
+  expect(await refusedOnB(t.as)).toBe(401);
+  expect(await gqlCodeOnB(t.as)).toBe('UNAUTHENTICATED');
+});
+
+test('a role edited on A takes the permission away on B at once', async () => {
+  const t = await tenant();
+  await warm(t.as);
+  expect((await rest(a, t.manager.as).patch(`/roles/${t.role.id}`, { permissions: ['roles:read'] })).status).toBe(200);
+  expect(await refusedOnB(t.as, '/users?limit=5')).toBe(403);
+  // The caller is still signed in: only the permission went.
+  expect((await rest(b, t.as).get('/users/me')).body.permissions).toEqual(['roles:read']);
+});
+
+test("a membership's role changed on A applies on B at once", async () => {
+  const t = await tenant();
+  await warm(t.as);
+  const narrower = await buildRole(a, { scope: 'organization', orgId: t.org.id, permissions: ['roles:read'] });
+  expect((await rest(a, t.manager.as).post(`/users/${t.member.user.id}/role`, { roleId: narrower.id })).status).toBe(200);
+  expect(await refusedOnB(t.as, '/users?limit=5')).toBe(403);
+});
+
+test('an organization suspended on A is refused on B at once', async () => {
+  const t = await tenant();
+  const partnerAdmin = await buildUser(a, { partnerId: t.org.partnerId, can: ['organizations:read', 'organizations:write'] });
+  await warm(t.as);
+  expect((await rest(a, partnerAdmin.as).patch(`/orgs/organizations/${t.org.id}`, { status: 'suspended' })).status).toBe(200);
+  const res = await rest(b, t.as).get('/users/me');
+  expect(res.status).toBe(403);
+  expect(res.body.message).toBe('Your organization is suspended');
+});
+
+test('an API key revoked on A is refused on B at once', async () => {
+  const org = await buildOrg(a);
+  const owner: BuiltUser = await buildUser(a, { orgId: org.id, can: ['api_keys:read', 'api_keys:write', 'api_keys:delete', 'users:read'] });
+  const created = await rest(a, owner.as).post('/api-keys', { name: 'script', scopes: ['users:read', 'api_keys:read'] });
+  expect(created.status).toBe(201);
+  const key: As = { apiKey: created.body.key };
+  for (let i = 0; i < 5; i++) expect((await rest(b, key).get('/users?limit=5')).status).toBe(200);
+  expect((await rest(a, owner.as).delete(`/api-keys/${created.body.id}`)).status).toBe(204);
+  expect(await refusedOnB(key, '/users?limit=5')).toBe(401);
+});

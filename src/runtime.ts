@@ -38,7 +38,7 @@ export interface AgentChannels {
  * implements it (first attempts are claimed from the deliveries table; retries come through Agenda).
  */
 export interface WebhookDeliveryQueue {
-  /** New pending deliveries were committed (here, or announced by NOTIFY from another instance). */
+  /** New pending deliveries were committed (here, or on another instance: published on commit). */
   wake(): void;
   /** A retry (or a sweep's re-queue) of one delivery came due: attempt it when its webhook has a free slot. */
   submit(deliveryId: string): Promise<void>;

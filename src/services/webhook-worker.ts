@@ -56,6 +56,7 @@ export class WebhookDeliveryWorker implements WebhookDeliveryQueue {
   private readonly finished: { attempt: FinishedAttempt; done: () => void }[] = [];
   private recording: Promise<void> | null = null;
   private readonly attempts = new Set<Promise<void>>();
+  private attemptContext: RequestContext | null = null;
   private stopped = false;
   /** set when stopping gave up waiting: outcomes still to come are not recorded (their lease expires instead) */
   private abandoned = false;
@@ -220,7 +221,9 @@ export class WebhookDeliveryWorker implements WebhookDeliveryQueue {
   private async run(delivery: ClaimedDelivery): Promise<void> {
     let outcome;
     try {
-      outcome = await attemptDelivery(this.context(), delivery, this.connections);
+      // An attempt reads no rows: one context serves them all.
+      this.attemptContext ??= this.context();
+      outcome = await attemptDelivery(this.attemptContext, delivery, this.connections);
     } finally {
       this.release(delivery.webhookId);
     }

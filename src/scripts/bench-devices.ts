@@ -10,19 +10,19 @@
  *   `pg` pool (no HTTP, no ORM). Also the statements one heartbeat sends to PostgreSQL, and the CPU
  *   each heartbeat costs the server process and PostgreSQL's backends.
  * - device-list: BENCH_LIST_DEVICES (default 100,000) devices in one organization (generate_series),
- *   `GET /api/v1/devices?limit=50` as an Organization Technician, sorted by hostname (asc) and by
- *   lastSeen (desc), first page and the page after row 50,000 (its cursor built from that row, as
- *   the server builds it), one request at a time. Ceiling: the SQL the server ran, sent by a bare
- *   `pg` client. Plus `EXPLAIN ANALYZE` of the deep page's query.
- * - device-events: a graphql-ws client subscribed as the technician; a device set offline in the
- *   database (no event) is brought back by its heartbeat, and the `device.online` event is timed from
- *   the heartbeat's answer to the subscription message, BENCH_TRANSITIONS (default 200) times.
- *   Ceilings: one PostgreSQL NOTIFY → LISTEN hop between bare `pg` clients (the path has two), and
- *   a plain graphql-js schema's subscription over graphql-ws (publish → client message).
+ *   `GET /api/v1/devices?limit=50` as an Organization Technician (signed in), sorted by hostname (asc)
+ *   and by lastSeen (desc), first page and the page after row 50,000 (its cursor the one the server
+ *   hands out there, reached by walking the list 1,000 rows at a time; checked to start at the row
+ *   after), BENCH_LIST_SAMPLES requests one at a time. Ceiling: the SQL the server ran, sent by a
+ *   bare `pg` client. Plus `EXPLAIN ANALYZE` of the deep page's query.
+ * - device-events: a graphql-ws client subscribed to `deviceStatusChanged(orgId)` as the technician;
+ *   a device set offline in the database (no event) is brought back by its heartbeat, and its
+ *   `online` message is timed from the heartbeat's answer to the subscription message,
+ *   BENCH_TRANSITIONS (default 200) times. Ceilings: one PostgreSQL NOTIFY → LISTEN hop between bare
+ *   `pg` clients (the path has two), and a plain graphql-js schema's subscription over graphql-ws
+ *   (publish → client message).
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { buildSchema } from 'graphql';
@@ -30,79 +30,82 @@ import { createClient, type Client } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import pg from 'pg';
 import WebSocket, { WebSocketServer } from 'ws';
-import { Organization } from '../../entities/organization.js';
-import { Partner } from '../../entities/partner.js';
-import { Membership, User } from '../../entities/user.js';
-import { SYSTEM_ROLES } from '../auth/permissions.js';
-import { signAccessToken } from '../auth/tokens.js';
-import { encodeCursor } from '../pagination.js';
 import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
 import type { Runtime } from '../runtime.js';
 import { sha256Hex } from '../secrets.js';
 import type { RunningServer } from '../server.js';
-import { percentiles, runLoad, type LoadRequest, type LoadResult } from './bench-load.js';
+import { percentiles, runLoad, type LoadRequest } from './bench-load.js';
+import {
+  Meter,
+  benchOrg,
+  bounded,
+  captureQueries,
+  failures,
+  loadFigures,
+  metered,
+  notifyHop,
+  portOf,
+  print,
+  request,
+  round,
+  shapeOf,
+  signedInUser,
+  statementShapes,
+  withPlainServer,
+  type BenchSection,
+  type Statement,
+} from './bench-support.js';
+import { DEVICE_STATUS_SUBSCRIPTION, type DeviceStatusChange } from './simulator.js';
 
-export const DEVICE_SECTIONS = ['heartbeats', 'device-list', 'device-events'] as const;
-export type DeviceSection = (typeof DEVICE_SECTIONS)[number];
-
-const bounded = (name: string, fallback: number, max: number) => Math.min(Math.max(1, Number(process.env[name] ?? fallback) || fallback), max);
 const AGENTS = bounded('BENCH_AGENTS', 2000, 100_000);
 const HEARTBEAT_CONNECTIONS = bounded('BENCH_HEARTBEAT_CONNECTIONS', 50, 1000);
 const HEARTBEAT_SECONDS = bounded('BENCH_HEARTBEAT_SECONDS', 10, 300);
 const LIST_DEVICES = bounded('BENCH_LIST_DEVICES', 100_000, 1_000_000);
 const LIST_SAMPLES = bounded('BENCH_LIST_SAMPLES', 200, 10_000);
 const TRANSITIONS = bounded('BENCH_TRANSITIONS', 200, 5000);
-const DEEP_ROW = Math.min(50_000, Math.floor(LIST_DEVICES / 2));
 const PAGE = 50;
-const TECHNICIAN_ROLE = SYSTEM_ROLES.find((r) => r.name === 'Organization Technician')!.id;
+/** the deep page starts after this row (half the fleet when it is smaller than 100,000) */
+const DEEP_ROW = Math.max(PAGE, Math.min(50_000, Math.floor(LIST_DEVICES / 2)));
 
-const print = (figures: unknown) => console.log(JSON.stringify(figures, null, 2));
+export const DEVICE_SECTIONS = {
+  heartbeats: (server) => withPool(server.runtime, (pool) => heartbeats(server, pool)),
+  'device-list': (server) => withPool(server.runtime, (pool) => deviceList(server, pool)),
+  'device-events': (server) => withPool(server.runtime, (pool) => deviceEvents(server, pool)),
+} satisfies Record<string, BenchSection>;
 
-export async function runDeviceSections(server: RunningServer, sections: DeviceSection[]): Promise<boolean> {
-  const { runtime } = server;
-  const port = (server.httpServer.address() as AddressInfo).port;
+/** The bench's own `pg` pool on the server's database (its statements are not the server's). */
+async function withPool<T>(runtime: Runtime, fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
   const pool = new pg.Pool({ connectionString: runtime.databaseUrl, max: 20 });
-  let ok = true;
   try {
-    // The figures assume the machine is otherwise idle: say so when it is not.
-    const before = machineCpu();
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    const after = machineCpu();
-    if (before && after) {
-      const busy = (after.busy - before.busy) / (after.total - before.total);
-      console.log(`bench: machine ${Math.round(busy * 100)} % busy over 1 s before the device sections${busy > 0.1 ? ' — other processes are running; rates will be low' : ''}`);
-    }
-    for (const section of sections) {
-      const started = performance.now();
-      if (section === 'heartbeats') ok = (await heartbeats(runtime, port, pool)) && ok;
-      if (section === 'device-list') ok = (await deviceList(runtime, port, pool)) && ok;
-      if (section === 'device-events') ok = (await deviceEvents(runtime, port, pool)) && ok;
-      console.log(`bench: ${section} took ${((performance.now() - started) / 1000).toFixed(1)} s`);
-    }
+    return await fn(pool);
   } finally {
     await pool.end();
   }
-  return ok;
 }
 
 // ── heartbeats ──────────────────────────────────────────────────────────────────────────────────
 
-async function heartbeats(runtime: Runtime, port: number, pool: pg.Pool): Promise<boolean> {
-  const orgId = await benchOrg(runtime, 'Bench heartbeats');
+/** What a heartbeat answers when there is nothing to hand out: the plain server's answer. */
+const IDLE_HEARTBEAT_ANSWER = JSON.stringify({ commands: [], configUpdate: null, upgradeTo: null });
+
+async function heartbeats(server: RunningServer, pool: pg.Pool): Promise<boolean> {
+  const port = portOf(server);
+  const orgId = await benchOrg(server.runtime, 'Bench heartbeats');
   const seedStarted = performance.now();
   const agents = await seedAgents(pool, orgId, AGENTS);
   console.log(
     `bench: heartbeats — ${AGENTS} devices seeded in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s; ${HEARTBEAT_CONNECTIONS} connections, ${HEARTBEAT_SECONDS} s after a 2 s warm-up`,
   );
-  const requests = agents.map(heartbeatRequest);
-  const load = { requests, connections: HEARTBEAT_CONNECTIONS, warmupMs: 2000, durationMs: HEARTBEAT_SECONDS * 1000 };
+  const load = { requests: agents.map(heartbeatRequest), connections: HEARTBEAT_CONNECTIONS, warmupMs: 2000, durationMs: HEARTBEAT_SECONDS * 1000 };
 
-  const ceiling = await withPlainServer((plainPort) => metered(pool, (onWindow) => runLoad({ ...load, port: plainPort, warmupMs: 1000, durationMs: 5000 }, onWindow)));
-  // The statements of 50 heartbeats, one at a time, each captured on its own; anything else running
-  // meanwhile (the outbox poll, a job) shows up as a shape seen less than once per heartbeat.
+  const ceiling = await withPlainServer(
+    (body) => (JSON.parse(body || '{}'), IDLE_HEARTBEAT_ANSWER),
+    (plainPort) => metered(pool, (onWindow) => runLoad({ ...load, port: plainPort, warmupMs: 1000, durationMs: 5000 }, onWindow)),
+  );
+  // The statements of 50 heartbeats, one at a time, each captured on its own.
   const sample = agents.slice(0, 50);
   const captured: Statement[][] = [];
-  for (const agent of sample) captured.push((await captureQueries(pool, () => postJson(port, heartbeatRequest(agent)))).queries);
+  for (const agent of sample) captured.push((await captureQueries(() => request(port, heartbeatRequest(agent)), pool)).queries);
   const shapes = statementShapes(captured.flat(), sample.length);
   const sqlFloor = await replayHeartbeats(pool, typicalHeartbeat(sample, captured), agents, HEARTBEAT_CONNECTIONS, 5000);
   const measured = await metered(pool, (onWindow) => runLoad({ ...load, port }, onWindow));
@@ -193,34 +196,41 @@ const LIST_SORTS = [
   { name: 'lastSeen', dir: 'desc', column: 'last_seen_at' },
 ] as const;
 
-async function deviceList(runtime: Runtime, port: number, pool: pg.Pool): Promise<boolean> {
-  const orgId = await benchOrg(runtime, 'Bench fleet');
-  const token = await technicianToken(runtime, orgId);
+type DevicePage = { devices: { id: string }[]; nextCursor: string | null };
+
+async function deviceList(server: RunningServer, pool: pg.Pool): Promise<boolean> {
+  const port = portOf(server);
+  const orgId = await benchOrg(server.runtime, 'Bench fleet');
+  const headers = { authorization: `Bearer ${await signedInUser(server.runtime, port, orgId, 'Organization Technician')}` };
+  const get = async (path: string) => {
+    const answer = await request(port, { method: 'GET', path, headers });
+    if (answer.status !== 200) throw new Error(`bench: GET ${path}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+    return answer.body as DevicePage;
+  };
   const seedStarted = performance.now();
   await seedFleet(pool, orgId, LIST_DEVICES);
   console.log(`bench: device-list — ${LIST_DEVICES} devices seeded and analyzed in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s; ${LIST_SAMPLES} requests per figure, one at a time`);
-  const headers = { authorization: `Bearer ${token}` };
   const figures: Record<string, unknown> = {};
   let ok = true;
   const plans: unknown[] = [];
 
   for (const sort of LIST_SORTS) {
-    const base = `/api/v1/devices?limit=${PAGE}&sort=${sort.name}&sortDir=${sort.dir}`;
-    // Row DEEP_ROW of this order (the same ORDER BY as the server's), and the cursor the server
-    // would have handed out with the page that ends on it.
-    const { rows } = await pool.query(
-      `select id, ${sort.column} as value from device where org_id = $1 and status <> 'decommissioned' order by ${sort.column} ${sort.dir}, id ${sort.dir} offset $2 limit 2`,
-      [orgId, DEEP_ROW - 1],
-    );
-    const [last, next] = rows as { id: string; value: string | Date }[];
-    const value = last!.value instanceof Date ? last!.value.toISOString() : last!.value;
-    const cursor = `${Buffer.from(`${sort.name}.${sort.dir}`).toString('base64url')}.${encodeCursor({ value, id: last!.id })}`;
-    const deep = `${base}&cursor=${encodeURIComponent(cursor)}`;
-
-    const check = await getJson(port, deep, headers);
-    const continues = check.status === 200 && (check.body as { devices: { id: string }[] }).devices[0]?.id === next!.id;
-    if (!continues) {
-      console.error(`bench: the page after row ${DEEP_ROW} (${sort.name}) does not start at row ${DEEP_ROW + 1}: ${check.status} ${JSON.stringify(check.body).slice(0, 300)}`);
+    const order = `sort=${sort.name}&sortDir=${sort.dir}`;
+    const base = `/api/v1/devices?limit=${PAGE}&${order}`;
+    // The cursor the server hands out with the page that ends on row DEEP_ROW.
+    let cursor: string | null = null;
+    for (let seen = 0; seen < DEEP_ROW; ) {
+      const page: DevicePage = await get(`/api/v1/devices?limit=${Math.min(1000, DEEP_ROW - seen)}&${order}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      seen += page.devices.length;
+      cursor = page.nextCursor;
+      if (!cursor) throw new Error(`bench: the list (${sort.name}) ends after ${seen} rows, before row ${DEEP_ROW}`);
+    }
+    const deep = `${base}&cursor=${encodeURIComponent(cursor!)}`;
+    // Row DEEP_ROW + 1 of the same order, by the bench's own SQL: the deep page must start there.
+    const { rows } = await pool.query(`select id from device where org_id = $1 and status <> 'decommissioned' order by ${sort.column} ${sort.dir}, id ${sort.dir} offset $2 limit 1`, [orgId, DEEP_ROW]);
+    const firstOfDeep = (await get(deep)).devices[0]?.id;
+    if (firstOfDeep !== (rows[0] as { id: string } | undefined)?.id) {
+      console.error(`bench: the page after row ${DEEP_ROW} (${sort.name}) starts at ${firstOfDeep}, not at row ${DEEP_ROW + 1} (${(rows[0] as { id: string } | undefined)?.id})`);
       ok = false;
     }
 
@@ -238,19 +248,19 @@ async function deviceList(runtime: Runtime, port: number, pool: pg.Pool): Promis
     plans.push({ sort: `${sort.name} ${sort.dir}`, ...(await explain(pool, deepSql)) });
   }
   // What one list request sends to PostgreSQL (the first page by hostname, 20 times).
-  const { queries } = await captureQueries(pool, async () => {
-    for (let i = 0; i < 20; i++) await getJson(port, `/api/v1/devices?limit=${PAGE}&sort=hostname`, headers);
-  });
+  const { queries } = await captureQueries(async () => {
+    for (let i = 0; i < 20; i++) await get(`/api/v1/devices?limit=${PAGE}&sort=hostname`);
+  }, pool);
   const shapes = statementShapes(queries, 20);
-  figures.statementsPerRequest = shapes.perUnit;
-  figures.statements = shapes.list;
-  print({ deviceList: { devices: LIST_DEVICES, limit: PAGE, ...figures, explainPageAfterRow: { row: DEEP_ROW, plans } } });
+  print({
+    deviceList: { devices: LIST_DEVICES, limit: PAGE, ...figures, statementsPerRequest: shapes.perUnit, statements: shapes.list, explainPageAfterRow: { row: DEEP_ROW, plans } },
+  });
   return ok;
 }
 
 /** The device-list SELECT the server sent for `path`. */
 async function serverQuery(pool: pg.Pool, port: number, path: string, headers: Record<string, string>): Promise<Statement> {
-  const { result, queries } = await captureQueries(pool, () => getJson(port, path, headers));
+  const { result, queries } = await captureQueries(() => request(port, { method: 'GET', path, headers }), pool);
   if (result.status !== 200) throw new Error(`GET ${path}: ${result.status} ${JSON.stringify(result.body)}`);
   const query = queries.find((q) => /^\s*select\b[\s\S]*\bfrom "?device"? as "?d0"?/i.test(q.text));
   if (!query) throw new Error(`no device select among ${queries.length} statements of GET ${path}`);
@@ -309,43 +319,40 @@ interface PlanNode {
 
 // ── device status events ────────────────────────────────────────────────────────────────────────
 
-async function deviceEvents(runtime: Runtime, port: number, pool: pg.Pool): Promise<boolean> {
+async function deviceEvents(server: RunningServer, pool: pg.Pool): Promise<boolean> {
+  const { runtime } = server;
+  const port = portOf(server);
   const orgId = await benchOrg(runtime, 'Bench events');
-  const token = await technicianToken(runtime, orgId);
+  const token = await signedInUser(runtime, port, orgId, 'Organization Technician');
   const CAPTURED = 20;
   const WARMUP = 10;
   const agents = await seedAgents(pool, orgId, WARMUP + TRANSITIONS + CAPTURED);
-  const subscription = await statusSubscription(port);
-  console.log(`bench: device-events — ${TRANSITIONS} offline → online transitions one after another, subscribed with ${subscription.name}`);
+  console.log(`bench: device-events — ${TRANSITIONS} offline → online transitions one after another, subscribed to deviceStatusChanged`);
 
   // Epoch milliseconds (sub-millisecond), comparable with the outbox rows' times written by this process.
   const now = () => performance.timeOrigin + performance.now();
-  const byDevice = new Map(agents.map((a) => [a.deviceId, a]));
-  const deviceOf = (payload: unknown) => {
-    const text = JSON.stringify(payload);
-    return [...text.matchAll(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g)].map((m) => m[0]).find((id) => byDevice.has(id));
-  };
   const atInstance = new Map<string, number>();
   const atClient = new Map<string, number>();
   const waiting = new Map<string, () => void>();
   // When this instance's PubSub has the event back from PostgreSQL, before the subscription's filter and GraphQL.
-  const off = runtime.pubsub.on(DOMAIN_EVENT_TOPIC, (event) => {
-    const deviceId = deviceOf((event as { data: unknown }).data);
-    if (deviceId && !atInstance.has(deviceId)) atInstance.set(deviceId, now());
+  const off = runtime.pubsub.on(DOMAIN_EVENT_TOPIC, (payload) => {
+    const event = payload as { type: string; data: { deviceId?: string } };
+    if (event.type === 'device.online' && event.data.deviceId && !atInstance.has(event.data.deviceId)) atInstance.set(event.data.deviceId, now());
   });
   const client = createClient({ url: `ws://127.0.0.1:${port}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` }, retryAttempts: 0, lazy: false });
   const failed: unknown[] = [];
   let unsubscribe: (() => void) | null = null;
   try {
-    unsubscribe = client.subscribe(
-      { query: subscription.query },
+    unsubscribe = client.subscribe<{ deviceStatusChanged: DeviceStatusChange }>(
+      { query: DEVICE_STATUS_SUBSCRIPTION, variables: { orgId } },
       {
         next: (message) => {
           const at = now();
-          const deviceId = deviceOf(message.data);
-          if (!deviceId || atClient.has(deviceId)) return;
-          atClient.set(deviceId, at);
-          waiting.get(deviceId)?.();
+          const change = message.data?.deviceStatusChanged;
+          if (message.errors?.length) failed.push(message.errors);
+          if (change?.status !== 'online' || atClient.has(change.deviceId)) return;
+          atClient.set(change.deviceId, at);
+          waiting.get(change.deviceId)?.();
         },
         error: (error) => void failed.push(error),
         complete: () => {},
@@ -363,7 +370,7 @@ async function deviceEvents(runtime: Runtime, port: number, pool: pg.Pool): Prom
         });
       });
       const sentAt = now();
-      const answer = await postJson(port, heartbeatRequest(agent));
+      const answer = await request(port, heartbeatRequest(agent));
       const answeredAt = now();
       if (answer.status !== 200) throw new Error(`heartbeat: ${answer.status} ${JSON.stringify(answer.body)}`);
       const ok = await arrived;
@@ -371,10 +378,10 @@ async function deviceEvents(runtime: Runtime, port: number, pool: pg.Pool): Prom
       return ok ? { sentAt, answeredAt } : null;
     };
 
-    // Until one arrives, the subscription may not be live yet on the server: warm-up transitions, not counted.
+    // graphql-ws acknowledges no subscribe: until a message arrives the subscription may not be live yet. Warm-up transitions, not counted.
     let live = false;
     for (const agent of agents.slice(0, WARMUP)) if (!live) live = (await transition(agent, 2000)) !== null;
-    if (!live) throw new Error(`no subscription message after ${WARMUP} transitions (${failed.map(String).join('; ')})`);
+    if (!live) throw new Error(`no subscription message after ${WARMUP} transitions (${failed.map((f) => JSON.stringify(f)).join('; ')})`);
     const measured = agents.slice(WARMUP, WARMUP + TRANSITIONS);
     const sent = new Map<string, { sentAt: number; answeredAt: number }>();
     let missed = 0;
@@ -384,9 +391,9 @@ async function deviceEvents(runtime: Runtime, port: number, pool: pg.Pool): Prom
       else missed++;
     }
     // The statements of a transition: the heartbeat, the dispatcher's pass, the subscription's access check.
-    const { queries } = await captureQueries(pool, async () => {
+    const { queries } = await captureQueries(async () => {
       for (const agent of agents.slice(WARMUP + TRANSITIONS)) await transition(agent, 5000);
-    });
+    }, pool);
     const shapes = statementShapes(queries, CAPTURED);
 
     const { rows } = await pool.query(`select data->>'deviceId' as device_id, created_at, dispatched_at from outbox_event where org_id = $1 and type = 'device.online'`, [orgId]);
@@ -406,28 +413,22 @@ async function deviceEvents(runtime: Runtime, port: number, pool: pg.Pool): Prom
       stages.instanceToClient.push(client - instance);
     }
 
-    const notifyHop = await notifyRoundTrip(runtime.databaseUrl, 200);
-    const plainGraphqlWs = await plainSubscriptionLatency(200);
-    const pp = (values: number[]) => {
-      const { p50, p99, max } = percentiles(values);
-      return { p50, p99, max };
-    };
     print({
       deviceStatusToSubscriber: {
-        subscription: subscription.name,
+        subscription: 'deviceStatusChanged(orgId)',
         transitions: sent.size,
         missed,
-        fromHeartbeatAnswerMs: { ...pp(stages.fromAnswer), min: round(Math.min(...stages.fromAnswer)) },
-        fromHeartbeatRequestMs: pp(stages.fromRequest),
-        ceilingOneNotifyHopMs: notifyHop,
-        ceilingPlainGraphqlJsOverGraphqlWsMs: plainGraphqlWs,
+        fromHeartbeatAnswerMs: { ...percentiles(stages.fromAnswer), min: round(Math.min(...stages.fromAnswer)) },
+        fromHeartbeatRequestMs: percentiles(stages.fromRequest),
+        ceilingOneNotifyHopMs: await notifyHop(runtime.databaseUrl, 200),
+        ceilingPlainGraphqlJsOverGraphqlWsMs: await plainSubscriptionLatency(200),
         // Where the time goes (ms; outbox times are written by the server's clock at millisecond precision).
         stagesMs: {
-          heartbeatRequestToAnswer: pp(stages.heartbeat),
-          requestToOutboxRowCreated: pp(stages.requestToOutboxRow),
-          outboxRowCreatedToDispatched: pp(stages.outboxRowToDispatched),
-          dispatchedToThisInstancePubSub: pp(stages.dispatchedToInstance),
-          pubSubToSubscriber: pp(stages.instanceToClient),
+          heartbeatRequestToAnswer: percentiles(stages.heartbeat),
+          requestToOutboxRowCreated: percentiles(stages.requestToOutboxRow),
+          outboxRowCreatedToDispatched: percentiles(stages.outboxRowToDispatched),
+          dispatchedToThisInstancePubSub: percentiles(stages.dispatchedToInstance),
+          pubSubToSubscriber: percentiles(stages.instanceToClient),
         },
         statementsPerTransition: shapes.perUnit,
         statements: shapes.list,
@@ -438,75 +439,6 @@ async function deviceEvents(runtime: Runtime, port: number, pool: pg.Pool): Prom
     off();
     unsubscribe?.();
     await client.dispose();
-  }
-}
-
-/** `deviceStatusChanged` when the schema has it (and it needs no argument), else `domainEvents` filtered to the two status events. */
-async function statusSubscription(port: number): Promise<{ name: string; query: string }> {
-  const introspection = await postJson(port, {
-    method: 'POST',
-    path: '/graphql',
-    body: JSON.stringify({
-      query: `{ __type(name: "Subscription") { fields { name args { name type { kind } } type { kind name ofType { kind name ofType { name } } } } } }`,
-    }),
-  });
-  type Field = { name: string; args: { name: string; type: { kind: string } }[]; type: { kind: string; name: string | null; ofType: { kind: string; name: string | null; ofType: { name: string } | null } | null } };
-  const fields = ((introspection.body as { data?: { __type?: { fields: Field[] } } }).data?.__type?.fields ?? []) as Field[];
-  const field = fields.find((f) => f.name === 'deviceStatusChanged');
-  if (field && field.args.every((a) => a.type.kind !== 'NON_NULL')) {
-    const typeName = field.type.name ?? field.type.ofType?.name ?? field.type.ofType?.ofType?.name;
-    const selection = typeName ? await leafSelection(port, typeName, 2) : '';
-    if (selection) return { name: 'deviceStatusChanged', query: `subscription { deviceStatusChanged ${selection} }` };
-  }
-  return { name: 'domainEvents(types: ["device.offline", "device.online"])', query: 'subscription { domainEvents(types: ["device.offline", "device.online"]) { id type orgId timestamp data } }' };
-}
-
-/** `{ a b c { d e } }`: the type's scalar fields, and those of its object fields down to `depth`. */
-async function leafSelection(port: number, typeName: string, depth: number): Promise<string> {
-  const res = await postJson(port, {
-    method: 'POST',
-    path: '/graphql',
-    body: JSON.stringify({ query: `{ __type(name: ${JSON.stringify(typeName)}) { kind fields { name args { name } type { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } }` }),
-  });
-  type TypeRef = { kind: string; name: string | null; ofType: TypeRef | null };
-  const type = (res.body as { data?: { __type?: { kind: string; fields: { name: string; args: unknown[]; type: TypeRef }[] | null } } }).data?.__type;
-  if (!type?.fields) return '';
-  const parts: string[] = [];
-  for (const f of type.fields) {
-    if (f.args.length > 0) continue;
-    let t: TypeRef | null = f.type;
-    while (t && (t.kind === 'NON_NULL' || t.kind === 'LIST')) t = t.ofType;
-    if (!t) continue;
-    if (t.kind === 'SCALAR' || t.kind === 'ENUM') parts.push(f.name);
-    else if (t.kind === 'OBJECT' && depth > 1 && t.name) {
-      const inner = await leafSelection(port, t.name, depth - 1);
-      if (inner) parts.push(`${f.name} ${inner}`);
-    }
-  }
-  return parts.length > 0 ? `{ ${parts.join(' ')} }` : '';
-}
-
-/** NOTIFY from one bare `pg` client until the LISTENing one has it. */
-async function notifyRoundTrip(databaseUrl: string, samples: number) {
-  const listener = new pg.Client({ connectionString: databaseUrl });
-  const notifier = new pg.Client({ connectionString: databaseUrl });
-  await Promise.all([listener.connect(), notifier.connect()]);
-  try {
-    await listener.query('listen bench_ceiling');
-    let wake: (() => void) | null = null;
-    listener.on('notification', () => wake?.());
-    const latencies: number[] = [];
-    for (let i = 0; i < samples; i++) {
-      const arrived = new Promise<void>((resolve) => (wake = resolve));
-      const sentAt = performance.now();
-      await notifier.query(`select pg_notify('bench_ceiling', $1)`, [String(i)]);
-      await arrived;
-      latencies.push(performance.now() - sentAt);
-    }
-    const { p50, p99 } = percentiles(latencies);
-    return { p50, p99 };
-  } finally {
-    await Promise.all([listener.end(), notifier.end()]);
   }
 }
 
@@ -552,8 +484,7 @@ async function plainSubscriptionLatency(samples: number) {
       if (i >= 20) latencies.push(performance.now() - sentAt);
     }
     unsubscribe();
-    const { p50, p99 } = percentiles(latencies);
-    return { p50, p99 };
+    return percentiles(latencies);
   } finally {
     await client.dispose();
     await cleanup.dispose();
@@ -562,32 +493,6 @@ async function plainSubscriptionLatency(samples: number) {
 }
 
 // ── fixtures ────────────────────────────────────────────────────────────────────────────────────
-
-async function benchOrg(runtime: Runtime, name: string): Promise<string> {
-  const em = runtime.orm.em.fork();
-  const partner = em.create(Partner, { name: `${name} partner` });
-  const org = em.create(Organization, { name, partnerId: partner.id });
-  await em.flush();
-  return org.id;
-}
-
-/** An Organization Technician of `orgId` and an access token for them. */
-async function technicianToken(runtime: Runtime, orgId: string): Promise<string> {
-  const em = runtime.orm.em.fork();
-  const user = em.create(User, { email: `bench-${crypto.randomBytes(4).toString('hex')}@example.test`, name: 'Bench Technician', status: 'active' });
-  const membership = em.create(Membership, { userId: user.id, scope: 'organization', orgId, partnerId: null, roleId: TECHNICIAN_ROLE, orgAccess: 'all', orgIds: [] });
-  await em.flush();
-  return signAccessToken(runtime.config, {
-    sub: user.id,
-    mid: membership.id,
-    scope: 'organization',
-    partnerId: null,
-    orgId,
-    roleId: TECHNICIAN_ROLE,
-    mfa: true,
-    ver: user.tokenVersion,
-  });
-}
 
 interface SeededAgent {
   index: number;
@@ -651,225 +556,3 @@ async function seedFleet(pool: pg.Pool, orgId: string, count: number): Promise<v
   );
   await pool.query('analyze device');
 }
-
-// ── plumbing ────────────────────────────────────────────────────────────────────────────────────
-
-/** A plain `node:http` server answering what a heartbeat answers, after reading and parsing the body: the HTTP ceiling. */
-async function withPlainServer<T>(fn: (port: number) => Promise<T>): Promise<T> {
-  const answer = JSON.stringify({ commands: [], configUpdate: null, upgradeTo: null });
-  const plain = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => (body += chunk));
-    req.on('end', () => {
-      JSON.parse(body || '{}');
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(answer) }).end(answer);
-    });
-  });
-  await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
-  try {
-    return await fn((plain.address() as AddressInfo).port);
-  } finally {
-    plain.closeAllConnections();
-    await new Promise((resolve) => plain.close(resolve));
-  }
-}
-
-/**
- * CPU used over a measured window: this process (the server; the load generator runs in its own
- * process), the PostgreSQL backends of the bench's database (read from /proc, when the database
- * server runs on this machine), and how busy the machine was (all its CPUs, whatever runs on them).
- * CPU per request does not depend on what else shares the machine; the rate does.
- */
-class Meter {
-  private start: { cpu: NodeJS.CpuUsage; loop: ReturnType<typeof performance.eventLoopUtilization>; machine: ReturnType<typeof machineCpu>; postgres: Map<number, number> | null } | null = null;
-  private totals: { processCpuMs: number; postgresCpuMs: number | null; eventLoopBusy: number; machineCpuBusy: number | null } | null = null;
-
-  constructor(private readonly pool: pg.Pool) {}
-
-  async open(): Promise<void> {
-    const postgres = await postgresTicks(this.pool);
-    this.start = { cpu: process.cpuUsage(), loop: performance.eventLoopUtilization(), machine: machineCpu(), postgres };
-  }
-
-  async close(): Promise<void> {
-    const cpu = process.cpuUsage(this.start!.cpu);
-    const loop = performance.eventLoopUtilization(this.start!.loop);
-    const machine = machineCpu();
-    const postgres = await postgresTicks(this.pool);
-    const before = this.start!.postgres;
-    this.totals = {
-      processCpuMs: (cpu.user + cpu.system) / 1000,
-      postgresCpuMs: postgres && before ? [...postgres].reduce((sum, [pid, ticks]) => sum + ticks - (before.get(pid) ?? 0), 0) * (1000 / CLOCK_TICKS) : null,
-      eventLoopBusy: round(loop.utilization),
-      machineCpuBusy: machine && this.start!.machine ? round((machine.busy - this.start!.machine.busy) / (machine.total - this.start!.machine.total)) : null,
-    };
-  }
-
-  perRequest(requests: number): Usage {
-    const { processCpuMs, postgresCpuMs, eventLoopBusy, machineCpuBusy } = this.totals!;
-    const per = (ms: number) => round(ms / Math.max(1, requests));
-    return { processCpuMsPerRequest: per(processCpuMs), postgresCpuMsPerRequest: postgresCpuMs === null ? null : per(postgresCpuMs), eventLoopBusy, machineCpuBusy };
-  }
-}
-
-interface Usage {
-  /** this process: the server (or the bare client loop) */
-  processCpuMsPerRequest: number;
-  postgresCpuMsPerRequest: number | null;
-  /** this process's event loop */
-  eventLoopBusy: number;
-  machineCpuBusy: number | null;
-}
-
-/** Linux's USER_HZ: /proc times are in these ticks per second. */
-const CLOCK_TICKS = 100;
-
-/** A load's result and the CPU used (see Meter) over its measured window. */
-async function metered(pool: pg.Pool, load: (onWindow: (edge: 'open' | 'close') => void) => Promise<LoadResult>) {
-  const meter = new Meter(pool);
-  let opened: Promise<void> = Promise.resolve();
-  let closed: Promise<void> | null = null;
-  const result = await load((edge) => {
-    if (edge === 'open') opened = meter.open();
-    else closed = opened.then(() => meter.close());
-  });
-  await (closed ?? opened.then(() => meter.close()));
-  return { result, usage: { ...meter.perRequest(result.latencyMs.samples), loadGeneratorCpuMsPerRequest: result.clientCpuMs } };
-}
-
-/** CPU ticks so far of each backend of the current database, or null when they are not processes of this machine. */
-async function postgresTicks(pool: pg.Pool): Promise<Map<number, number> | null> {
-  const { rows } = await pool.query('select pid from pg_stat_activity where datname = current_database()');
-  const ticks = new Map<number, number>();
-  for (const { pid } of rows as { pid: number }[]) {
-    try {
-      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('postgres')) return null;
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks.set(pid, Number(fields[11]) + Number(fields[12]));
-    } catch {
-      // gone meanwhile, or not on this machine
-      if (!fs.existsSync('/proc/self/stat')) return null;
-    }
-  }
-  return ticks;
-}
-
-/** Busy and total jiffies of all CPUs (Linux /proc/stat), or null elsewhere. */
-function machineCpu(): { busy: number; total: number } | null {
-  try {
-    const [, ...fields] = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
-    const values = fields.map(Number);
-    const total = values.reduce((a, b) => a + b, 0);
-    const idle = (values[3] ?? 0) + (values[4] ?? 0);
-    return { busy: total - idle, total };
-  } catch {
-    return null;
-  }
-}
-
-/** A statement as the server sent it: the text, and the values of its `$n` placeholders if it has any. */
-interface Statement {
-  text: string;
-  values?: unknown[];
-  /** a prepared statement's name */
-  name?: string;
-}
-
-/**
- * Every statement this process sent to PostgreSQL while `fn` ran, through any `pg` client (the ORM's
- * pool, prepared statements, the job queue, the outbox dispatcher), except the bench's own `pool`.
- */
-async function captureQueries<T>(pool: pg.Pool, fn: () => Promise<T>): Promise<{ result: T; queries: Statement[] }> {
-  const ours = new WeakSet<object>();
-  // The pool's idle clients, and any it opens meanwhile.
-  for (const client of (pool as unknown as { _clients?: object[] })._clients ?? []) ours.add(client);
-  const mark = (client: object) => void ours.add(client);
-  pool.on('connect', mark);
-  const queries: Statement[] = [];
-  const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const query = prototype.query;
-  prototype.query = function (this: object, config: unknown, values?: unknown, ...rest: unknown[]) {
-    if (!ours.has(this)) {
-      if (typeof config === 'string') queries.push({ text: config, values: Array.isArray(values) && values.length > 0 ? values : undefined });
-      else if (config && typeof (config as { text?: unknown }).text === 'string') {
-        const { text, values: bound, name } = config as { text: string; values?: unknown[]; name?: string };
-        const all = bound ?? (Array.isArray(values) ? values : undefined);
-        queries.push({ text, values: all && all.length > 0 ? all : undefined, ...(name ? { name } : {}) });
-      }
-    }
-    return query.call(this, config, values, ...rest);
-  };
-  try {
-    return { result: await fn(), queries };
-  } finally {
-    prototype.query = query;
-    pool.off('connect', mark);
-  }
-}
-
-/** A statement with its literals replaced by `?` and its whitespace collapsed. */
-function shapeOf(text: string): string {
-  return text
-    .replace(/(savepoint\s+)"?\w+"?/gi, '$1?')
-    .replace(/'(?:[^']|'')*'/g, '?')
-    .replace(/\b\d+(\.\d+)?\b/g, '?')
-    .replace(/\s+/g, ' ')
-    .trim();
-}
-
-/** Statements grouped by shape (literals replaced), with how many times each ran per unit of work. */
-function statementShapes(queries: Statement[], units: number): { perUnit: number; list: string[] } {
-  const counts = new Map<string, number>();
-  for (const { text } of queries) {
-    const shape = shapeOf(text);
-    counts.set(shape, (counts.get(shape) ?? 0) + 1);
-  }
-  return {
-    perUnit: round(queries.length / units),
-    list: [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([shape, n]) => `${round(n / units)}× ${shape.length > 300 ? `${shape.slice(0, 300)}…` : shape}`),
-  };
-}
-
-function loadFigures(result: LoadResult, withRate = true) {
-  return {
-    ...(withRate ? { perSecond: result.perSecond } : {}),
-    p50Ms: result.latencyMs.p50,
-    p99Ms: result.latencyMs.p99,
-    maxMs: result.latencyMs.max,
-    requests: result.latencyMs.samples,
-    ...(failures(result) > 0 ? { failures: failures(result), firstFailure: result.firstFailure } : {}),
-  };
-}
-
-function failures(result: LoadResult): number {
-  return Object.entries(result.statuses).reduce((n, [status, count]) => (status.startsWith('2') ? n : n + count), 0);
-}
-
-async function getJson(port: number, path: string, headers: Record<string, string>) {
-  return postJson(port, { method: 'GET', path, headers });
-}
-
-function postJson(port: number, request: LoadRequest): Promise<{ status: number; body: unknown }> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = { ...request.headers };
-    if (request.body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(request.body) });
-    const req = http.request({ host: '127.0.0.1', port, method: request.method, path: request.path, headers }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode ?? 0, body: body ? JSON.parse(body) : null });
-        } catch {
-          resolve({ status: res.statusCode ?? 0, body });
-        }
-      });
-    });
-    req.on('error', reject);
-    req.end(request.body);
-  });
-}
-
-const round = (n: number) => Math.round(n * 100) / 100;

@@ -3,7 +3,8 @@
  * request as soon as the previous answer has been read (a closed loop), in a child process so the
  * client shares neither the event loop nor the CPU accounting of the server it measures. The same
  * generator drives the plain `node:http` ceiling and the real routes, so the two figures differ
- * only in the server. Imported, the module only exports `runLoad`; forked by it, it runs one load.
+ * only in the server. Imported, the module exports `runLoad` (and `percentiles`); forked by
+ * `runLoad`, it runs one load.
  */
 import { fork } from 'node:child_process';
 import http from 'node:http';
@@ -16,7 +17,7 @@ export interface LoadRequest {
   body?: string;
 }
 
-export interface LoadOptions {
+interface LoadOptions {
   port: number;
   /** connection `c` sends requests c, c + connections, c + 2·connections, … (wrapping around), spreading the load over them */
   requests: LoadRequest[];

@@ -4,8 +4,11 @@
  * bench's event type, pointing at an HTTPS receiver on its own thread (the test certificate; TLS
  * verification on) that answers 200 at once and notes when each request arrived.
  *
- * - ceiling: a bare keep-alive `https` client loop (as many concurrent requests as the delivery
- *   worker's pool, signed-delivery-sized bodies) against the same receiver, BENCH_CEILING_REQUESTS.
+ * - ceilings: a bare keep-alive `https` client loop (signed-delivery-sized bodies) against the same
+ *   receiver, BENCH_CEILING_REQUESTS requests as many at a time as the delivery worker sends (the
+ *   rate beside burst and sustained), and up to 500 one at a time (the latency beside the unloaded
+ *   and sustained ones, with one NOTIFY → LISTEN hop between bare `pg` clients: a delivery takes two,
+ *   outbox → dispatcher and fan-out → worker).
  * - unloaded: BENCH_UNLOADED_EVENTS events, one at a time (the next once every delivery of the last has
  *   arrived): commit → first attempt arriving at the receiver, p50/p99.
  * - burst: BENCH_EVENTS (default 2,000) events committed by 4 writers, BENCH_EVENTS_PER_TRANSACTION
@@ -31,14 +34,8 @@ import https from 'node:https';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { createClient } from 'graphql-ws';
-import pg from 'pg';
 import WebSocket from 'ws';
-import { Organization } from '../../entities/organization.js';
-import { Partner } from '../../entities/partner.js';
-import { Membership, User } from '../../entities/user.js';
 import { RequestContext } from '../auth/context.js';
-import { SYSTEM_ROLES } from '../auth/permissions.js';
-import { signAccessToken } from '../auth/tokens.js';
 import { withTransaction } from '../db/transaction.js';
 import { emit } from '../events/outbox.js';
 import type { DomainEventType } from '../events/types.js';
@@ -47,8 +44,8 @@ import type { Runtime } from '../runtime.js';
 import { startServer, type RunningServer } from '../server.js';
 import { createWebhook, type CreateWebhookInput } from '../services/webhooks.js';
 import { percentiles, type Percentiles } from './bench-load.js';
+import { benchOrg, bounded, notifyHop, portOf, print, signedInUser, sleep } from './bench-support.js';
 
-const bounded = (name: string, fallback: number, max: number) => Math.min(Math.max(1, Number(process.env[name] ?? fallback) || fallback), max);
 const WEBHOOKS = bounded('BENCH_WEBHOOKS', 10, 200);
 const EVENTS = bounded('BENCH_EVENTS', 2000, 20_000);
 const UNLOADED_EVENTS = bounded('BENCH_UNLOADED_EVENTS', 100, 5000);
@@ -60,11 +57,8 @@ const TIMEOUT_MS = bounded('BENCH_TIMEOUT_S', 120, 600) * 1000;
 const BURST_WRITERS = 4;
 const PER_TRANSACTION = bounded('BENCH_EVENTS_PER_TRANSACTION', 500, 5000);
 const EVENT_TYPE = (process.env.BENCH_EVENT_TYPE ?? 'alert.triggered') as DomainEventType;
-const VIEWER_ROLE = SYSTEM_ROLES.find((r) => r.name === 'Organization Viewer')!.id;
 
 const tls = (name: string) => path.join(projectRoot, 'test', 'fixtures', 'tls', name);
-const print = (figures: unknown) => console.log(JSON.stringify(figures, null, 2));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const perSecond = (count: number, ms: number | null) => (ms === null ? null : Math.round((count / ms) * 10_000) / 10);
 
 /** What the receiver saw: one entry per request, noted on its own thread. */
@@ -142,27 +136,6 @@ async function ceiling(port: number, concurrency: number, total: number): Promis
   return { perSecond: perSecond(total, ms)!, latencyMs: percentiles(latencies), concurrency, requests: total };
 }
 
-/** One NOTIFY → LISTEN hop between two bare `pg` clients, `count` times. */
-async function notifyHop(databaseUrl: string, count: number): Promise<Percentiles> {
-  const listener = new pg.Client({ connectionString: databaseUrl });
-  const sender = new pg.Client({ connectionString: databaseUrl });
-  await Promise.all([listener.connect(), sender.connect()]);
-  try {
-    await listener.query('listen bench_hop');
-    const hops: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const heard = new Promise<void>((resolve) => listener.once('notification', () => resolve()));
-      const started = performance.now();
-      await sender.query(`select pg_notify('bench_hop', '')`);
-      await heard;
-      hops.push(performance.now() - started);
-    }
-    return percentiles(hops);
-  } finally {
-    await Promise.all([listener.end(), sender.end()]);
-  }
-}
-
 function benchEventData() {
   const lastSeen = new Date().toISOString();
   const deviceId = crypto.randomUUID();
@@ -203,13 +176,10 @@ export async function runWebhookSection(server: RunningServer): Promise<boolean>
   let second: RunningServer | null = null;
   let ok = true;
   try {
-    const em = runtime.orm.em.fork();
-    const partner = em.create(Partner, { name: 'Webhook bench partner' });
-    const org = em.create(Organization, { name: 'Webhook bench org', partnerId: partner.id });
-    await em.flush();
+    const orgId = await benchOrg(runtime, 'Webhook bench org');
     for (let i = 0; i < WEBHOOKS; i++) {
       await createWebhook(RequestContext.system(runtime, 'bench'), {
-        orgId: org.id,
+        orgId,
         name: `bench ${i}`,
         url: `https://127.0.0.1:${receiver.port}/hook/${i}`,
         secret: crypto.randomBytes(16).toString('hex'),
@@ -222,9 +192,12 @@ export async function runWebhookSection(server: RunningServer): Promise<boolean>
         `delivery worker: ${concurrency} requests in flight, ${perWebhookConcurrency} per webhook`,
     );
 
-    // ── ceiling ──
+    // ── ceilings: the same receiver from a bare keep-alive https client loop, one request at a time and
+    // as many at once as the worker sends; one NOTIFY hop (a delivery takes two: outbox → dispatcher,
+    // fan-out → worker; a cross-instance subscription message two as well) ──
+    const bareOne = await ceiling(receiver.port, 1, Math.min(CEILING_REQUESTS, 500));
     const bare = await ceiling(receiver.port, concurrency, CEILING_REQUESTS);
-    print({ ceiling: { what: 'bare keep-alive https client loop, same receiver', ...bare } });
+    const hop = await notifyHop(runtime.databaseUrl, 200);
 
     /** commit time of each event, and the first arrival of each (event, webhook) */
     const committedAt = new Map<string, number>();
@@ -253,14 +226,22 @@ export async function runWebhookSection(server: RunningServer): Promise<boolean>
     const unloadedDeadline = Date.now() + TIMEOUT_MS;
     for (let i = 0; i < UNLOADED_EVENTS && ok; i++) {
       const before = webhookArrivals;
-      const { ids, at } = await commitEvents(runtime, org.id);
+      const { ids, at } = await commitEvents(runtime, orgId);
       committedAt.set(ids[0]!, at);
       unloadedIds.push(ids[0]!);
       ok = await waitFor('the unloaded deliveries', () => webhookArrivals >= before + WEBHOOKS, unloadedDeadline, 2);
       await sleep(10);
     }
     ok = (await waitFor('the unloaded deliveries to be recorded', async () => (await unfinished()) === 0, Date.now() + TIMEOUT_MS)) && ok;
-    print({ unloaded: { events: UNLOADED_EVENTS, deliveries: UNLOADED_EVENTS * WEBHOOKS, commitToFirstAttemptMs: latencyOf(unloadedIds) } });
+    print({
+      unloaded: {
+        events: UNLOADED_EVENTS,
+        deliveries: UNLOADED_EVENTS * WEBHOOKS,
+        commitToFirstAttemptMs: latencyOf(unloadedIds),
+        ceilingBareHttpsRequestMs: bareOne.latencyMs,
+        ceilingOneNotifyHopMs: hop,
+      },
+    });
 
     // ── burst ──
     const burstIds: string[] = [];
@@ -272,7 +253,7 @@ export async function runWebhookSection(server: RunningServer): Promise<boolean>
         while (next < EVENTS) {
           const n = Math.min(PER_TRANSACTION, EVENTS - next);
           next += n;
-          const { ids, at } = await commitEvents(runtime, org.id, n);
+          const { ids, at } = await commitEvents(runtime, orgId, n);
           for (const id of ids) {
             committedAt.set(id, at);
             burstIds.push(id);
@@ -294,6 +275,7 @@ export async function runWebhookSection(server: RunningServer): Promise<boolean>
         eventsFannedOutPerSecond: perSecond(EVENTS, fannedOutMs),
         deliveryRowsPerSecond: perSecond(EVENTS * WEBHOOKS, fannedOutMs),
         deliveriesCompletedPerSecond: perSecond(EVENTS * WEBHOOKS, completedMs),
+        ceilingBareHttps: { perSecond: bare.perSecond, concurrency },
         commitToFirstAttemptMs: latencyOf(burstIds),
       },
     });
@@ -308,7 +290,7 @@ export async function runWebhookSection(server: RunningServer): Promise<boolean>
       const due = sustainStarted + (i * 1000) / eventsPerSecond;
       if (due > Date.now()) await sleep(due - Date.now());
       pending.push(
-        commitEvents(runtime, org.id).then(({ ids, at }) => {
+        commitEvents(runtime, orgId).then(({ ids, at }) => {
           committedAt.set(ids[0]!, at);
           sustainedIds.push(ids[0]!);
         }),
@@ -325,14 +307,17 @@ export async function runWebhookSection(server: RunningServer): Promise<boolean>
       sustained: {
         offeredDeliveriesPerSecond: perSecond(sustainedEvents * WEBHOOKS, offeredMs),
         deliveriesCompletedPerSecond: perSecond(sustainedEvents * WEBHOOKS, sustainedMs),
+        ceilingBareHttps: { perSecond: bare.perSecond, concurrency },
         seconds: SUSTAIN_S,
         commitToFirstAttemptMs: latencyOf(sustainedIds),
+        ceilingBareHttpsRequestMs: bareOne.latencyMs,
+        ceilingOneNotifyHopMs: hop,
       },
     });
 
     // ── cross-instance subscription ──
     second = await startServer({ ...runtime.config, port: 0, databaseUrl: runtime.databaseUrl, dataDir: secondDir });
-    const token = await viewerToken(runtime, org.id);
+    const token = await signedInUser(runtime, portOf(server), orgId, 'Organization Viewer');
     const received = new Map<string, number>();
     const client = createClient({ url: `${second.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${token}` } });
     try {
@@ -348,13 +333,13 @@ export async function runWebhookSection(server: RunningServer): Promise<boolean>
         },
       );
       // graphql-ws does not acknowledge a subscription: events are committed until one arrives.
-      ok = (await waitFor('the subscription to be live', async () => (await commitEvents(runtime, org.id), received.size > 0), Date.now() + 30_000, 200)) && ok;
+      ok = (await waitFor('the subscription to be live', async () => (await commitEvents(runtime, orgId), received.size > 0), Date.now() + 30_000, 200)) && ok;
       const subscriptionIds: string[] = [];
       const started = Date.now();
       for (let i = 0; i < SUBSCRIPTION_EVENTS; i++) {
         const due = started + i * 50;
         if (due > Date.now()) await sleep(due - Date.now());
-        const { ids, at } = await commitEvents(runtime, org.id);
+        const { ids, at } = await commitEvents(runtime, orgId);
         committedAt.set(ids[0]!, at);
         subscriptionIds.push(ids[0]!);
       }
@@ -365,7 +350,7 @@ export async function runWebhookSection(server: RunningServer): Promise<boolean>
           events: SUBSCRIPTION_EVENTS,
           eventsPerSecond: 20,
           commitToSubscriberMs: percentiles(latencies),
-          ceilingOneNotifyHopMs: await notifyHop(runtime.databaseUrl, 200),
+          ceilingOneNotifyHopMs: hop,
         },
       });
       await waitFor('the last deliveries', async () => (await undispatched()) === 0 && (await unfinished()) === 0, Date.now() + TIMEOUT_MS, 50);
@@ -387,22 +372,4 @@ export async function runWebhookSection(server: RunningServer): Promise<boolean>
     fs.rmSync(secondDir, { recursive: true, force: true });
   }
   return ok;
-}
-
-/** An Organization Viewer of `orgId` (domain events need organizations:read) and an access token for them. */
-async function viewerToken(runtime: Runtime, orgId: string): Promise<string> {
-  const em = runtime.orm.em.fork();
-  const user = em.create(User, { email: `bench-viewer-${crypto.randomBytes(4).toString('hex')}@example.test`, name: 'Bench Viewer', status: 'active' });
-  const membership = em.create(Membership, { userId: user.id, scope: 'organization', orgId, partnerId: null, roleId: VIEWER_ROLE, orgAccess: 'all', orgIds: [] });
-  await em.flush();
-  return signAccessToken(runtime.config, {
-    sub: user.id,
-    mid: membership.id,
-    scope: 'organization',
-    partnerId: null,
-    orgId,
-    roleId: VIEWER_ROLE,
-    mfa: true,
-    ver: user.tokenVersion,
-  });
 }

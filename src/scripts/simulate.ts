@@ -2,9 +2,10 @@
  * `npm run simulate -- [--devices N] [--interval S] [--url U] [--watch] …`: simulated agents against
  * a running server (src/scripts/simulator.ts does the work). It starts no server. Without `--key` it
  * signs in (`--email`/`--password`, else ADMIN_EMAIL/ADMIN_PASSWORD, or `--token`), finds or creates
- * the "Simulated fleet" partner and organization and issues an enrollment key there; with `--key` it
- * only enrolls. `--watch` prints the fleet's status changes from the `deviceStatusChanged` GraphQL
- * subscription. Exit codes: 2 for a usage error, 1 when signing in, setting up or enrolling fails.
+ * the "Simulated fleet" partner and organization and gets an enrollment key there (an earlier run's
+ * is rotated); with `--key` it only enrolls. `--watch` prints the fleet's status changes from the
+ * `deviceStatusChanged` GraphQL subscription. Exit codes: 2 for a usage error, 1 when signing in,
+ * setting up or enrolling fails.
  */
 import { parseArgs } from 'node:util';
 import { ApiSession, FLEET_NAME, LoginError, prepareFleet, startSimulation, subscriptionHelp, watchDeviceStatus, type Simulation, type Watch } from './simulator.js';
@@ -12,7 +13,8 @@ import { ApiSession, FLEET_NAME, LoginError, prepareFleet, startSimulation, subs
 const USAGE = `Usage: npm run simulate -- [options]
 
 Without --key the simulator signs in as an administrator, finds or creates the partner and the
-organization "${FLEET_NAME}" and creates an enrollment key ("simulator") there, then enrolls.
+organization "${FLEET_NAME}" and an enrollment key "simulator" there (an earlier run's key is
+rotated: its previous value stops working), then enrolls.
 Run it again with the same --prefix and the same devices enroll again (by machine id).
 
   --email E           sign in as E (default: ADMIN_EMAIL from the environment)
@@ -138,7 +140,11 @@ async function main(): Promise<void> {
       const fleet = await prepareFleet(session!);
       key = fleet.enrollmentKey;
       orgId = fleet.orgId;
-      out(`Organization "${fleet.orgName}" ${fleet.orgId} (${fleet.created.organization ? 'created' : 'reused'}${fleet.created.partner ? ', in a new partner of the same name' : ''}); new enrollment key "simulator" ${key.split('_').slice(0, 2).join('_')}_…`);
+      const shown = `${key.split('_').slice(0, 2).join('_')}_…`;
+      out(
+        `Organization "${fleet.orgName}" ${fleet.orgId} (${fleet.created.organization ? 'created' : 'reused'}${fleet.created.partner ? ', in a new partner of the same name' : ''}); ` +
+          (fleet.created.key ? `new enrollment key "simulator" ${shown}` : `enrollment key "simulator" rotated to ${shown} (its previous value stops working)`),
+      );
       out(subscriptionHelp(url, fleet.orgId));
     } catch (error) {
       fail(`Setting up the organization failed: ${(error as Error).message}`, true);

@@ -8,14 +8,14 @@
  * results over it, and answers to the server's requests.
  *
  * Also the CLI's set-up without a key (`prepareFleet`: sign in, find or create the "Simulated fleet"
- * partner and organization, issue an enrollment key) and `--watch` (`watchDeviceStatus`: the
+ * partner and organization, get an enrollment key) and `--watch` (`watchDeviceStatus`: the
  * `deviceStatusChanged` GraphQL subscription over graphql-ws, one line per change).
  */
 import crypto from 'node:crypto';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 
-export interface SimulationOptions {
+interface SimulationOptions {
   /** the server's root URL (the `/api/v1` prefix is added) */
   url: string;
   enrollmentKey: string;
@@ -32,23 +32,13 @@ export interface SimulationOptions {
   updateSeconds?: number;
   /** hostnames and machine ids are `<prefix>-<n>`: the same prefix enrolls the same devices again (default `sim`) */
   prefix?: string;
-  agentVersion?: string;
   log?: (line: string) => void;
 }
 
-export type AgentState = 'starting' | 'running' | 'rebooting' | 'stopped';
+type AgentState = 'starting' | 'running' | 'rebooting' | 'stopped';
 
-export interface AgentStats {
-  hostname: string;
-  deviceId: string | null;
-  state: AgentState;
-  version: string;
-  autoUpdate: boolean;
-  heartbeats: number;
-  commands: number;
-  requests: number;
-  channelOpen: boolean;
-}
+/** The agent version every simulated agent starts with. */
+const AGENT_VERSION = '1.0.0';
 
 export interface Simulation {
   agents: SimulatedAgent[];
@@ -86,17 +76,63 @@ function nextPatch(version: string): string {
   return m ? `${m[1]}.${m[2]}.${Number(m[3]) + 1}` : `${version}.1`;
 }
 
-class HttpError extends Error {
+// ── calling the API ─────────────────────────────────────────────────────────────────────────────
+
+/** A URL under the server's `/api/v1`. */
+function apiUrl(url: string, path: string): string {
+  return `${url.replace(/\/+$/, '')}/api/v1${path}`;
+}
+
+/** A call to the API that failed; `message` is meant for a person. */
+class ApiError extends Error {
   constructor(
     readonly status: number,
-    readonly body: unknown,
+    readonly code: string | null,
+    message: string,
   ) {
-    super(`HTTP ${status}: ${JSON.stringify(body)}`);
+    super(message);
   }
 }
 
+/**
+ * One JSON call under `/api/v1`: its status and body (parsed; the text when it is not JSON). A server
+ * that cannot be reached is a LoginError `unreachable`, whose message says what to check.
+ */
+async function send(url: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ ok: boolean; status: number; body: any; text: string }> {
+  let res: Response;
+  try {
+    res = await fetch(apiUrl(url, path), {
+      method,
+      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : (error as Error).message;
+    throw new LoginError('unreachable', `Cannot reach the server at ${url} (${cause}). Is it running (npm start), and is --url right?`);
+  }
+  const text = await res.text();
+  let parsed: any = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = text;
+  }
+  return { ok: res.ok, status: res.status, body: parsed, text };
+}
+
+/** `send`, answering a 2xx answer's body; any other answer is an ApiError with the server's code and message. */
+async function callApi<T>(url: string, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<T> {
+  const answer = await send(url, method, path, body, headers);
+  if (!answer.ok) {
+    const code = typeof answer.body?.code === 'string' ? answer.body.code : null;
+    const message = typeof answer.body?.message === 'string' ? answer.body.message : answer.text.slice(0, 200);
+    throw new ApiError(answer.status, code, `${method} /api/v1${path}: HTTP ${answer.status}${code ? ` ${code}` : ''}: ${message}`);
+  }
+  return answer.body as T;
+}
+
 /** One simulated agent. */
-export class SimulatedAgent {
+class SimulatedAgent {
   readonly hostname: string;
   readonly machineId: string;
   private readonly os: (typeof OS_MIX)[number];
@@ -106,7 +142,7 @@ export class SimulatedAgent {
   private agentId: string | null = null;
   private token: string | null = null;
   state: AgentState = 'starting';
-  version: string;
+  version = AGENT_VERSION;
   autoUpdate = true;
   heartbeats = 0;
   commands = 0;
@@ -126,32 +162,15 @@ export class SimulatedAgent {
     this.hostname = `${options.prefix}-${String(index + 1).padStart(3, '0')}`;
     this.machineId = `simulator-${options.prefix}-${index + 1}`;
     this.os = OS_MIX[index % OS_MIX.length]!;
-    this.version = options.agentVersion;
   }
 
   get channelOpen(): boolean {
     return this.socket?.readyState === WebSocket.OPEN;
   }
 
-  stats(): AgentStats {
-    const { hostname, deviceId, state, version, autoUpdate, heartbeats, commands, requests, channelOpen } = this;
-    return { hostname, deviceId, state, version, autoUpdate, heartbeats, commands, requests, channelOpen };
-  }
-
-  private api(path: string): string {
-    return `${this.options.url.replace(/\/+$/, '')}/api/v1${path}`;
-  }
-
-  private async post<T = unknown>(path: string, body: unknown, auth = true): Promise<T> {
-    const res = await fetch(this.api(path), {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(auth && this.token ? { authorization: `Bearer ${this.token}` } : {}) },
-      body: JSON.stringify(body),
-    });
-    const text = await res.text();
-    const parsed: unknown = text ? JSON.parse(text) : null;
-    if (!res.ok) throw new HttpError(res.status, parsed);
-    return parsed as T;
+  /** A call of the agent protocol, with the agent's token once it has one. */
+  private post<T = unknown>(path: string, body: unknown): Promise<T> {
+    return callApi<T>(this.options.url, 'POST', path, body, this.token ? { authorization: `Bearer ${this.token}` } : {});
   }
 
   /** Keeps a promise of background work, so `stop()` can wait for it; its failure is logged, never thrown. */
@@ -162,7 +181,7 @@ export class SimulatedAgent {
 
   private fail(error: Error, what: string): void {
     if (this.state === 'stopped') return;
-    if (error instanceof HttpError && error.status === 401) {
+    if (error instanceof ApiError && error.status === 401) {
       this.options.log(`${this.hostname}: credentials refused during ${what} (decommissioned or enrolled elsewhere); stopping`);
       this.halt();
       return;
@@ -171,18 +190,14 @@ export class SimulatedAgent {
   }
 
   async start(): Promise<void> {
-    const enrolled = await this.post<{ deviceId: string; agentId: string; authToken: string; orgId: string }>(
-      '/agents/enroll',
-      {
-        enrollmentKey: this.options.enrollmentKey,
-        hostname: this.hostname,
-        ...this.os,
-        agentVersion: this.version,
-        machineId: this.machineId,
-        hardwareInfo: this.hardware(),
-      },
-      false,
-    );
+    const enrolled = await this.post<{ deviceId: string; agentId: string; authToken: string; orgId: string }>('/agents/enroll', {
+      enrollmentKey: this.options.enrollmentKey,
+      hostname: this.hostname,
+      ...this.os,
+      agentVersion: this.version,
+      machineId: this.machineId,
+      hardwareInfo: this.hardware(),
+    });
     this.deviceId = enrolled.deviceId;
     this.orgId = enrolled.orgId;
     this.agentId = enrolled.agentId;
@@ -342,7 +357,7 @@ export class SimulatedAgent {
 
   private connect(): void {
     if (this.state !== 'running' || this.socket) return;
-    const url = `${this.api(`/agents/${this.agentId}/ws`).replace(/^http/, 'ws')}`;
+    const url = apiUrl(this.options.url, `/agents/${this.agentId}/ws`).replace(/^http/, 'ws');
     const socket = new WebSocket(url, { headers: { authorization: `Bearer ${this.token}` } });
     this.socket = socket;
     socket.on('open', () => (this.reconnectDelayMs = 1_000));
@@ -475,7 +490,6 @@ export async function startSimulation(options: SimulationOptions): Promise<Simul
     rebootSeconds: options.rebootSeconds ?? 30,
     updateSeconds: options.updateSeconds ?? 2,
     prefix: options.prefix ?? 'sim',
-    agentVersion: options.agentVersion ?? '1.0.0',
     log: options.log ?? (() => {}),
   };
   const agents = Array.from({ length: options.devices }, (_, i) => new SimulatedAgent(resolved, i));
@@ -491,15 +505,14 @@ export async function startSimulation(options: SimulationOptions): Promise<Simul
   const simulation: Simulation = {
     agents,
     stats() {
-      const all = agents.map((a) => a.stats());
-      const sum = (key: 'heartbeats' | 'commands' | 'requests') => all.reduce((n, a) => n + a[key], 0);
+      const sum = (key: 'heartbeats' | 'commands' | 'requests') => agents.reduce((n, a) => n + a[key], 0);
       return {
-        agents: all.length,
-        running: all.filter((a) => a.state === 'running').length,
+        agents: agents.length,
+        running: agents.filter((a) => a.state === 'running').length,
         heartbeats: sum('heartbeats'),
         commands: sum('commands'),
         requests: sum('requests'),
-        channels: all.filter((a) => a.channelOpen).length,
+        channels: agents.filter((a) => a.channelOpen).length,
       };
     },
     stop: async () => {
@@ -508,25 +521,12 @@ export async function startSimulation(options: SimulationOptions): Promise<Simul
   };
   if (failures.length > 0) {
     await simulation.stop();
-    const first = failures[0]!;
-    const cause = first.cause instanceof Error ? ` (${first.cause.message})` : '';
-    throw new Error(`enrollment failed for ${failures.length} of ${agents.length} agents: ${first.message}${cause}`);
+    throw new Error(`enrollment failed for ${failures.length} of ${agents.length} agents: ${failures[0]!.message}`);
   }
   return simulation;
 }
 
 // ── set-up without a key: sign in, the "Simulated fleet" organization, an enrollment key ─────────
-
-/** A call to the API that failed; `message` is meant for a person. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string | null,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** Why signing in did not give a session: the server is unreachable, refused the credentials, or wants a second factor. */
 export class LoginError extends Error {
@@ -548,10 +548,7 @@ function bearer(body: { accessToken: string; refreshToken?: string | null; expir
   return { kind: 'bearer', accessToken: body.accessToken, refreshToken: body.refreshToken ?? null, expiresAt: lifetimeMs === null ? null : Date.now() + lifetimeMs, lifetimeMs };
 }
 
-function unreachable(url: string, error: unknown): LoginError {
-  const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : (error as Error).message;
-  return new LoginError('unreachable', `Cannot reach the server at ${url} (${cause}). Is it running (npm start), and is --url right?`);
-}
+type TokenAnswer = { accessToken?: string; refreshToken?: string; expiresIn?: number; mfaRequired?: boolean; code?: string; message?: string } | null;
 
 /**
  * How the simulator calls the API as a user: a password login (whose access token is refreshed with
@@ -568,18 +565,13 @@ export class ApiSession {
 
   /** `POST /auth/login`. A refusal, an account with MFA on and an unreachable server are LoginErrors. */
   static async login(url: string, email: string, password: string): Promise<ApiSession> {
-    let res: Response;
-    try {
-      res = await fetch(`${url.replace(/\/+$/, '')}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
-    } catch (error) {
-      throw unreachable(url, error);
-    }
-    const body = (await res.json().catch(() => null)) as { accessToken?: string; refreshToken?: string; expiresIn?: number; mfaRequired?: boolean; code?: string; message?: string } | null;
-    if (res.ok && body?.mfaRequired) {
+    const answer = await send(url, 'POST', '/auth/login', { email, password });
+    const body = answer.body as TokenAnswer;
+    if (answer.ok && body?.mfaRequired) {
       throw new LoginError('mfa', `${email} has multi-factor authentication on: the simulator cannot answer the second step.`);
     }
-    if (!res.ok || !body?.accessToken) {
-      const why = res.status === 401 ? 'wrong email or password, or the account is locked out or cannot sign in with a password' : `HTTP ${res.status} ${body?.code ?? ''} ${body?.message ?? ''}`.trim();
+    if (!answer.ok || !body?.accessToken) {
+      const why = answer.status === 401 ? 'wrong email or password, or the account is locked out or cannot sign in with a password' : `HTTP ${answer.status} ${body?.code ?? ''} ${body?.message ?? ''}`.trim();
       throw new LoginError('refused', `Signing in as ${email} at ${url} failed: ${why}.`);
     }
     return new ApiSession(url, bearer({ ...body, accessToken: body.accessToken }));
@@ -608,14 +600,9 @@ export class ApiSession {
     if (auth.expiresAt - Date.now() > Math.min(60_000, (auth.lifetimeMs ?? 0) / 4)) return;
     this.refreshing ??= (async () => {
       try {
-        let res: Response;
-        try {
-          res = await fetch(this.api('/auth/refresh'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refreshToken: auth.refreshToken }) });
-        } catch (error) {
-          throw unreachable(this.url, error);
-        }
-        const body = (await res.json().catch(() => null)) as { accessToken?: string; refreshToken?: string; expiresIn?: number } | null;
-        if (!res.ok || !body?.accessToken || !body.refreshToken) throw new LoginError('refused', `The session could not be renewed (HTTP ${res.status}): sign in again.`);
+        const answer = await send(this.url, 'POST', '/auth/refresh', { refreshToken: auth.refreshToken });
+        const body = answer.body as TokenAnswer;
+        if (!answer.ok || !body?.accessToken || !body.refreshToken) throw new LoginError('refused', `The session could not be renewed (HTTP ${answer.status}): sign in again.`);
         this.auth = bearer({ ...body, accessToken: body.accessToken });
       } finally {
         this.refreshing = null;
@@ -624,60 +611,24 @@ export class ApiSession {
     await this.refreshing;
   }
 
-  private api(path: string): string {
-    return `${this.url.replace(/\/+$/, '')}/api/v1${path}`;
-  }
-
-  /** Request headers with the credentials. */
-  async headers(): Promise<Record<string, string>> {
-    await this.fresh();
-    return this.auth.kind === 'apiKey' ? { 'x-api-key': this.auth.apiKey } : { authorization: `Bearer ${this.auth.accessToken}` };
-  }
-
   /** graphql-ws `connection_init` payload with the credentials. */
   async connectionParams(): Promise<Record<string, string>> {
     await this.fresh();
     return this.auth.kind === 'apiKey' ? { apiKey: this.auth.apiKey } : { authorization: `Bearer ${this.auth.accessToken}` };
   }
 
-  /** A REST call under `/api/v1`; a non-2xx answer is an ApiError with the server's code and message. */
+  /** A REST call under `/api/v1` with the credentials; a non-2xx answer is an ApiError with the server's code and message. */
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
-    let res: Response;
-    try {
-      res = await fetch(this.api(path), {
-        method,
-        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(await this.headers()) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    } catch (error) {
-      throw unreachable(this.url, error);
-    }
-    const text = await res.text();
-    let parsed: any = null;
-    try {
-      parsed = text ? JSON.parse(text) : null;
-    } catch {
-      parsed = text;
-    }
-    if (!res.ok) {
-      const code = typeof parsed?.code === 'string' ? parsed.code : null;
-      const message = typeof parsed?.message === 'string' ? parsed.message : text.slice(0, 200);
-      throw new ApiError(res.status, code, `${method} /api/v1${path}: HTTP ${res.status}${code ? ` ${code}` : ''}: ${message}`);
-    }
-    return parsed as T;
+    await this.fresh();
+    const headers: Record<string, string> = this.auth.kind === 'apiKey' ? { 'x-api-key': this.auth.apiKey } : { authorization: `Bearer ${this.auth.accessToken}` };
+    return callApi<T>(this.url, method, path, body, headers);
   }
 }
 
 export const FLEET_NAME = 'Simulated fleet';
+const KEY_NAME = 'simulator';
 
-export interface FleetOptions {
-  /** the partner's and the organization's name (default "Simulated fleet") */
-  name?: string;
-  /** the enrollment key's name (default "simulator") */
-  keyName?: string;
-}
-
-export interface Fleet {
+interface Fleet {
   orgId: string;
   orgName: string;
   /** null: the caller's own partner could not be read */
@@ -685,8 +636,8 @@ export interface Fleet {
   /** the enrollment key, shown by the server this once */
   enrollmentKey: string;
   enrollmentKeyId: string;
-  /** what this call created (false: found by name and reused) */
-  created: { partner: boolean; organization: boolean };
+  /** what this call created (false: found and reused; the key then rotated) */
+  created: { partner: boolean; organization: boolean; key: boolean };
 }
 
 interface Named {
@@ -701,14 +652,31 @@ async function findByName(session: ApiSession, path: string, name: string, query
   return page.data.find((item) => item.name === name) ?? null;
 }
 
+type KeyView = { id: string; name: string; siteId: string | null; deviceId: string | null; expiresAt: string | null; maxUsage: number | null };
+
+/**
+ * The organization's "simulator" enrollment key as an earlier run left it (no site, expiry or usage
+ * limit) rotated, so its new value can be shown and keys do not pile up run after run (the previous
+ * value stops working; devices enrolled with it keep their own tokens); else a new one.
+ */
+async function simulatorKey(session: ApiSession, orgId: string): Promise<{ id: string; key: string; created: boolean }> {
+  for (let page = 1; ; page++) {
+    const keys = await session.request<{ data: KeyView[]; pagination: { limit: number; total: number } }>('GET', `/enrollment-keys?orgId=${orgId}&limit=500&page=${page}`);
+    const earlier = keys.data.find((k) => k.name === KEY_NAME && k.siteId === null && k.deviceId === null && k.expiresAt === null && k.maxUsage === null);
+    if (earlier) return { ...(await session.request<{ id: string; key: string }>('POST', `/enrollment-keys/${earlier.id}/rotate`)), created: false };
+    if (page * keys.pagination.limit >= keys.pagination.total) break;
+  }
+  return { ...(await session.request<{ id: string; key: string }>('POST', '/enrollment-keys', { name: KEY_NAME, orgId })), created: true };
+}
+
 /**
  * What `npm run simulate` without `--key` does before enrolling: finds (by name) or creates the
- * partner and the organization "Simulated fleet" and issues a fresh enrollment key in it (no expiry,
- * no usage limit; keys are shown once, so every run makes one). A platform administrator gets both;
- * a partner user the organization in their own partner; an organization user their own organization.
- * No step needs an MFA session.
+ * partner and the organization "Simulated fleet" and gets an enrollment key "simulator" there (no
+ * expiry, no usage limit; keys are shown once, so an earlier run's is rotated). A platform
+ * administrator gets both; a partner user the organization in their own partner; an organization
+ * user their own organization. No step needs an MFA session.
  */
-export async function prepareFleet(session: ApiSession, options: FleetOptions = {}): Promise<Fleet> {
+export async function prepareFleet(session: ApiSession, options: { name?: string } = {}): Promise<Fleet> {
   const name = options.name ?? FLEET_NAME;
   const tenancy = await session.request<{ scope: 'system' | 'partner' | 'organization'; partner: Named | null; organizations: { data: Named[] } }>('GET', '/orgs/?limit=1');
   const created = { partner: false, organization: false };
@@ -734,8 +702,8 @@ export async function prepareFleet(session: ApiSession, options: FleetOptions = 
       created.organization = true;
     }
   }
-  const key = await session.request<{ id: string; key: string }>('POST', '/enrollment-keys', { name: options.keyName ?? 'simulator', orgId: org.id });
-  return { orgId: org.id, orgName: org.name, partnerId, enrollmentKey: key.key, enrollmentKeyId: key.id, created };
+  const key = await simulatorKey(session, org.id);
+  return { orgId: org.id, orgName: org.name, partnerId, enrollmentKey: key.key, enrollmentKeyId: key.id, created: { ...created, key: key.created } };
 }
 
 // ── --watch: deviceStatusChanged over graphql-ws ─────────────────────────────────────────────────
@@ -753,7 +721,7 @@ export interface DeviceStatusChange {
 export const DEVICE_STATUS_SUBSCRIPTION = 'subscription DeviceStatus($orgId: ID) { deviceStatusChanged(orgId: $orgId) { deviceId orgId hostname previousStatus status lastSeenAt } }';
 
 /** The GraphQL WebSocket endpoint of a server root URL. */
-export function graphqlWsUrl(url: string): string {
+function graphqlWsUrl(url: string): string {
   return `${url.replace(/\/+$/, '').replace(/^http/, 'ws')}/graphql`;
 }
 
@@ -768,11 +736,11 @@ export function subscriptionHelp(url: string, orgId: string): string {
 }
 
 /** `<time> <hostname> <previous> → <status>`; a new device's previous status reads `new`. */
-export function formatStatusChange(change: DeviceStatusChange, at: Date = new Date()): string {
+function formatStatusChange(change: DeviceStatusChange, at: Date = new Date()): string {
   return `${at.toISOString()} ${change.hostname} ${change.previousStatus ?? 'new'} → ${change.status}`;
 }
 
-export interface WatchOptions {
+interface WatchOptions {
   /** the server's root URL */
   url: string;
   session: ApiSession;
@@ -780,8 +748,6 @@ export interface WatchOptions {
   orgId?: string | null;
   /** each change as a line (formatStatusChange); default: standard output */
   print?: (line: string) => void;
-  /** each change as received */
-  onChange?: (change: DeviceStatusChange) => void;
   /** connection trouble and the subscription's end, as lines (default: standard error) */
   report?: (line: string) => void;
 }
@@ -861,9 +827,7 @@ export function watchDeviceStatus(options: WatchOptions): Watch {
           return;
         }
         const change = result.data?.deviceStatusChanged;
-        if (!change) return;
-        options.onChange?.(change);
-        print(formatStatusChange(change));
+        if (change) print(formatStatusChange(change));
       },
       error: (error) => end(`watch stopped: ${describeFailure(error)}${isClose(error) && error.code === 4403 ? ' — the credentials were refused or expired' : ''}`),
       complete: () => end('watch stopped: the server ended the subscription'),

@@ -27,6 +27,13 @@ module.exports = {
       to: { circular: true },
     },
     {
+      name: 'simulator-stands-alone',
+      comment: 'The agent simulator runs against any deployment, so it speaks the public protocol only: Node built-ins, ws and graphql-ws, no server code.',
+      severity: 'error',
+      from: { path: '^src/scripts/simulat(e|or)\\.ts$' },
+      to: { pathNot: ['^src/scripts/simulator\\.ts$', '^node_modules/(ws|graphql-ws)/'], dependencyTypesNot: ['core'] },
+    },
+    {
       name: 'adapters-use-services',
       comment:
         'REST handlers and resolvers parse, call a service and shape the answer. They import services, auth, the shared helpers, ' +

@@ -1,11 +1,10 @@
 import { ID } from 'type-graphql';
 import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
-import { pageSchema } from '../src/pagination.js';
 import {
   AccessReviewDetailSchema,
   AccessReviewItemViewSchema,
   AccessReviewListQuery,
-  AccessReviewViewSchema,
+  AccessReviewPageSchema,
   CreateAccessReviewSchema,
   DecideAccessReviewItemSchema,
   completeAccessReview,
@@ -16,7 +15,7 @@ import {
 } from '../src/services/access-reviews.js';
 
 export const AccessReviewResolver = operations({
-  accessReviews: query(pageSchema(AccessReviewViewSchema, 'AccessReviewPage'), [args('AccessReviewListArgs', AccessReviewListQuery)], listAccessReviews),
+  accessReviews: query(AccessReviewPageSchema, [args('AccessReviewListArgs', AccessReviewListQuery)], listAccessReviews),
   accessReview: query(AccessReviewDetailSchema, [id], getAccessReview),
   createAccessReview: mutation(AccessReviewDetailSchema, [input('CreateAccessReviewInput', CreateAccessReviewSchema)], createAccessReview, {
     description: 'Snapshots the current memberships as pending items.',

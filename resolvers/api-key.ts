@@ -1,7 +1,7 @@
 import { args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
-import { pageSchema } from '../src/pagination.js';
 import {
   ApiKeyListQuery,
+  ApiKeyPageSchema,
   ApiKeyViewSchema,
   ApiKeyWithSecretSchema,
   CreateApiKeySchema,
@@ -15,7 +15,7 @@ import {
 } from '../src/services/api-keys.js';
 
 export const ApiKeyResolver = operations({
-  apiKeys: query(pageSchema(ApiKeyViewSchema, 'ApiKeyPage'), [args('ApiKeyListArgs', ApiKeyListQuery)], listApiKeys, {
+  apiKeys: query(ApiKeyPageSchema, [args('ApiKeyListArgs', ApiKeyListQuery)], listApiKeys, {
     description: 'Your API keys; with api_keys:read also those of the tenants you can see.',
   }),
   apiKey: query(ApiKeyViewSchema, [id], getApiKey),

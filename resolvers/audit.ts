@@ -1,10 +1,10 @@
 import { arg, args, id, inputType, operations, query } from '../src/graphql/contract.js';
-import { PageQuery, pageSchema } from '../src/pagination.js';
-import { AuditFilters, AuditLogViewSchema, AuditPeriodQuery, AuditStatsSchema, auditStats, getAuditLog, listAuditLogs } from '../src/services/audit.js';
+import { PageQuery } from '../src/pagination.js';
+import { AuditFilters, AuditLogPageSchema, AuditLogViewSchema, AuditPeriodQuery, AuditStatsSchema, auditStats, getAuditLog, listAuditLogs } from '../src/services/audit.js';
 
 export const AuditResolver = operations({
   auditLogs: query(
-    pageSchema(AuditLogViewSchema, 'AuditLogPage'),
+    AuditLogPageSchema,
     [args('PageArgs', PageQuery), arg('filters', inputType('AuditLogFilter', AuditFilters), { nullable: true })],
     (ctx, page, filters) => listAuditLogs(ctx, { ...filters, ...page }),
     { description: 'Audit entries of the tenants you can see, newest first.' },

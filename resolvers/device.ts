@@ -1,6 +1,5 @@
 import { ID } from 'type-graphql';
 import { arg, args, field, id, input, mutation, operations, query, subscription } from '../src/graphql/contract.js';
-import { deviceCommandPage } from '../src/services/device-command-pages.js';
 import {
   BulkCommandResultSchema,
   BulkCommandSchema,
@@ -10,6 +9,7 @@ import {
   CreateCommandSchema,
   bulkCommands,
   createCommand,
+  deviceCommandPage,
 } from '../src/services/device-commands.js';
 import { DeviceStatusChangeSchema, subscribeCommandUpdates, subscribeDeviceStatus } from '../src/services/device-events.js';
 import {

@@ -1,8 +1,8 @@
 import { args, field, id, input, mutation, operations, query } from '../src/graphql/contract.js';
-import { pageSchema } from '../src/pagination.js';
 import {
   CreateOrganizationSchema,
   OrganizationListQuery,
+  OrganizationPageSchema,
   OrganizationViewSchema,
   TenancyViewSchema,
   UpdateOrganizationSchema,
@@ -20,7 +20,7 @@ const listArgs = args('OrganizationListArgs', OrganizationListQuery);
 
 export const OrganizationResolver = operations(OrganizationViewSchema, {
   tenancy: query(TenancyViewSchema, [listArgs], getTenancy),
-  organizations: query(pageSchema(OrganizationViewSchema, 'OrganizationPage'), [listArgs], listOrganizations, {
+  organizations: query(OrganizationPageSchema, [listArgs], listOrganizations, {
     description: 'Organizations the caller can see.',
   }),
   organization: query(OrganizationViewSchema, [id], getOrganization),

@@ -1,8 +1,8 @@
 import { args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
-import { pageSchema } from '../src/pagination.js';
 import {
   CreatePartnerSchema,
   PartnerListQuery,
+  PartnerPageSchema,
   PartnerViewSchema,
   UpdatePartnerSchema,
   createPartner,
@@ -15,7 +15,7 @@ import {
 
 export const PartnerResolver = operations({
   myPartner: query(PartnerViewSchema, [], getMyPartner, { description: "The partner-scoped caller's own partner." }),
-  partners: query(pageSchema(PartnerViewSchema, 'PartnerPage'), [args('PartnerListArgs', PartnerListQuery)], listPartners, {
+  partners: query(PartnerPageSchema, [args('PartnerListArgs', PartnerListQuery)], listPartners, {
     description: 'Platform administrators: every partner; partner users: their own.',
   }),
   partner: query(PartnerViewSchema, [id], getPartner),

@@ -1,11 +1,11 @@
 import { FieldResolver, Resolver, Root } from 'type-graphql';
 import { args, id, input, mutation, objectType, operations, query } from '../src/graphql/contract.js';
-import { pageSchema } from '../src/pagination.js';
 import {
   CloneRoleSchema,
   CreateRoleSchema,
   PermissionCatalogViewSchema,
   RoleListQuery,
+  RolePageSchema,
   RoleViewSchema,
   UpdateRoleSchema,
   availablePermissions,
@@ -21,7 +21,7 @@ import {
 
 @Resolver(() => objectType('Role', RoleViewSchema))
 export class RoleResolver extends operations({
-  roles: query(pageSchema(RoleViewSchema, 'RolePage'), [args('RoleListArgs', RoleListQuery)], listRoles, {
+  roles: query(RolePageSchema, [args('RoleListArgs', RoleListQuery)], listRoles, {
     description: 'System roles and the custom roles the caller sees.',
   }),
   role: query(RoleViewSchema, [id], getRole),

@@ -22,7 +22,7 @@ const connections = new Map<string, ClassType>();
  * answered by a service's `Connection<T>` (src/pagination.ts). `totalCount` is a number, or a
  * function that counts: it runs only when the field is selected, so a page costs no count unless asked.
  */
-export function ConnectionOf<T extends object>(item: ClassType<T>, name: string): ClassType<Connection<T>> {
+function ConnectionOf<T extends object>(item: ClassType<T>, name: string): ClassType<Connection<T>> {
   const known = connections.get(name);
   if (known) return known as ClassType<Connection<T>>;
 

@@ -1,12 +1,12 @@
 import { ID } from 'type-graphql';
 import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
-import { pageSchema } from '../src/pagination.js';
 import { SsoCheckSchema, checkSso } from '../src/services/sso.js';
 import { SsoLinkStartSchema, startSsoLink } from '../src/services/sso-links.js';
 import {
   CreateSsoProviderSchema,
   ListSsoProvidersQuery,
   SsoPresetSchema,
+  SsoProviderPageSchema,
   SsoProviderTestResultSchema,
   SsoProviderStatusInput,
   SsoProviderViewSchema,
@@ -24,7 +24,7 @@ import {
 export const SsoResolver = operations({
   ssoCheck: query(SsoCheckSchema, [arg('orgId', ID)], checkSso, { description: 'Public: whether the organization signs in through SSO.' }),
   // Before ssoPresets: a type several schemas share takes its description from the first to derive it (SsoAttributeMapping: the provider view's).
-  ssoProviders: query(pageSchema(SsoProviderViewSchema, 'SsoProviderPage'), [args('SsoProviderListArgs', ListSsoProvidersQuery)], listSsoProviders),
+  ssoProviders: query(SsoProviderPageSchema, [args('SsoProviderListArgs', ListSsoProvidersQuery)], listSsoProviders),
   ssoProvider: query(SsoProviderViewSchema, [id], getSsoProvider),
   ssoPresets: query([SsoPresetSchema], [], listSsoPresets),
   createSsoProvider: mutation(SsoProviderViewSchema, [input('CreateSsoProviderInput', CreateSsoProviderSchema)], createSsoProvider),

@@ -1,9 +1,8 @@
 import { ID } from 'type-graphql';
 import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
-import { pageSchema } from '../src/pagination.js';
 import { AuthSessionSchema } from '../src/services/auth.js';
 import { AssignableRolesQuery, RoleViewSchema, assignableRoles } from '../src/services/roles.js';
-import { UserViewSchema } from '../src/services/user-view.js';
+import { UserPageSchema, UserViewSchema } from '../src/services/user-view.js';
 import {
   AcceptInviteSchema,
   InvitationViewSchema,
@@ -31,7 +30,7 @@ import {
 
 export const UserResolver = operations({
   me: query(MeViewSchema, [], getMe),
-  users: query(pageSchema(UserViewSchema, 'UserPage'), [args('UserListArgs', UserListQuery)], listUsers, {
+  users: query(UserPageSchema, [args('UserListArgs', UserListQuery)], listUsers, {
     description: 'Users with a membership the caller reaches.',
   }),
   user: query(UserViewSchema, [id], getUser),

@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, field, id, input, mutation, objectType, operations, query, subscription } from '../src/graphql/contract.js';
+import { arg, args, field, id, input, mutation, operations, query, subscription } from '../src/graphql/contract.js';
 import { pageSchema } from '../src/pagination.js';
 import {
   DeliveriesConnectionArgs,
@@ -29,7 +29,7 @@ import {
   webhookDeliveryStats,
   type WebhookView,
 } from '../src/services/webhooks.js';
-import { ConnectionOf } from './shared.js';
+import { connectionOf } from './shared.js';
 
 export const WebhookResolver = operations(WebhookViewSchema, {
   webhooks: query(pageSchema(WebhookViewSchema, 'WebhookPage'), [args('WebhookListArgs', ListWebhooksQuery)], listWebhooks, {
@@ -45,7 +45,7 @@ export const WebhookResolver = operations(WebhookViewSchema, {
   ),
   deliveryStats: field(DeliveryStatsSchema, [], (ctx, webhook: WebhookView) => webhookDeliveryStats(ctx, webhook)),
   deliveries: field(
-    ConnectionOf(objectType('WebhookDelivery', WebhookDeliveryViewSchema), 'WebhookDelivery'),
+    connectionOf(WebhookDeliveryViewSchema),
     [args('DeliveryConnectionArgs', DeliveriesConnectionArgs)],
     (ctx, webhook: WebhookView, page) => deliveriesConnection(ctx, webhook.id, page),
     { description: 'Deliveries, newest first' },

@@ -1,10 +1,9 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
-import { pageSchema } from '../src/pagination.js';
 import {
   AccessReviewDetailSchema,
   AccessReviewItemViewSchema,
   AccessReviewListQuery,
-  AccessReviewViewSchema,
+  AccessReviewPageSchema,
   CreateAccessReviewSchema,
   DecideAccessReviewItemSchema,
   completeAccessReview,
@@ -17,9 +16,8 @@ import { RestRouter, pathId } from './router.js';
 
 export function accessReviewsRouter(openapi: OpenApiRegistry): RestRouter {
   const review = { id: pathId('Access review') };
-  const AccessReviewPage = pageSchema(AccessReviewViewSchema, 'AccessReviewPage');
   return new RestRouter(openapi, 'Access reviews')
-    .get('/access-reviews', { summary: 'Access reviews, newest first', query: AccessReviewListQuery, response: AccessReviewPage }, (ctx, { query }) => listAccessReviews(ctx, query))
+    .get('/access-reviews', { summary: 'Access reviews, newest first', query: AccessReviewListQuery, response: AccessReviewPageSchema }, (ctx, { query }) => listAccessReviews(ctx, query))
     .post('/access-reviews', { summary: "Start a review of an organization's (or a partner's own) memberships", body: CreateAccessReviewSchema, status: 201, response: AccessReviewDetailSchema }, (ctx, { body }) =>
       createAccessReview(ctx, body),
     )

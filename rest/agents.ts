@@ -1,4 +1,3 @@
-import type { Request } from 'express';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import {
   AgentAckSchema,
@@ -8,6 +7,7 @@ import {
   HeartbeatSchema,
   InventorySchema,
   UpdateStatusSchema,
+  agentToken,
   enroll,
   heartbeat,
   reportCommandResult,
@@ -17,29 +17,23 @@ import {
 import { CommandResultSchema } from '../src/services/device-commands.js';
 import { RestRouter, pathId } from './router.js';
 
-/** The agent's own token (`Authorization: Bearer <authToken>`); the service decides what it is worth. */
-function agentToken(req: Request): string | null {
-  const header = req.headers.authorization;
-  return header?.startsWith('Bearer ') ? header.slice(7).trim() : null;
-}
-
 /** The agent protocol (docs/agent-protocol.md): enrollment with an enrollment key, then calls with the agent's token. */
 export function agentsRouter(openapi: OpenApiRegistry): RestRouter {
   const agent = { agentId: pathId('Agent') };
   return new RestRouter(openapi, 'Agents')
     .post('/agents/enroll', { summary: 'Enroll a device with an enrollment key', body: EnrollSchema, status: 201, public: true, response: EnrollResultSchema }, (ctx, { body }) => enroll(ctx, body))
     .post('/agents/:agentId/heartbeat', { summary: 'Report presence and metrics; answers the commands to run', params: agent, body: HeartbeatSchema, public: true, response: HeartbeatResultSchema }, (ctx, { params, body, req }) =>
-      heartbeat(ctx, params.agentId, agentToken(req), body),
+      heartbeat(ctx, params.agentId, agentToken(req.headers.authorization), body),
     )
     .post(
       '/agents/:agentId/commands/:commandId/result',
       { summary: "Report a command's result", params: { ...agent, commandId: pathId('Command') }, body: CommandResultSchema, public: true, response: AgentAckSchema },
-      (ctx, { params, body, req }) => reportCommandResult(ctx, params.agentId, agentToken(req), params.commandId, body),
+      (ctx, { params, body, req }) => reportCommandResult(ctx, params.agentId, agentToken(req.headers.authorization), params.commandId, body),
     )
     .post('/agents/:agentId/inventory', { summary: 'Report the latest inventory', params: agent, body: InventorySchema, public: true, response: AgentAckSchema }, (ctx, { params, body, req }) =>
-      reportInventory(ctx, params.agentId, agentToken(req), body),
+      reportInventory(ctx, params.agentId, agentToken(req.headers.authorization), body),
     )
     .post('/agents/:agentId/update-status', { summary: 'Report the progress of a self-update', params: agent, body: UpdateStatusSchema, public: true, response: AgentAckSchema }, (ctx, { params, body, req }) =>
-      reportUpdateStatus(ctx, params.agentId, agentToken(req), body),
+      reportUpdateStatus(ctx, params.agentId, agentToken(req.headers.authorization), body),
     );
 }

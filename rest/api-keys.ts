@@ -1,7 +1,7 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
-import { pageSchema } from '../src/pagination.js';
 import {
   ApiKeyListQuery,
+  ApiKeyPageSchema,
   ApiKeyViewSchema,
   ApiKeyWithSecretSchema,
   CreateApiKeySchema,
@@ -17,9 +17,8 @@ import { RestRouter, pathId } from './router.js';
 
 export function apiKeysRouter(openapi: OpenApiRegistry): RestRouter {
   const key = { id: pathId('API key') };
-  const ApiKeyPage = pageSchema(ApiKeyViewSchema, 'ApiKeyPage');
   return new RestRouter(openapi, 'API keys')
-    .get('/api-keys', { summary: 'Your API keys, and with api_keys:read those of the tenants you can see', query: ApiKeyListQuery, response: ApiKeyPage }, (ctx, { query }) =>
+    .get('/api-keys', { summary: 'Your API keys, and with api_keys:read those of the tenants you can see', query: ApiKeyListQuery, response: ApiKeyPageSchema }, (ctx, { query }) =>
       listApiKeys(ctx, query),
     )
     .post('/api-keys', { summary: 'Create an API key; the response carries the full key, shown only this once', body: CreateApiKeySchema, status: 201, response: ApiKeyWithSecretSchema }, (ctx, { body }) =>

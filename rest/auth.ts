@@ -3,6 +3,7 @@ import {
   AuthSessionSchema,
   ChangePasswordInput,
   LoginInput,
+  LoginResponseSchema,
   LogoutInput,
   MfaCodeInput,
   MfaRecoveryCodesSchema,
@@ -29,7 +30,7 @@ import { RestRouter } from './router.js';
 export function authRouter(openapi: OpenApiRegistry): RestRouter {
   const r = new RestRouter(openapi, 'Authentication');
 
-  r.post('/auth/login', { summary: 'Sign in with email and password: tokens, or an MFA token for the second step', body: LoginInput, public: true }, (ctx, { body }) =>
+  r.post('/auth/login', { summary: 'Sign in with email and password: tokens, or an MFA token for the second step', body: LoginInput, public: true, response: LoginResponseSchema }, (ctx, { body }) =>
     login(ctx, body),
   );
   r.post('/auth/mfa/verify', { summary: 'Second login step: a TOTP or recovery code with the MFA token', body: VerifyMfaInput, public: true, response: AuthSessionSchema }, (ctx, { body }) =>

@@ -3,6 +3,7 @@ import { pageSchema } from '../src/pagination.js';
 import {
   CreateOrganizationSchema,
   OrganizationListQuery,
+  OrganizationPageSchema,
   OrganizationViewSchema,
   TenancyViewSchema,
   UpdateOrganizationSchema,
@@ -16,6 +17,7 @@ import {
 import {
   CreatePartnerSchema,
   PartnerListQuery,
+  PartnerPageSchema,
   PartnerViewSchema,
   UpdatePartnerSchema,
   createPartner,
@@ -35,15 +37,13 @@ export function orgsRouter(openapi: OpenApiRegistry): RestRouter {
   const partner = { id: pathId('Partner') };
   const organization = { id: pathId('Organization') };
   const site = { id: pathId('Site') };
-  const PartnerPage = pageSchema(PartnerViewSchema, 'PartnerPage');
-  const OrganizationPage = pageSchema(OrganizationViewSchema, 'OrganizationPage');
   const SitePage = pageSchema(SiteViewSchema, 'SitePage');
 
   r.get('/orgs/', { summary: "The caller's scope, own partner and a page of visible organizations", query: OrganizationListQuery, response: TenancyViewSchema }, (ctx, { query }) =>
     getTenancy(ctx, query),
   );
 
-  r.get('/orgs/partners', { summary: 'List partners (platform: all; partner: its own)', query: PartnerListQuery, response: PartnerPage }, (ctx, { query }) => listPartners(ctx, query));
+  r.get('/orgs/partners', { summary: 'List partners (platform: all; partner: its own)', query: PartnerListQuery, response: PartnerPageSchema }, (ctx, { query }) => listPartners(ctx, query));
   r.post('/orgs/partners', { summary: 'Create a partner (platform administrators)', body: CreatePartnerSchema, status: 201, response: PartnerViewSchema }, (ctx, { body }) => createPartner(ctx, body));
   r.get('/orgs/partners/me', { summary: "The partner-scoped caller's own partner", response: PartnerViewSchema }, (ctx) => getMyPartner(ctx));
   r.patch('/orgs/partners/me', { summary: "Update the partner-scoped caller's own partner", body: UpdatePartnerSchema, response: PartnerViewSchema }, (ctx, { body }) => updateMyPartner(ctx, body));
@@ -51,7 +51,7 @@ export function orgsRouter(openapi: OpenApiRegistry): RestRouter {
   r.patch('/orgs/partners/:id', { summary: 'Update a partner', params: partner, body: UpdatePartnerSchema, response: PartnerViewSchema }, (ctx, { params, body }) => updatePartner(ctx, params.id, body));
   r.delete('/orgs/partners/:id', { summary: 'Delete a partner with its organizations', params: partner, status: 204 }, (ctx, { params }) => deletePartner(ctx, params.id));
 
-  r.get('/orgs/organizations', { summary: 'List visible organizations', query: OrganizationListQuery, response: OrganizationPage }, (ctx, { query }) => listOrganizations(ctx, query));
+  r.get('/orgs/organizations', { summary: 'List visible organizations', query: OrganizationListQuery, response: OrganizationPageSchema }, (ctx, { query }) => listOrganizations(ctx, query));
   r.post('/orgs/organizations', { summary: 'Create an organization', body: CreateOrganizationSchema, status: 201, response: OrganizationViewSchema }, (ctx, { body }) => createOrganization(ctx, body));
   r.get('/orgs/organizations/:id', { summary: 'Get an organization', params: organization, response: OrganizationViewSchema }, (ctx, { params }) => getOrganization(ctx, params.id));
   r.patch('/orgs/organizations/:id', { summary: 'Update an organization', params: organization, body: UpdateOrganizationSchema, response: OrganizationViewSchema }, (ctx, { params, body }) =>

@@ -1,10 +1,11 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
-import { pageSchema } from '../src/pagination.js';
 import {
   CloneRoleSchema,
   CreateRoleSchema,
+  EffectivePermissionsViewSchema,
   PermissionCatalogViewSchema,
   RoleListQuery,
+  RolePageSchema,
   RoleViewSchema,
   UpdateRoleSchema,
   availablePermissions,
@@ -16,7 +17,7 @@ import {
   listRoles,
   updateRole,
 } from '../src/services/roles.js';
-import { UserViewSchema } from '../src/services/user-view.js';
+import { UserPageSchema } from '../src/services/user-view.js';
 import { RoleUsersQuery, listRoleUsers } from '../src/services/users.js';
 import { RestRouter, pathId } from './router.js';
 
@@ -24,9 +25,8 @@ import { RestRouter, pathId } from './router.js';
 export function rolesRouter(openapi: OpenApiRegistry): RestRouter {
   const r = new RestRouter(openapi, 'Roles');
   const role = { id: pathId('Role') };
-  const RolePage = pageSchema(RoleViewSchema, 'RolePage');
 
-  r.get('/roles', { summary: 'List the roles the caller sees', query: RoleListQuery, response: RolePage }, (ctx, { query }) => listRoles(ctx, query));
+  r.get('/roles', { summary: 'List the roles the caller sees', query: RoleListQuery, response: RolePageSchema }, (ctx, { query }) => listRoles(ctx, query));
   r.post('/roles', { summary: 'Create a custom role', body: CreateRoleSchema, status: 201, response: RoleViewSchema }, (ctx, { body }) => createRole(ctx, body));
   r.get('/roles/permissions/available', { summary: 'The permission catalog', response: PermissionCatalogViewSchema }, (ctx) => availablePermissions(ctx));
   r.get('/roles/:id', { summary: 'Get a role', params: role, response: RoleViewSchema }, (ctx, { params }) => getRole(ctx, params.id));
@@ -35,8 +35,8 @@ export function rolesRouter(openapi: OpenApiRegistry): RestRouter {
   r.post('/roles/:id/clone', { summary: "Copy a role as a custom role of the caller's organization or partner", params: role, body: CloneRoleSchema, status: 201, response: RoleViewSchema }, (ctx, { params, body }) =>
     cloneRole(ctx, params.id, body),
   );
-  r.get('/roles/:id/users', { summary: 'Members holding the role', params: role, query: RoleUsersQuery, response: pageSchema(UserViewSchema, 'UserPage') }, (ctx, { params, query }) => listRoleUsers(ctx, params.id, query));
-  r.get('/roles/:id/effective-permissions', { summary: 'The catalog permissions the role grants, wildcards expanded', params: role }, (ctx, { params }) =>
+  r.get('/roles/:id/users', { summary: 'Members holding the role', params: role, query: RoleUsersQuery, response: UserPageSchema }, (ctx, { params, query }) => listRoleUsers(ctx, params.id, query));
+  r.get('/roles/:id/effective-permissions', { summary: 'The catalog permissions the role grants, wildcards expanded', params: role, response: EffectivePermissionsViewSchema }, (ctx, { params }) =>
     effectivePermissions(ctx, params.id),
   );
   return r;

@@ -84,9 +84,6 @@ type AddRoute = <
 /** A path id: a UUID, else 404 `<resource> not found`. */
 export const pathId = (resource: string) => z.uuid({ message: notFound(resource).message });
 
-/** `{ data: [...] }`, for the few lists that answer every item at once (no page); named like `pageSchema`'s pages. */
-export const listSchema = <T extends ZodType>(item: T, title: string) => z.object({ data: z.array(item) }).meta({ title });
-
 type AnySpec = RouteSpec<ZodType | undefined, ZodType | undefined, Record<string, ZodType>, ZodType | undefined>;
 type AnyHandler = Handler<ZodType | undefined, ZodType | undefined, Record<string, ZodType>>;
 

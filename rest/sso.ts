@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
-import { pageSchema } from '../src/pagination.js';
+import { listSchema } from '../src/pagination.js';
 import type { RateLimit } from '../src/http/rate-limit.js';
 import { LoginQuery, SsoCheckSchema, checkSso, startSsoLogin } from '../src/services/sso.js';
 import { ExchangeInput, redeemExchangeCode, type LoginRedirect } from '../src/services/sso-accounts.js';
@@ -11,6 +11,7 @@ import {
   CreateSsoProviderSchema,
   ListSsoProvidersQuery,
   SsoPresetSchema,
+  SsoProviderPageSchema,
   SsoProviderTestResultSchema,
   SsoProviderViewSchema,
   SsoProviderStatusInput,
@@ -25,7 +26,7 @@ import {
   updateSsoProvider,
 } from '../src/services/sso-providers.js';
 import { SAML_STATE_COOKIE, completeSamlLogin, samlMetadata } from '../src/services/sso-saml.js';
-import { RestRouter, listSchema, pathId } from './router.js';
+import { RestRouter, pathId } from './router.js';
 
 function readCookie(req: Request, name: string): string | undefined {
   for (const pair of (req.get('cookie') ?? '').split(';')) {
@@ -63,10 +64,9 @@ export function ssoRouter(openapi: OpenApiRegistry): RestRouter {
   const limit: RateLimit = { name: 'sso', perMinute: (config) => config.ssoRateLimitPerMinute };
   const provider = { id: pathId('SSO provider') };
   const organization = { orgId: pathId('Organization') };
-  const SsoProviderPage = pageSchema(SsoProviderViewSchema, 'SsoProviderPage');
 
   r.get('/sso/presets', { summary: 'Provider presets with their default scopes and attribute mappings', response: listSchema(SsoPresetSchema, 'SsoPresetList') }, async (ctx) => ({ data: listSsoPresets(ctx) }));
-  r.get('/sso/providers', { summary: "An organization's SSO providers", query: ListSsoProvidersQuery, response: SsoProviderPage }, (ctx, { query }) => listSsoProviders(ctx, query));
+  r.get('/sso/providers', { summary: "An organization's SSO providers", query: ListSsoProvidersQuery, response: SsoProviderPageSchema }, (ctx, { query }) => listSsoProviders(ctx, query));
   r.get('/sso/providers/:id', { summary: 'One SSO provider (never its client secret)', params: provider, response: SsoProviderViewSchema }, (ctx, { params }) => getSsoProvider(ctx, params.id));
   r.post('/sso/providers', { summary: 'Create an SSO provider (status inactive)', body: CreateSsoProviderSchema, status: 201, response: SsoProviderViewSchema }, (ctx, { body }) =>
     createSsoProvider(ctx, body),

@@ -1,11 +1,12 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
-import { pageSchema } from '../src/pagination.js';
+import { listSchema } from '../src/pagination.js';
 import { AuthSessionSchema } from '../src/services/auth.js';
 import { AssignableRolesQuery, RoleViewSchema, assignableRoles } from '../src/services/roles.js';
-import { UserViewSchema } from '../src/services/user-view.js';
+import { UserPageSchema, UserViewSchema } from '../src/services/user-view.js';
 import {
   AcceptInviteSchema,
   AcceptMyInvitationSchema,
+  InvitationListSchema,
   InviteResultSchema,
   InviteUserSchema,
   MeViewSchema,
@@ -29,14 +30,13 @@ import {
   updateMe,
   updateUser,
 } from '../src/services/users.js';
-import { RestRouter, listSchema, pathId } from './router.js';
+import { RestRouter, pathId } from './router.js';
 
 /** Users of the organizations and partners the caller reaches, invitations, and the caller's own profile. */
 export function usersRouter(openapi: OpenApiRegistry): RestRouter {
   const r = new RestRouter(openapi, 'Users');
   const user = { id: pathId('User') };
   const invitation = { id: pathId('Invitation') };
-  const UserPage = pageSchema(UserViewSchema, 'UserPage');
 
   r.post('/auth/accept-invite', { summary: "Accept an invitation link (a new account's new password, or an existing account's own); answers a session", body: AcceptInviteSchema, public: true, response: AuthSessionSchema }, (ctx, { body }) =>
     acceptInvite(ctx, body),
@@ -44,14 +44,14 @@ export function usersRouter(openapi: OpenApiRegistry): RestRouter {
 
   r.get('/users/me', { summary: 'The caller: profile, effective permissions and memberships', response: MeViewSchema }, (ctx) => getMe(ctx));
   r.patch('/users/me', { summary: "Update the caller's own profile", body: UpdateMeSchema, response: UserViewSchema }, (ctx, { body }) => updateMe(ctx, body));
-  r.get('/users/me/invitations', { summary: 'Memberships other organizations or partners offered the caller, not accepted yet' }, (ctx) => listMyInvitations(ctx));
+  r.get('/users/me/invitations', { summary: 'Memberships other organizations or partners offered the caller, not accepted yet', response: InvitationListSchema }, (ctx) => listMyInvitations(ctx));
   r.post('/users/me/invitations/:id/accept', { summary: 'Accept a pending invitation (an SSO session also gives currentPassword)', params: invitation, body: AcceptMyInvitationSchema, response: MembershipViewSchema }, (ctx, { params, body }) =>
     acceptMyInvitation(ctx, params.id, body),
   );
   r.post('/users/me/invitations/:id/decline', { summary: 'Decline a pending invitation', params: invitation, status: 204 }, (ctx, { params }) => declineMyInvitation(ctx, params.id));
   r.get('/users/roles', { summary: 'Roles the caller may assign', query: AssignableRolesQuery, response: listSchema(RoleViewSchema, 'RoleList') }, async (ctx, { query }) => ({ data: await assignableRoles(ctx, query) }));
 
-  r.get('/users', { summary: 'List users the caller reaches', query: UserListQuery, response: UserPage }, (ctx, { query }) => listUsers(ctx, query));
+  r.get('/users', { summary: 'List users the caller reaches', query: UserListQuery, response: UserPageSchema }, (ctx, { query }) => listUsers(ctx, query));
   r.post('/users/invite', { summary: 'Invite someone by email: answers the user and a one-time invite link', body: InviteUserSchema, status: 201, response: InviteResultSchema }, (ctx, { body }) =>
     inviteUser(ctx, body),
   );

@@ -15,6 +15,8 @@ export type PageInput = z.infer<typeof PageQuery>;
 /** The `pagination` block of page/limit lists, and a page of `item` (GraphQL derives `<title>` from it). */
 export const PaginationSchema = z.object({ page: z.number().int(), limit: z.number().int(), total: z.number().int() }).meta({ title: 'Pagination' });
 export const pageSchema = <T extends z.ZodType>(item: T, title: string) => z.object({ data: z.array(item), pagination: PaginationSchema }).meta({ title });
+/** `{ data: [...] }`, for the few lists that answer every item at once (no page); named like `pageSchema`'s pages. */
+export const listSchema = <T extends z.ZodType>(item: T, title: string) => z.object({ data: z.array(item) }).meta({ title });
 
 export interface Page<T> {
   data: T[];
@@ -109,7 +111,7 @@ export function finishCursorPage<T extends { id: string }>(rows: T[], limit: num
 }
 
 /**
- * A Relay connection, what a GraphQL cursor list answers (`ConnectionOf` in resolvers/shared.ts):
+ * A Relay connection, what a GraphQL cursor list answers (`connectionOf` in resolvers/shared.ts):
  * each item with the cursor that continues after it. `totalCount` is a number, or a function that
  * counts, called only when the field is selected.
  */

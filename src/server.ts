@@ -91,9 +91,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
     await jobs.start();
     closers.push(() => jobs.stop());
-    // Stops before the job queue (it schedules retries) and after the dispatcher (which wakes it).
     await webhookDeliveries.start();
-    closers.push(() => webhookDeliveries.stop());
+    // After the dispatcher (which wakes it) and before the job store closes (it schedules retries): the job
+    // queue stops taking jobs first, so the retries the worker hands back on stop are left for another instance.
+    closers.push(async () => {
+      await jobs.stopProcessing();
+      await webhookDeliveries.stop();
+    });
 
     const dispatcher = new OutboxDispatcher(runtime, [...eventSubscribers, ...(options.subscribers ?? [])], options.outboxPollMs ?? 2000);
     await dispatcher.start(database.url);

@@ -1,9 +1,8 @@
-import { Membership } from '../entities/user.js';
 import type { Permission } from '../src/auth/permissions.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { sql } from './support/db.js';
-import { buildOrg, buildPartner, buildUser, permissionsOf, systemRole, type BuiltUser } from './support/factories.js';
+import { addMembership, buildOrg, buildPartner, buildUser, permissionsOf, systemRole, type BuiltUser } from './support/factories.js';
 
 let app: TestApp;
 
@@ -25,9 +24,7 @@ async function team() {
   const bob = await buildUser(app, { orgId: org.id, role: 'Organization Viewer', email: `bob-${org.id}@example.test` });
   const carol = await buildUser(app, { orgId: org.id, role: 'Organization Viewer', email: `carol-${org.id}@example.test` });
   const elsewhere = await buildOrg(app, { partnerId: org.partnerId });
-  const em = app.server.runtime.orm.em.fork();
-  const bobElsewhere = em.create(Membership, { userId: bob.user.id, scope: 'organization', orgId: elsewhere.id, roleId: systemRole('Organization Viewer') });
-  await em.flush();
+  const bobElsewhere = await addMembership(app, bob.user.id, { orgId: elsewhere.id, role: 'Organization Viewer' });
   return { org, reviewer, alice, bob, carol, bobElsewhere };
 }
 

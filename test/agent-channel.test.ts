@@ -7,13 +7,8 @@ import { createTestApp, type TestApp } from './support/app.js';
 import { rest } from './support/clients.js';
 import { sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
-import { buildOrg, buildUser } from './support/factories.js';
-
-interface Enrolled {
-  deviceId: string;
-  agentId: string;
-  authToken: string;
-}
+import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
+import { buildUser } from './support/factories.js';
 
 type Message = { type: string } & Record<string, any>;
 
@@ -84,26 +79,8 @@ function refusedUpgrade(app: TestApp, agentId: string, headers: Record<string, s
   });
 }
 
-const agentInfo = (hostname: string, extra: Record<string, unknown> = {}) => ({ hostname, osType: 'linux', osVersion: 'Debian 12', architecture: 'amd64', agentVersion: '1.0.0', ...extra });
-
-async function fleet(app: TestApp) {
-  const org = await buildOrg(app);
-  const tech = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
-  const key = await rest(app, tech.as).post('/enrollment-keys', { name: 'Channel' });
-  expect(key.status).toBe(201);
-  return { org, tech, key: key.body.key as string };
-}
-
-async function enroll(app: TestApp, key: string, hostname: string, extra: Record<string, unknown> = {}): Promise<Enrolled> {
-  const res = await rest(app).post('/agents/enroll', { enrollmentKey: key, ...agentInfo(hostname, extra) });
-  expect(res.status).toBe(201);
-  return res.body;
-}
-
-const agentCall = (app: TestApp, agent: Enrolled, path: string, body: unknown) => rest(app).post(`/agents/${agent.agentId}${path}`, body, { authorization: `Bearer ${agent.authToken}` });
-
 const channels: Channel[] = [];
-async function open(app: TestApp, agent: Enrolled): Promise<Channel> {
+async function open(app: TestApp, agent: EnrolledAgent): Promise<Channel> {
   const channel = await Channel.open(app, agent);
   channels.push(channel);
   return channel;
@@ -292,6 +269,7 @@ describe('two instances on one database', () => {
     const second = await enroll(a, key, 'phoenix', { machineId: 'machine-phoenix' });
     expect(second.deviceId).toBe(first.deviceId);
     expect(await oldChannel.waitClosed()).toEqual({ code: 4401, reason: 'Agent credentials replaced' });
+    expect(await refusedUpgrade(b, first.agentId, { authorization: `Bearer ${first.authToken}` })).toEqual({ status: 401, body: { code: 'UNAUTHENTICATED', message: 'Invalid agent credentials' } });
     const newChannel = await open(a, second);
     newChannel.send({ type: 'heartbeat', agentVersion: '1.0.0' });
     await newChannel.next((m) => m.type === 'heartbeat_ack', 'a heartbeat on the new token');
@@ -306,6 +284,22 @@ describe('two instances on one database', () => {
     newer.send({ type: 'heartbeat', agentVersion: '1.0.0' });
     await newer.next((m) => m.type === 'heartbeat_ack', 'the newer channel working');
     expect(newer.closed).toBeNull();
+  });
+
+  test('an answer nested too deep to forward is refused; the call times out and both instances keep serving', async () => {
+    const { key } = await fleet(a);
+    const agent = await enroll(a, key, 'hostile');
+    const channel = await open(a, agent);
+    const deep = `${'{"n":'.repeat(100_000)}{}${'}'.repeat(100_000)}`;
+    channel.ws.on('message', (data) => {
+      const message = JSON.parse(data.toString()) as Message;
+      if (message.type === 'request') channel.send(`{"type":"response","requestId":"${message.requestId}","ok":true,"result":${deep}}`);
+    });
+    await expect(callAgent(RequestContext.system(b.server.runtime, 'test'), agent.deviceId, 'system.info', {}, { timeoutMs: 1_000 })).rejects.toMatchObject({ status: 504, code: 'AGENT_TIMEOUT' });
+    expect(await channel.next((m) => m.type === 'error' && m.replyTo === 'response', 'the refused answer')).toMatchObject({ code: 'VALIDATION_ERROR', message: expect.stringContaining('nest') });
+    channel.send({ type: 'heartbeat', agentVersion: '1.0.0' });
+    await channel.next((m) => m.type === 'heartbeat_ack', 'a heartbeat answered afterwards');
+    expect((await agentCall(b, agent, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(200);
   });
 
   test('invalid messages are answered with an error; a message over 1 MiB closes the channel (1009)', async () => {
@@ -349,7 +343,7 @@ describe('presence', () => {
     const connected = await enroll(app, key, 'connected');
     const silent = await enroll(app, key, 'silent');
     await open(app, connected);
-    const status = async (agent: Enrolled) => (await rest(app, tech.as).get(`/devices/${agent.deviceId}`)).body.status as string;
+    const status = async (agent: EnrolledAgent) => (await rest(app, tech.as).get(`/devices/${agent.deviceId}`)).body.status as string;
 
     // Both enrolled together: once the sweep has found the silent one, it has judged the connected one too.
     await eventually(async () => (await status(silent)) === 'offline', 15_000, 'the silent device to go offline');

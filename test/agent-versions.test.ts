@@ -7,7 +7,8 @@ import { createTestApp, type TestApp } from './support/app.js';
 import { TestClock } from './support/clock.js';
 import { gql, rest } from './support/clients.js';
 import { auditOf, sql } from './support/db.js';
-import { buildOrg, buildUser, unique, type BuiltUser } from './support/factories.js';
+import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
+import { buildOrg, buildUser, type BuiltUser } from './support/factories.js';
 import { REPO, sha256, startReleasesApi, type FakeBinary, type ReleasesApi } from './support/releases-api.js';
 
 // Agent releases (spec, Versioning 4–8) through the real HTTP interface: a fake GitHub-compatible
@@ -43,22 +44,8 @@ async function releasesApp(releases: ReleasesApi, env: Record<string, string>, c
   return { app, publicUrl };
 }
 
-async function fleet(app: TestApp) {
-  const org = await buildOrg(app);
-  const tech = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
-  const key = await rest(app, tech.as).post('/enrollment-keys', { name: 'Rollout' });
-  expect(key.status).toBe(201);
-  return { org, tech, key: key.body.key as string };
-}
-
-async function enroll(app: TestApp, key: string, extra: Record<string, unknown> = {}) {
-  const res = await rest(app).post('/agents/enroll', { enrollmentKey: key, hostname: `host-${unique()}`, osType: 'linux', osVersion: 'Debian 12', architecture: 'amd64', agentVersion: '1.0.0', ...extra });
-  expect(res.status).toBe(201);
-  return res.body as { deviceId: string; agentId: string; authToken: string };
-}
-
-async function upgradeTo(app: TestApp, agent: { agentId: string; authToken: string }, agentVersion: string) {
-  const res = await rest(app).post(`/agents/${agent.agentId}/heartbeat`, { agentVersion }, { authorization: `Bearer ${agent.authToken}` });
+async function upgradeTo(app: TestApp, agent: EnrolledAgent, agentVersion: string) {
+  const res = await agentCall(app, agent, '/heartbeat', { agentVersion });
   expect(res.status).toBe(200);
   return res.body.upgradeTo;
 }
@@ -173,6 +160,17 @@ describe('BINARY_SOURCE=github with AGENT_AUTO_PROMOTE (the defaults)', () => {
     expect(unverifiable.body.message).toContain('has no agent binaries');
     expect((await api.get('/agent-versions?version=1.3.0')).body.pagination.total).toBe(0);
     expect(await auditOf(app, '1.3.0', ['action'])).toEqual([]);
+
+    // Agents and redirects are sent to an asset's URL: one that is not https fails the sync.
+    releases.publish({ tag: 'v1.3.1', plainHttp: ['rmm-agent-linux-arm64'], binaries: ['rmm-agent-linux-amd64', 'rmm-agent-linux-arm64'].map((n) => binary(n, '1.3.1')) });
+    const insecure = await api.post('/agent-versions/sync-github?version=1.3.1');
+    expect([insecure.status, insecure.body]).toEqual([502, { code: 'UPSTREAM_ERROR', message: 'Release asset rmm-agent-linux-arm64 is not served over https' }]);
+    expect((await api.get('/agent-versions?version=1.3.1')).body.pagination.total).toBe(0);
+
+    // A size no binary has is registered as unknown.
+    releases.publish({ tag: 'v1.3.2-rc.1', prerelease: true, binaries: [{ ...binary('rmm-agent-linux-amd64', '1.3.2-rc.1'), size: 2 ** 40 }] });
+    expect((await api.post('/agent-versions/sync-github?version=1.3.2-rc.1')).status).toBe(200);
+    expect((await api.get('/agent-versions?version=1.3.2-rc.1')).body.data.map((v: any) => v.size)).toEqual([null]);
   });
 
   test('only platform administrators sync and promote; promoting takes an MFA session', async () => {
@@ -232,9 +230,9 @@ describe('BINARY_SOURCE=github with AGENT_AUTO_PROMOTE (the defaults)', () => {
     expect(await upgradeTo(app, agent, 'v1.2.0')).toBeNull();
     expect(await upgradeTo(app, agent, '1.1.0-beta.2')).toEqual(offer);
     // aarch64 is arm64; only a prerelease exists for 386; nothing for Windows on arm64.
-    expect((await upgradeTo(app, await enroll(app, key, { architecture: 'aarch64' }), '1.0.0'))?.url).toBe(assetUrl('v1.1.0', 'rmm-agent-linux-arm64'));
-    expect(await upgradeTo(app, await enroll(app, key, { architecture: 'i686' }), '1.0.0')).toBeNull();
-    expect(await upgradeTo(app, await enroll(app, key, { osType: 'windows', architecture: 'arm64' }), '1.0.0')).toBeNull();
+    expect((await upgradeTo(app, await enroll(app, key, undefined, { architecture: 'aarch64' }), '1.0.0'))?.url).toBe(assetUrl('v1.1.0', 'rmm-agent-linux-arm64'));
+    expect(await upgradeTo(app, await enroll(app, key, undefined, { architecture: 'i686' }), '1.0.0')).toBeNull();
+    expect(await upgradeTo(app, await enroll(app, key, undefined, { osType: 'windows', architecture: 'arm64' }), '1.0.0')).toBeNull();
 
     // Auto-update off: no offer; the set_auto_update command switches it back on.
     expect((await rest(app, tech.as).post(`/devices/${agent.deviceId}/auto-update`, { enabled: false })).body.autoUpdate).toBe(false);
@@ -287,7 +285,7 @@ describe('BINARY_SOURCE=github with AGENT_AUTO_PROMOTE (the defaults)', () => {
     expect(await upgradeTo(app, agent, '1.0.0')).toEqual(offer);
 
     // A device already updating is not offered the update again.
-    await rest(app).post(`/agents/${agent.agentId}/update-status`, { state: 'started', toVersion: '1.1.0' }, { authorization: `Bearer ${agent.authToken}` });
+    await agentCall(app, agent, '/update-status', { state: 'started', toVersion: '1.1.0' });
     expect(await upgradeTo(app, agent, '1.0.0')).toBeNull();
   });
 
@@ -325,6 +323,34 @@ describe('BINARY_SOURCE=github with AGENT_AUTO_PROMOTE (the defaults)', () => {
     expect((await upgradeTo(app, agent, '1.0.0'))?.version).toBe('1.1.0');
     clock.advance(61_000);
     expect(await upgradeTo(app, agent, '1.0.0')).toEqual({ version: '1.1.1', component: 'agent', url: 'https://releases.invalid/1.1.1', checksum: 'a'.repeat(64) });
+  });
+
+  test('install.sh quotes what it takes from the database: a promoted row holding shell syntax runs nothing', async () => {
+    const dir = tempDir('rmm-install-quoted-');
+    const hostile = `*)touch pwned;;x`;
+    await sql(
+      app,
+      `insert into agent_version (id, created_at, updated_at, version, component, os, arch, asset_name, url, checksum, prerelease, published_at, promoted_at)
+       values (gen_random_uuid(), now(), now(), '1.1.2', 'agent', 'linux', ?, 'rmm-agent-linux-amd64', 'https://releases.invalid/1.1.2', ?, false, ?, ?)`,
+      [hostile, 'b'.repeat(64), clock.now(), clock.now()],
+    );
+    clock.advance(61_000);
+    try {
+      const script = await rest(app).get('/agents/install.sh');
+      expect(script.body).toContain(`'linux/${hostile}') VERSION='1.1.2'`);
+      fs.writeFileSync(path.join(dir, 'install.sh'), script.body);
+      // A Linux amd64 machine whose download fails: unquoted, the row's pattern would match it and run `touch`.
+      fs.mkdirSync(path.join(dir, 'fake-bin'));
+      fs.writeFileSync(path.join(dir, 'fake-bin', 'uname'), '#!/bin/sh\ncase "$1" in -s) echo Linux ;; -m) echo x86_64 ;; esac\n', { mode: 0o755 });
+      fs.writeFileSync(path.join(dir, 'fake-bin', 'curl'), '#!/bin/sh\nexit 22\n', { mode: 0o755 });
+      const result = await run(path.join(dir, 'install.sh'), ['--key', 'enr_test_key'], { PATH: `${path.join(dir, 'fake-bin')}:${process.env.PATH ?? '/usr/bin:/bin'}`, TMPDIR: dir }, dir);
+      expect(result).toMatchObject({ code: 22, stdout: expect.stringContaining('downloading rmm-agent 1.1.1 for linux/amd64') });
+      expect(fs.existsSync(path.join(dir, 'pwned'))).toBe(false);
+    } finally {
+      await sql(app, `delete from agent_version where version = '1.1.2'`);
+      clock.advance(61_000);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -451,6 +477,25 @@ describe('BINARY_SOURCE=local without AGENT_AUTO_PROMOTE', () => {
     } finally {
       fs.writeFileSync(installed, original);
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a local download never leaves AGENT_BINARY_DIR, whatever a registered row says', async () => {
+    await sql(
+      app,
+      `insert into agent_version (id, created_at, updated_at, version, component, os, arch, asset_name, url, checksum, prerelease, published_at, promoted_at)
+       values (gen_random_uuid(), now(), now(), ?, 'agent', 'linux', 'climb', 'passwd', 'https://releases.invalid/passwd', ?, false, now(), now())`,
+      [`${'../'.repeat(12)}etc`, 'c'.repeat(64)],
+    );
+    // A promotion drops the instance's cached targets, so the row above is read.
+    const promote = () => rest(app, platform.as).post('/agent-versions/promote', { version: '2.0.0', component: 'agent' });
+    expect((await promote()).status).toBe(200);
+    try {
+      const res = await rest(app).get('/agents/download/linux/climb');
+      expect([res.status, res.body]).toEqual([404, { code: 'NOT_FOUND', message: 'Agent binary not found' }]);
+    } finally {
+      await sql(app, `delete from agent_version where arch = 'climb'`);
+      expect((await promote()).status).toBe(200);
     }
   });
 });

@@ -8,6 +8,7 @@ import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
 import { sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
+import { agentCall, agentInfo, enroll, fleet as devicesFleet } from './support/devices.js';
 import { buildOrg, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 // The GraphQL side of devices, enrollment keys and agent versions; REST (test/devices.test.ts) is the reference.
@@ -17,31 +18,8 @@ const READ = ['devices:read'] as const;
 /** A technician's device work; each test takes the least it needs. */
 const WORK = ['devices:read', 'devices:write', 'devices:execute', 'devices:delete'] as const;
 
-const agentInfo = (hostname: string) => ({ hostname, osType: 'linux', osVersion: 'Debian 12', architecture: 'amd64', agentVersion: '1.0.0' });
-
-interface Agent {
-  deviceId: string;
-  agentId: string;
-  authToken: string;
-}
-
-/** An organization with a technician and an enrollment key made through GraphQL. */
-async function fleet(app: TestApp) {
-  const org = await buildOrg(app);
-  const tech = await buildUser(app, { orgId: org.id, can: [...WORK] });
-  const made = await gql(app, tech.as, 'mutation($input: CreateEnrollmentKeyInput!) { createEnrollmentKey(input: $input) { id key orgId siteId status } }', { input: { name: 'Rollout' } });
-  expect(made.body.errors).toBeUndefined();
-  expect(made.body.data.createEnrollmentKey).toMatchObject({ orgId: org.id, siteId: null, status: 'active', key: expect.stringMatching(/^enr_/) });
-  return { org, tech, key: made.body.data.createEnrollmentKey.key as string };
-}
-
-async function enroll(app: TestApp, key: string, hostname: string): Promise<Agent> {
-  const res = await rest(app).post('/agents/enroll', { enrollmentKey: key, ...agentInfo(hostname) });
-  expect(res.status).toBe(201);
-  return res.body;
-}
-
-const agentCall = (app: TestApp, agent: Agent, path: string, body: unknown) => rest(app).post(`/agents/${agent.agentId}${path}`, body, { authorization: `Bearer ${agent.authToken}` });
+/** An organization with a technician holding exactly `WORK` and an enrollment key. */
+const fleet = (app: TestApp) => devicesFleet(app, { user: { can: [...WORK] } });
 
 /** A GraphQL call that must succeed; answers its data. */
 async function ok(app: TestApp, user: BuiltUser, query: string, variables?: Record<string, unknown>): Promise<any> {
@@ -226,6 +204,17 @@ describe('queries and mutations', () => {
     expect(await refused(app, viewer, 'mutation($id: ID!) { queueDeviceCommand(deviceId: $id, input: { type: "reboot" }) { id } }', { id: a.deviceId })).toEqual(['FORBIDDEN']);
     expect(await refused(app, tech, 'mutation($id: ID!) { queueDeviceCommand(deviceId: $id, input: { type: "refresh_inventory" }) { id } }', { id: a.deviceId })).toEqual(['ALREADY_PENDING']);
     expect(await refused(app, tech, 'mutation($id: ID!) { queueDeviceCommand(deviceId: $id, input: { type: "Not A Name" }) { id } }', { id: a.deviceId })).toEqual(['VALIDATION_ERROR']);
+    // Payloads nested past 64 levels, or over 64 KiB, are refused as over REST, in bulk too.
+    let deep: Record<string, unknown> = {};
+    for (let i = 0; i < 100; i++) deep = { n: deep };
+    const QUEUE = 'mutation($id: ID!, $p: JSONObject) { queueDeviceCommand(deviceId: $id, input: { type: "run_script", payload: $p }) { id } }';
+    const BULK = 'mutation($id: ID!, $p: JSONObject) { bulkDeviceCommands(input: { deviceIds: [$id], type: "run_script", payload: $p }) { commands { id } } }';
+    for (const payload of [deep, { script: 'x'.repeat(70_000) }]) {
+      expect(await refused(app, tech, QUEUE, { id: b.deviceId, p: payload })).toEqual(['VALIDATION_ERROR']);
+      expect(await refused(app, tech, BULK, { id: b.deviceId, p: payload })).toEqual(['VALIDATION_ERROR']);
+    }
+    expect((await ok(app, viewer, 'query($id: ID!) { device(id: $id) { commands { pagination { total } } } }', { id: b.deviceId })).device.commands.pagination.total).toBe(1);
+    expect(await refused(app, viewer, '{ devices(after: "\' or 1=1 --") { totalCount } }')).toEqual(['VALIDATION_ERROR']);
   });
 
   test('update, auto-update, move, bulk commands and decommission call the same services as REST', async () => {
@@ -266,13 +255,17 @@ describe('queries and mutations', () => {
   });
 
   test('enrollment keys: list, read, rotate and delete; the key is shown only when made', async () => {
-    const { org, tech, key } = await fleet(app);
+    const { org, tech } = await fleet(app);
     const viewer = await buildUser(app, { orgId: org.id, can: [...READ] });
+    const made = await ok(app, tech, 'mutation($input: CreateEnrollmentKeyInput!) { createEnrollmentKey(input: $input) { id key orgId siteId status } }', { input: { name: 'Made here' } });
+    expect(made.createEnrollmentKey).toMatchObject({ orgId: org.id, siteId: null, status: 'active', key: expect.stringMatching(/^enr_/) });
+    const key: string = made.createEnrollmentKey.key;
     const listed = await ok(app, viewer, '{ enrollmentKeys { data { id prefix usageCount status } pagination { total } } }');
-    expect(listed.enrollmentKeys.pagination.total).toBe(1);
+    expect(listed.enrollmentKeys.pagination.total).toBe(2);
     const [{ id, prefix }] = listed.enrollmentKeys.data;
+    expect(id).toBe(made.createEnrollmentKey.id);
     expect(key.startsWith(`enr_${prefix}_`)).toBe(true);
-    expect((await ok(app, viewer, 'query($id: ID!) { enrollmentKey(id: $id) { id name } }', { id })).enrollmentKey).toEqual({ id, name: 'Rollout' });
+    expect((await ok(app, viewer, 'query($id: ID!) { enrollmentKey(id: $id) { id name } }', { id })).enrollmentKey).toEqual({ id, name: 'Made here' });
     expect(await refused(app, viewer, 'mutation($id: ID!) { rotateEnrollmentKey(id: $id) { key } }', { id })).toEqual(['FORBIDDEN']);
 
     const rotated = (await ok(app, tech, 'mutation($id: ID!) { rotateEnrollmentKey(id: $id) { id key prefix } }', { id })).rotateEnrollmentKey;

@@ -1,8 +1,10 @@
+import crypto from 'node:crypto';
 import { TestClock } from './support/clock.js';
 import { createTestApp, type TestApp } from './support/app.js';
-import { rest } from './support/clients.js';
+import { rest, type HttpResult } from './support/clients.js';
 import { auditOf, sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
+import { agentCall, agentInfo, enroll, fleet } from './support/devices.js';
 import { buildOrg, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 let app: TestApp;
@@ -14,36 +16,9 @@ afterAll(async () => {
   await app.stop();
 });
 
-const agentInfo = (hostname: string, extra: Record<string, unknown> = {}) => ({
-  hostname,
-  osType: 'linux',
-  osVersion: 'Debian 12',
-  architecture: 'amd64',
-  agentVersion: '1.0.0',
-  ...extra,
-});
-
-/** An organization with a technician (the least role that works on devices) and a fresh enrollment key. */
-async function fleet(target: TestApp = app) {
-  const org = await buildOrg(target);
-  const tech = await buildUser(target, { orgId: org.id, role: 'Organization Technician' });
-  const key = await rest(target, tech.as).post('/enrollment-keys', { name: 'Rollout' });
-  expect(key.status).toBe(201);
-  return { org, tech, key: key.body.key as string, keyId: key.body.id as string };
-}
-
-async function enroll(key: string, hostname: string, extra: Record<string, unknown> = {}, target: TestApp = app) {
-  const res = await rest(target).post('/agents/enroll', { enrollmentKey: key, ...agentInfo(hostname, extra) });
-  expect(res.status).toBe(201);
-  return res.body as { deviceId: string; agentId: string; authToken: string; orgId: string; siteId: string | null; config: { heartbeatIntervalSeconds: number } };
-}
-
-const agentCall = (agent: { agentId: string; authToken: string }, path: string, body: unknown, target: TestApp = app) =>
-  rest(target, null).post(`/agents/${agent.agentId}${path}`, body, { authorization: `Bearer ${agent.authToken}` });
-
 describe('enrollment keys', () => {
   test('a technician creates a key that is shown once, hashed at rest, and lists, rotates and deletes it', async () => {
-    const { org, tech, key, keyId } = await fleet();
+    const { org, tech, key, keyId } = await fleet(app);
     expect(key).toMatch(/^enr_/);
     const api = rest(app, tech.as);
     const shown = await api.get(`/enrollment-keys/${keyId}`);
@@ -57,7 +32,7 @@ describe('enrollment keys', () => {
     expect(rotated.body.key).not.toBe(key);
     const old = await rest(app).post('/agents/enroll', { enrollmentKey: key, ...agentInfo('old-key') });
     expect([old.status, old.body.code]).toEqual([401, 'UNAUTHENTICATED']);
-    await enroll(rotated.body.key, 'new-key');
+    await enroll(app, rotated.body.key, 'new-key');
 
     const list = await api.get('/enrollment-keys');
     expect(list.body.data.map((k: { id: string }) => k.id)).toEqual([keyId]);
@@ -67,10 +42,10 @@ describe('enrollment keys', () => {
   });
 
   test('expired and exhausted keys are refused with 401; a viewer may not create keys', async () => {
-    const { org, tech } = await fleet();
+    const { org, tech } = await fleet(app);
     const api = rest(app, tech.as);
     const once = await api.post('/enrollment-keys', { name: 'Once', maxUsage: 1 });
-    await enroll(once.body.key, 'first');
+    await enroll(app, once.body.key, 'first');
     const again = await rest(app).post('/agents/enroll', { enrollmentKey: once.body.key, ...agentInfo('second') });
     expect([again.status, again.body.code]).toEqual([401, 'UNAUTHENTICATED']);
     expect((await api.get(`/enrollment-keys/${once.body.id}`)).body).toMatchObject({ usageCount: 1, status: 'exhausted' });
@@ -88,17 +63,17 @@ describe('enrollment keys', () => {
 
 describe('enrollment', () => {
   test('enrolling answers the device, agent, one-time token and config; the same machineId re-enrolls the same device with a new token', async () => {
-    const { org, tech, key } = await fleet();
-    const first = await enroll(key, 'web-01', { machineId: 'machine-a' });
+    const { org, tech, key } = await fleet(app);
+    const first = await enroll(app, key, 'web-01', { machineId: 'machine-a' });
     expect(first).toEqual({ deviceId: expect.any(String), agentId: expect.any(String), authToken: expect.any(String), orgId: org.id, siteId: null, config: { heartbeatIntervalSeconds: 60 } });
     const device = await rest(app, tech.as).get(`/devices/${first.deviceId}`);
     expect(device.body).toMatchObject({ hostname: 'web-01', status: 'online', osType: 'linux', agentVersion: '1.0.0', autoUpdate: true });
 
-    const second = await enroll(key, 'web-01-renamed', { machineId: 'machine-a' });
+    const second = await enroll(app, key, 'web-01-renamed', { machineId: 'machine-a' });
     expect(second.deviceId).toBe(first.deviceId);
     expect(second.authToken).not.toBe(first.authToken);
-    expect((await agentCall(first, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(401);
-    expect((await agentCall(second, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(200);
+    expect((await agentCall(app, first, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(401);
+    expect((await agentCall(app, second, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(200);
     expect((await rest(app, tech.as).get('/devices')).body.devices).toHaveLength(1);
     expect((await sql(app, `select type from outbox_event where data->>'deviceId' = ? order by created_at`, [first.deviceId])).map((r) => r.type)).toEqual([
       'device.enrolled',
@@ -107,13 +82,13 @@ describe('enrollment', () => {
   });
 
   test('a provisioned device is pending until its single-use key claims exactly it', async () => {
-    const { org, tech } = await fleet();
+    const { org, tech } = await fleet(app);
     const site = await buildSite(app, org.id);
     const provisioned = await rest(app, tech.as).post('/devices/provision', { siteId: site.id, hostname: 'reception-pc' });
     expect(provisioned.status).toBe(201);
     const { deviceId, enrollmentKey } = provisioned.body;
     expect((await rest(app, tech.as).get(`/devices/${deviceId}`)).body).toMatchObject({ status: 'pending', siteId: site.id, lastSeenAt: null, enrolledAt: null });
-    const claimed = await enroll(enrollmentKey, 'RECEPTION-PC');
+    const claimed = await enroll(app, enrollmentKey, 'RECEPTION-PC');
     expect([claimed.deviceId, claimed.siteId]).toEqual([deviceId, site.id]);
     expect((await rest(app, tech.as).get(`/devices/${deviceId}`)).body).toMatchObject({ status: 'online', hostname: 'RECEPTION-PC' });
     expect((await rest(app).post('/agents/enroll', { enrollmentKey, ...agentInfo('again') })).status).toBe(401);
@@ -122,29 +97,29 @@ describe('enrollment', () => {
 
 describe('agent protocol', () => {
   test("another device's token, a malformed agent id and no token are 401 and reveal nothing", async () => {
-    const { key } = await fleet();
-    const a = await enroll(key, 'a');
-    const b = await enroll(key, 'b');
-    const crossed = await agentCall({ agentId: a.agentId, authToken: b.authToken }, '/heartbeat', { agentVersion: '1.0.0' });
+    const { key } = await fleet(app);
+    const a = await enroll(app, key, 'a');
+    const b = await enroll(app, key, 'b');
+    const crossed = await agentCall(app, { agentId: a.agentId, authToken: b.authToken }, '/heartbeat', { agentVersion: '1.0.0' });
     expect([crossed.status, crossed.body.code]).toEqual([401, 'UNAUTHENTICATED']);
-    expect((await agentCall({ agentId: 'not-a-uuid', authToken: a.authToken }, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(404);
+    expect((await agentCall(app, { agentId: 'not-a-uuid', authToken: a.authToken }, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(404);
     expect((await rest(app).post(`/agents/${a.agentId}/heartbeat`, { agentVersion: '1.0.0' })).status).toBe(401);
   });
 
   test('a queued command is handed out once, even to concurrent heartbeats, and its result is stored', async () => {
-    const { tech, key } = await fleet();
-    const agent = await enroll(key, 'srv');
+    const { tech, key } = await fleet(app);
+    const agent = await enroll(app, key, 'srv');
     const queued = await rest(app, tech.as).post(`/devices/${agent.deviceId}/commands`, { type: 'reboot', payload: { delaySeconds: 5 } });
     expect(queued.status).toBe(201);
     expect(queued.body).toMatchObject({ deviceId: agent.deviceId, type: 'reboot', status: 'pending' });
 
-    const beats = await Promise.all(Array.from({ length: 8 }, () => agentCall(agent, '/heartbeat', { agentVersion: '1.0.0', metrics: { cpuPercent: 12 } })));
+    const beats = await Promise.all(Array.from({ length: 8 }, () => agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0', metrics: { cpuPercent: 12 } })));
     expect(beats.every((b) => b.status === 200)).toBe(true);
     const handed = beats.flatMap((b) => b.body.commands);
     expect(handed).toEqual([{ id: queued.body.id, type: 'reboot', payload: { delaySeconds: 5 } }]);
     expect(beats[0]!.body).toMatchObject({ configUpdate: null, upgradeTo: null });
 
-    const result = await agentCall(agent, `/commands/${queued.body.id}/result`, { status: 'completed', exitCode: 0, stdout: 'bye' });
+    const result = await agentCall(app, agent, `/commands/${queued.body.id}/result`, { status: 'completed', exitCode: 0, stdout: 'bye' });
     expect(result.status).toBe(200);
     const list = await rest(app, tech.as).get(`/devices/${agent.deviceId}/commands`);
     expect(list.body.data[0]).toMatchObject({ id: queued.body.id, status: 'completed', exitCode: 0, stdout: 'bye' });
@@ -152,16 +127,16 @@ describe('agent protocol', () => {
   });
 
   test('a second refresh_inventory while one is open is 409 ALREADY_PENDING; bulk reports commands, skipped and failed', async () => {
-    const { tech, key } = await fleet();
-    const a = await enroll(key, 'a');
-    const b = await enroll(key, 'b');
+    const { tech, key } = await fleet(app);
+    const a = await enroll(app, key, 'a');
+    const b = await enroll(app, key, 'b');
     const api = rest(app, tech.as);
     expect((await api.post(`/devices/${a.deviceId}/commands`, { type: 'refresh_inventory' })).status).toBe(201);
     const dup = await api.post(`/devices/${a.deviceId}/commands`, { type: 'refresh_inventory' });
     expect([dup.status, dup.body.code]).toEqual([409, 'ALREADY_PENDING']);
 
-    const other = await fleet();
-    const foreign = await enroll(other.key, 'foreign');
+    const other = await fleet(app);
+    const foreign = await enroll(app, other.key, 'foreign');
     const bulk = await api.post('/devices/bulk/commands', { deviceIds: [a.deviceId, b.deviceId, foreign.deviceId], type: 'refresh_inventory' });
     expect(bulk.status).toBe(200);
     expect(bulk.body.commands.map((c: { deviceId: string }) => c.deviceId)).toEqual([b.deviceId]);
@@ -170,21 +145,21 @@ describe('agent protocol', () => {
   });
 
   test('an update shows the device updating until the first heartbeat with the new version', async () => {
-    const { tech, key } = await fleet();
-    const agent = await enroll(key, 'upd');
-    expect((await agentCall(agent, '/update-status', { state: 'started', toVersion: '1.1.0' })).status).toBe(200);
+    const { tech, key } = await fleet(app);
+    const agent = await enroll(app, key, 'upd');
+    expect((await agentCall(app, agent, '/update-status', { state: 'started', toVersion: '1.1.0' })).status).toBe(200);
     expect((await rest(app, tech.as).get(`/devices/${agent.deviceId}`)).body.status).toBe('updating');
-    await agentCall(agent, '/heartbeat', { agentVersion: '1.0.0' });
+    await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
     expect((await rest(app, tech.as).get(`/devices/${agent.deviceId}`)).body.status).toBe('updating');
-    await agentCall(agent, '/heartbeat', { agentVersion: '1.1.0' });
+    await agentCall(app, agent, '/heartbeat', { agentVersion: '1.1.0' });
     expect((await rest(app, tech.as).get(`/devices/${agent.deviceId}`)).body).toMatchObject({ status: 'online', agentVersion: '1.1.0' });
   });
 
   test('a version change outside an update is a device.updated event; a plain heartbeat emits nothing', async () => {
-    const { tech, key } = await fleet();
-    const agent = await enroll(key, 'reinstalled');
-    await agentCall(agent, '/heartbeat', { agentVersion: '1.0.0' });
-    expect((await agentCall(agent, '/heartbeat', { agentVersion: '1.2.0' })).status).toBe(200);
+    const { tech, key } = await fleet(app);
+    const agent = await enroll(app, key, 'reinstalled');
+    await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
+    expect((await agentCall(app, agent, '/heartbeat', { agentVersion: '1.2.0' })).status).toBe(200);
     expect((await rest(app, tech.as).get(`/devices/${agent.deviceId}`)).body).toMatchObject({ status: 'online', agentVersion: '1.2.0' });
     const events = await sql(app, `select type, data from outbox_event where data->>'deviceId' = ? order by created_at`, [agent.deviceId]);
     expect(events.map((e) => e.type)).toEqual(['device.enrolled', 'device.updated']);
@@ -192,10 +167,10 @@ describe('agent protocol', () => {
   });
 
   test('inventory is stored per device', async () => {
-    const { key } = await fleet();
-    const agent = await enroll(key, 'inv');
-    expect((await agentCall(agent, '/inventory', { software: [{ name: 'curl', version: '8' }] })).status).toBe(200);
-    expect((await agentCall(agent, '/inventory', { hardware: { cpu: 'x' } })).status).toBe(200);
+    const { key } = await fleet(app);
+    const agent = await enroll(app, key, 'inv');
+    expect((await agentCall(app, agent, '/inventory', { software: [{ name: 'curl', version: '8' }] })).status).toBe(200);
+    expect((await agentCall(app, agent, '/inventory', { hardware: { cpu: 'x' } })).status).toBe(200);
     const [row] = await sql(app, 'select hardware, software from device_inventory where device_id = ?', [agent.deviceId]);
     expect(row).toEqual({ hardware: { cpu: 'x' }, software: [{ name: 'curl', version: '8' }] });
   });
@@ -203,8 +178,8 @@ describe('agent protocol', () => {
 
 describe('device routes', () => {
   test('cursor pages visit every device exactly once, for each sort and direction, and a cursor from another sort is refused', async () => {
-    const { tech, key } = await fleet();
-    for (let i = 0; i < 7; i++) await enroll(key, `host-${String(i).padStart(2, '0')}`);
+    const { tech, key } = await fleet(app);
+    for (let i = 0; i < 7; i++) await enroll(app, key, `host-${String(i).padStart(2, '0')}`);
     const api = rest(app, tech.as);
     for (const sort of ['hostname', 'lastSeen', 'enrolled']) {
       for (const sortDir of ['asc', 'desc']) {
@@ -217,7 +192,7 @@ describe('device routes', () => {
           expect(res.status).toBe(200);
           seen.push(...res.body.devices.map((d) => d.id));
           // A device added mid-walk must not make the walk repeat or skip the others.
-          if (seen.length === 3 && sort === 'hostname') await enroll(key, sortDir === 'asc' ? 'zzz-late' : 'aaa-late');
+          if (seen.length === 3 && sort === 'hostname') await enroll(app, key, sortDir === 'asc' ? 'zzz-late' : 'aaa-late');
           cursor = res.body.nextCursor;
         } while (cursor);
         expect(new Set(seen).size).toBe(seen.length);
@@ -234,9 +209,9 @@ describe('device routes', () => {
   });
 
   test("another organization's devices are invisible and untouchable; a site-limited user sees only its sites' devices", async () => {
-    const mine = await fleet();
-    const theirs = await fleet();
-    const foreign = await enroll(theirs.key, 'foreign');
+    const mine = await fleet(app);
+    const theirs = await fleet(app);
+    const foreign = await enroll(app, theirs.key, 'foreign');
     const api = rest(app, mine.tech.as);
     expect((await api.get(`/devices/${foreign.deviceId}`)).status).toBe(404);
     expect((await api.post(`/devices/${foreign.deviceId}/commands`, { type: 'reboot' })).status).toBe(404);
@@ -249,8 +224,8 @@ describe('device routes', () => {
     const siteB = await buildSite(app, mine.org.id);
     const keyA = await rest(app, mine.tech.as).post('/enrollment-keys', { name: 'A', siteId: siteA.id });
     const keyB = await rest(app, mine.tech.as).post('/enrollment-keys', { name: 'B', siteId: siteB.id });
-    const inA = await enroll(keyA.body.key, 'in-a');
-    const inB = await enroll(keyB.body.key, 'in-b');
+    const inA = await enroll(app, keyA.body.key, 'in-a');
+    const inB = await enroll(app, keyB.body.key, 'in-b');
     const limited: BuiltUser = await buildUser(app, { orgId: mine.org.id, role: 'Organization Technician' });
     await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA.id]), limited.membership.id]);
     const seen = await rest(app, limited.as).get('/devices');
@@ -260,22 +235,22 @@ describe('device routes', () => {
   });
 
   test('decommissioning stops the token and hides the device unless asked; a viewer may read but not act', async () => {
-    const { org, tech, key } = await fleet();
-    const agent = await enroll(key, 'retire');
+    const { org, tech, key } = await fleet(app);
+    const agent = await enroll(app, key, 'retire');
     const viewer = await buildUser(app, { orgId: org.id, role: 'Organization Viewer' });
     expect((await rest(app, viewer.as).get(`/devices/${agent.deviceId}`)).status).toBe(200);
     expect((await rest(app, viewer.as).post(`/devices/${agent.deviceId}/commands`, { type: 'reboot' })).status).toBe(403);
     expect((await rest(app, viewer.as).delete(`/devices/${agent.deviceId}`)).status).toBe(403);
     expect((await rest(app, tech.as).delete(`/devices/${agent.deviceId}`)).status).toBe(204);
-    expect((await agentCall(agent, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(401);
+    expect((await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(401);
     expect((await rest(app, tech.as).get('/devices')).body.devices).toEqual([]);
     expect((await rest(app, tech.as).get('/devices?includeDecommissioned=true')).body.devices[0]).toMatchObject({ id: agent.deviceId, status: 'decommissioned' });
   });
 
   test('a technician sets tags and a site; the list filters by tag', async () => {
-    const { org, tech, key } = await fleet();
-    const tagged = await enroll(key, 'tagged');
-    await enroll(key, 'plain');
+    const { org, tech, key } = await fleet(app);
+    const tagged = await enroll(app, key, 'tagged');
+    await enroll(app, key, 'plain');
     const site = await buildSite(app, org.id);
     const api = rest(app, tech.as);
     const updated = await api.patch(`/devices/${tagged.deviceId}`, { tags: ['web', 'prod', 'web'], siteId: site.id });
@@ -285,17 +260,152 @@ describe('device routes', () => {
     expect((await api.patch(`/devices/${tagged.deviceId}`, { siteId: (await buildSite(app, (await buildOrg(app)).id)).id })).status).toBe(404);
   });
 
-  test('a device moves only to an organization of the same partner', async () => {
-    const { org, key } = await fleet();
+  test('a device moves with its commands, only to an organization of the same partner; a move that changes nothing writes nothing', async () => {
+    const { org, key } = await fleet(app);
     const sibling = await buildOrg(app, { partnerId: org.partnerId });
     const stranger = await buildOrg(app);
     const partnerTech = await buildUser(app, { partnerId: org.partnerId, role: 'Partner Technician' });
-    const agent = await enroll(key, 'mover');
+    const agent = await enroll(app, key, 'mover');
     const api = rest(app, partnerTech.as);
+    expect((await api.post(`/devices/${agent.deviceId}/commands`, { type: 'reboot' })).status).toBe(201);
     expect((await api.post(`/devices/${agent.deviceId}/move-org`, { orgId: sibling.id })).body).toMatchObject({ orgId: sibling.id });
+    expect((await api.get(`/devices/${agent.deviceId}/commands`)).body.data.map((c: { orgId: string }) => c.orgId)).toEqual([sibling.id]);
+    expect((await api.post(`/devices/${agent.deviceId}/move-org`, { orgId: sibling.id })).body).toMatchObject({ orgId: sibling.id });
+    expect((await auditOf(app, agent.deviceId, ['action'])).map((r) => r.action)).toEqual(['device.enroll', 'device.command.create', 'device.move']);
+
     expect((await api.post(`/devices/${agent.deviceId}/move-org`, { orgId: stranger.id })).status).toBe(404);
-    const system = await buildUser(app, { role: 'Platform Admin' });
-    expect((await rest(app, system.as).post(`/devices/${agent.deviceId}/move-org`, { orgId: stranger.id })).status).toBe(400);
+    const system = await buildUser(app, { can: ['devices:write'] });
+    const refused = await rest(app, system.as).post(`/devices/${agent.deviceId}/move-org`, { orgId: stranger.id });
+    expect([refused.status, refused.body.message]).toEqual([400, 'A device can only move to an organization of the same partner']);
+    expect((await api.get(`/devices/${agent.deviceId}`)).body.orgId).toBe(sibling.id);
+  });
+
+  test('decommissioning again answers 204 and changes nothing; a decommissioned device takes no more writes', async () => {
+    const { org, api, key } = await fleet(app);
+    const agent = await enroll(app, key, 'twice');
+    expect((await api.delete(`/devices/${agent.deviceId}`)).status).toBe(204);
+    expect((await api.delete(`/devices/${agent.deviceId}`)).status).toBe(204);
+    expect((await auditOf(app, agent.deviceId, ['action'])).map((r) => r.action)).toEqual(['device.enroll', 'device.decommission']);
+    const events = await sql(app, `select type from outbox_event where data->>'deviceId' = ? order by created_at`, [agent.deviceId]);
+    expect(events.map((e) => e.type)).toEqual(['device.enrolled', 'device.decommissioned']);
+
+    const sibling = await buildOrg(app, { partnerId: org.partnerId });
+    const partnerTech = rest(app, (await buildUser(app, { partnerId: org.partnerId, role: 'Partner Technician' })).as);
+    const writes = [
+      await api.patch(`/devices/${agent.deviceId}`, { tags: ['retired'] }),
+      await api.post(`/devices/${agent.deviceId}/auto-update`, { enabled: false }),
+      await api.post(`/devices/${agent.deviceId}/commands`, { type: 'reboot' }),
+      await partnerTech.post(`/devices/${agent.deviceId}/move-org`, { orgId: sibling.id }),
+    ];
+    expect(writes.map((r) => [r.status, r.body.code])).toEqual(Array(4).fill([409, 'DEVICE_DECOMMISSIONED']));
+    expect((await api.get(`/devices/${agent.deviceId}`)).body).toMatchObject({ orgId: org.id, tags: [], autoUpdate: true, status: 'decommissioned' });
+  });
+
+  test("a technician limited to one site reaches only that site's devices, on every device route", async () => {
+    const { org, api, key } = await fleet(app);
+    const [siteA, siteB] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    const keyFor = async (siteId: string) => (await api.post('/enrollment-keys', { name: 'Site', siteId })).body.key as string;
+    const inA = await enroll(app, await keyFor(siteA.id), 'in-a');
+    const inB = await enroll(app, await keyFor(siteB.id), 'in-b');
+    const noSite = await enroll(app, key, 'no-site');
+    const limited = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
+    await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA.id]), limited.membership.id]);
+    const mine = rest(app, limited.as);
+
+    for (const { deviceId } of [inB, noSite]) {
+      const answers = [
+        await mine.get(`/devices/${deviceId}`),
+        await mine.patch(`/devices/${deviceId}`, { tags: ['x'] }),
+        await mine.post(`/devices/${deviceId}/commands`, { type: 'reboot' }),
+        await mine.get(`/devices/${deviceId}/commands`),
+        await mine.post(`/devices/${deviceId}/auto-update`, { enabled: false }),
+        await mine.post(`/devices/${deviceId}/move-org`, { orgId: org.id, siteId: siteA.id }),
+        await mine.delete(`/devices/${deviceId}`),
+      ];
+      expect(answers.map((r) => [r.status, r.body.message])).toEqual(Array(7).fill([404, 'Device not found']));
+    }
+    const bulk = await mine.post('/devices/bulk/commands', { deviceIds: [inA.deviceId, inB.deviceId, noSite.deviceId], type: 'reboot' });
+    expect(bulk.body.commands.map((c: { deviceId: string }) => c.deviceId)).toEqual([inA.deviceId]);
+    expect(bulk.body.failed.map((f: { deviceId: string; code: string }) => [f.deviceId, f.code])).toEqual([
+      [inB.deviceId, 'NOT_FOUND'],
+      [noSite.deviceId, 'NOT_FOUND'],
+    ]);
+    expect((await mine.get('/devices')).body.devices.map((d: { id: string }) => d.id)).toEqual([inA.deviceId]);
+
+    // Its own device stays in its sites; provisioning needs one of them.
+    expect([(await mine.patch(`/devices/${inA.deviceId}`, { siteId: siteB.id })).status, (await mine.patch(`/devices/${inA.deviceId}`, { siteId: null })).status]).toEqual([404, 403]);
+    expect([(await mine.post('/devices/provision', {})).status, (await mine.post('/devices/provision', { siteId: siteB.id })).status]).toEqual([403, 404]);
+    expect((await mine.post('/devices/provision', { siteId: siteA.id })).status).toBe(201);
+
+    expect(await sql(app, 'select count(*)::int as n from device_command where device_id in (?, ?)', [inB.deviceId, noSite.deviceId])).toEqual([{ n: 0 }]);
+    for (const [device, siteId] of [[inB, siteB.id], [noSite, null]] as const) {
+      expect((await api.get(`/devices/${device.deviceId}`)).body).toMatchObject({ status: 'online', siteId, tags: [], autoUpdate: true });
+    }
+  });
+});
+
+describe('hostile input', () => {
+  const deep = (depth: number) => `${'{"n":'.repeat(depth)}{}${'}'.repeat(depth)}`;
+  const refusedWith = async (status: number, call: Promise<HttpResult>): Promise<HttpResult['body']> => {
+    const res = await call;
+    expect([res.status, typeof res.body?.code, typeof res.body?.message]).toEqual([status, 'string', 'string']);
+    return res.body;
+  };
+
+  test('deep, oversized and out-of-range values are refused in the envelope (never 500) and write nothing', async () => {
+    const { api, key } = await fleet(app);
+    const agent = await enroll(app, key, 'target');
+    const id = agent.deviceId;
+    const auth = { authorization: `Bearer ${agent.authToken}` };
+
+    // Free-form JSON nested past 64 levels, wherever it is accepted.
+    await refusedWith(400, api.post(`/devices/${id}/commands`, `{"type":"run_script","payload":${deep(5000)}}`));
+    await refusedWith(400, api.post('/devices/bulk/commands', `{"type":"run_script","deviceIds":["${id}"],"payload":${deep(5000)}}`));
+    await refusedWith(400, rest(app).post(`/agents/${agent.agentId}/inventory`, `{"software":[${deep(5000)}]}`, auth));
+    await refusedWith(400, rest(app).post('/agents/enroll', `${JSON.stringify({ enrollmentKey: key, ...agentInfo('deep') }).slice(0, -1)},"hardwareInfo":${deep(5000)}}`));
+    // Payloads: 64 KiB counted in bytes, and bulk holds the same limit.
+    await refusedWith(400, api.post(`/devices/${id}/commands`, { type: 'run_script', payload: { script: 'é'.repeat(40_000) } }));
+    await refusedWith(400, api.post('/devices/bulk/commands', { deviceIds: [id], type: 'run_script', payload: { script: 'x'.repeat(70_000) } }));
+    // A payload the server acts on is checked before anything is queued, in bulk too.
+    expect((await refusedWith(400, api.post('/devices/bulk/commands', { deviceIds: [id], type: 'set_auto_update', payload: { enabled: 'yes' } }))).details).toEqual([
+      { path: 'payload.enabled', message: expect.any(String) },
+    ]);
+    // Id lists: more than 500, or 100k (over the body limit).
+    await refusedWith(400, api.post('/devices/bulk/commands', { deviceIds: Array.from({ length: 501 }, () => crypto.randomUUID()), type: 'reboot' }));
+    await refusedWith(413, api.post('/devices/bulk/commands', { deviceIds: Array.from({ length: 100_000 }, () => crypto.randomUUID()), type: 'reboot' }));
+    // Tags: 10k of them, long ones, a 10 MB one, objects.
+    await refusedWith(400, api.patch(`/devices/${id}`, { tags: Array.from({ length: 10_000 }, (_, i) => `t${i}`) }));
+    await refusedWith(400, api.patch(`/devices/${id}`, { tags: ['x'.repeat(101)] }));
+    await refusedWith(413, api.patch(`/devices/${id}`, { tags: ['x'.repeat(10 * 1024 * 1024)] }));
+    await refusedWith(400, api.patch(`/devices/${id}`, { tags: [{ $ne: null }] }));
+
+    expect(await sql(app, 'select count(*)::int as n from device_command where device_id = ?', [id])).toEqual([{ n: 0 }]);
+    expect(await sql(app, 'select count(*)::int as n from device_inventory where device_id = ?', [id])).toEqual([{ n: 0 }]);
+    expect((await api.get(`/devices/${id}`)).body).toMatchObject({ tags: [], autoUpdate: true });
+
+    // An exit code past a 32-bit integer leaves the command as it was.
+    const queued = await api.post(`/devices/${id}/commands`, { type: 'reboot' });
+    await refusedWith(400, agentCall(app, agent, `/commands/${queued.body.id}/result`, { status: 'completed', exitCode: 2 ** 31 }));
+    expect((await api.get(`/devices/${id}/commands`)).body.data[0]).toMatchObject({ status: 'pending', exitCode: null });
+  });
+
+  test('forged cursors are 400 Invalid cursor', async () => {
+    const { api, key } = await fleet(app);
+    await enroll(app, key, 'one');
+    await enroll(app, key, 'two');
+    const { nextCursor } = (await api.get('/devices?limit=1')).body;
+    const [tag] = (nextCursor as string).split('.');
+    const forge = (value: unknown) => `${tag}.${Buffer.from(JSON.stringify([value, crypto.randomUUID()])).toString('base64url')}`;
+    const forged = ["' or 1=1 --", forge({ $gt: '' }), forge(5), forge(null), `${nextCursor}.extra`, `${tag}.${'A'.repeat(600)}`, 'x'.repeat(5000)];
+    for (const cursor of forged) {
+      const res = await api.get(`/devices?limit=1&cursor=${encodeURIComponent(cursor)}`);
+      expect([cursor.slice(0, 40), res.status, res.body.message]).toEqual([cursor.slice(0, 40), 400, 'Invalid cursor']);
+    }
+    // A date sort's cursor holds a date.
+    const byDate = (await api.get('/devices?limit=1&sort=lastSeen')).body.nextCursor as string;
+    const [dateTag] = byDate.split('.');
+    const res = await api.get(`/devices?limit=1&sort=lastSeen&cursor=${dateTag}.${Buffer.from(JSON.stringify(['yesterday', crypto.randomUUID()])).toString('base64url')}`);
+    expect([res.status, res.body.message]).toEqual([400, 'Invalid cursor']);
   });
 });
 
@@ -311,10 +421,10 @@ describe('status', () => {
 
   test('a silent device goes offline through the sweep and back online with its next heartbeat, each with its event', async () => {
     const { tech, key } = await fleet(timed);
-    const agent = await enroll(key, 'quiet', {}, timed);
+    const agent = await enroll(timed, key, 'quiet');
     clock.advance(6_000);
     await eventually(async () => (await rest(timed, tech.as).get(`/devices/${agent.deviceId}`)).body.status === 'offline', 15_000, 'the sweep');
-    await agentCall(agent, '/heartbeat', { agentVersion: '1.0.0' }, timed);
+    await agentCall(timed, agent, '/heartbeat', { agentVersion: '1.0.0' });
     expect((await rest(timed, tech.as).get(`/devices/${agent.deviceId}`)).body.status).toBe('online');
     const events = await sql(timed, `select type, data from outbox_event where data->>'deviceId' = ? order by created_at`, [agent.deviceId]);
     expect(events.map((e) => e.type)).toEqual(['device.enrolled', 'device.offline', 'device.online']);
@@ -323,8 +433,8 @@ describe('status', () => {
 
   test('an update that takes longer than the timeout turns the device offline', async () => {
     const { tech, key } = await fleet(timed);
-    const agent = await enroll(key, 'stuck', {}, timed);
-    await agentCall(agent, '/update-status', { state: 'started', toVersion: '2.0.0' }, timed);
+    const agent = await enroll(timed, key, 'stuck');
+    await agentCall(timed, agent, '/update-status', { state: 'started', toVersion: '2.0.0' });
     clock.advance(6_000);
     await eventually(async () => (await rest(timed, tech.as).get(`/devices/${agent.deviceId}`)).body.status === 'offline', 15_000, 'the sweep');
   });

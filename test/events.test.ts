@@ -1,11 +1,13 @@
 import { MikroORM } from '@mikro-orm/postgresql';
 import { createClient } from 'graphql-ws';
+import pg from 'pg';
 import WebSocket from 'ws';
 import { ormConfig } from '../mikro-orm.config.js';
 import { RequestContext } from '../src/auth/context.js';
 import { withTransaction } from '../src/db/transaction.js';
 import { DOMAIN_EVENT_TOPIC } from '../src/events/dispatcher.js';
 import { emit } from '../src/events/outbox.js';
+import { PUBSUB_CHANNEL } from '../src/events/pubsub.js';
 import type { DomainEvent, EventSubscriber } from '../src/events/types.js';
 import type { Runtime } from '../src/runtime.js';
 import { createTestApp } from './support/app.js';
@@ -171,6 +173,88 @@ test('work queued with afterCommit runs once the transaction commits, and never 
     expect(ran).toEqual(['committed']);
     expect(() => ctx.afterCommit(() => {})).toThrow(/outside a transaction/);
   } finally {
+    await app.stop();
+  }
+});
+
+test('a batch goes to handleBatch together; when it fails, each event is handed to handle alone, and only the failing one is retried', async () => {
+  let failing = true;
+  const batches: string[][] = [];
+  const single: string[] = [];
+  const committed: string[] = [];
+  const isBad = (event: DomainEvent) => (event.data as { bad?: boolean }).bad === true;
+  const batcher: EventSubscriber = {
+    name: 'batcher',
+    on: ['test.batch'],
+    handleBatch: async (tx, events) => {
+      batches.push(events.map((e) => e.id));
+      tx.afterCommit(() => void committed.push(`batch of ${events.length}`));
+      if (failing && events.some(isBad)) throw new Error('a bad event in the batch');
+    },
+    handle: async (tx, event) => {
+      single.push(event.id);
+      if (isBad(event)) {
+        failing = false;
+        throw new Error('bad event');
+      }
+      tx.afterCommit(() => void committed.push(event.id));
+    },
+  };
+  const app = await createTestApp({ start: { subscribers: [batcher] } });
+  try {
+    // Committed together, so claimed as one batch.
+    const events = await withTransaction(RequestContext.system(app.server.runtime, 'test'), async (tx) => {
+      const emitted: DomainEvent[] = [];
+      for (let i = 0; i < 5; i++) emitted.push(await emitAny(tx, 'test.batch', null, { i, bad: i === 2 }));
+      return emitted;
+    });
+    const ids = events.map((e) => e.id);
+    const bad = ids[2]!;
+    await Promise.all(ids.filter((id) => id !== bad).map((id) => dispatched(app, id)));
+    expect(batches[0]).toEqual(ids);
+    expect(single).toEqual(ids);
+    // The failed batch's after-commit work was dropped with it; each event that went through on its own kept its own.
+    expect(committed).toEqual(ids.filter((id) => id !== bad));
+    expect((await sql(app, 'select attempts, last_error from outbox_event where id = ?', [bad]))[0]).toEqual({ attempts: 1, last_error: 'bad event' });
+
+    // After its backoff, the failed event comes back alone, as a batch of one, and goes through.
+    await dispatched(app, bad);
+    expect(batches.slice(1)).toEqual([[bad]]);
+    expect(single).toEqual(ids);
+    expect(committed.at(-1)).toBe('batch of 1');
+  } finally {
+    await app.stop();
+  }
+});
+
+test('dispatched events are published to subscriptions several per NOTIFY, each under the size limit, in order; one too large for NOTIFY is left out', async () => {
+  const app = await createTestApp();
+  const listener = new pg.Client({ connectionString: app.databaseUrl });
+  try {
+    // What goes over the wire: the NOTIFYs of the domain-event topic.
+    const notifications: string[] = [];
+    await listener.connect();
+    listener.on('notification', (message) => {
+      if (message.payload?.startsWith(`{"topic":"${DOMAIN_EVENT_TOPIC}"`)) notifications.push(message.payload);
+    });
+    await listener.query(`listen ${PUBSUB_CHANNEL}`);
+    const published: DomainEvent[] = [];
+    app.server.runtime.pubsub.on(DOMAIN_EVENT_TOPIC, (event) => void published.push(event as DomainEvent));
+
+    const events = await withTransaction(RequestContext.system(app.server.runtime, 'test'), async (tx) => {
+      const emitted: DomainEvent[] = [];
+      for (let i = 0; i < 60; i++) emitted.push(await emitAny(tx, 'test.many', null, { i, pad: i === 30 ? 'x'.repeat(9000) : 'x'.repeat(400) }));
+      return emitted;
+    });
+    const small = events.filter((_, i) => i !== 30).map((e) => e.id);
+    // The last event is published after the large one: once it is here, the large one has been passed over.
+    await eventually(() => published.some((e) => e.id === events.at(-1)!.id), 10_000, 'the last event');
+    expect(published.map((e) => e.id)).toEqual(small);
+    expect(notifications.length).toBeGreaterThanOrEqual(4);
+    expect(notifications.length).toBeLessThan(small.length);
+    expect(notifications.every((payload) => Buffer.byteLength(payload) < 8000)).toBe(true);
+  } finally {
+    await listener.end();
     await app.stop();
   }
 });

@@ -2,6 +2,7 @@ import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
 import { auditOf, dispatched, sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
+import { agentCall, enroll, fleet } from './support/devices.js';
 import { buildOrg, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 let app: TestApp;
@@ -12,34 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app.stop();
 });
-
-const agentInfo = (hostname: string, extra: Record<string, unknown> = {}) => ({
-  hostname,
-  osType: 'linux',
-  osVersion: 'Debian 12',
-  architecture: 'amd64',
-  agentVersion: '1.0.0',
-  ...extra,
-});
-
-/** An organization with a technician (the least seeded role that works on devices) and an enrollment key. */
-async function fleet() {
-  const org = await buildOrg(app);
-  const tech = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
-  const key = await rest(app, tech.as).post('/enrollment-keys', { name: 'Rollout' });
-  expect(key.status).toBe(201);
-  return { org, tech, api: rest(app, tech.as), key: key.body.key as string };
-}
-
-type Agent = { deviceId: string; agentId: string; authToken: string };
-
-async function enroll(key: string, hostname: string, extra: Record<string, unknown> = {}): Promise<Agent> {
-  const res = await rest(app).post('/agents/enroll', { enrollmentKey: key, ...agentInfo(hostname, extra) });
-  expect(res.status).toBe(201);
-  return res.body;
-}
-
-const agentCall = (agent: Agent, path: string, body: unknown) => rest(app, null).post(`/agents/${agent.agentId}${path}`, body, { authorization: `Bearer ${agent.authToken}` });
 
 async function createGroup(as: As, body: Record<string, unknown>): Promise<{ id: string; deviceCount: number; [k: string]: unknown }> {
   const res = await rest(app, as).post('/groups', body);
@@ -77,11 +50,28 @@ async function latestEventDispatched(deviceId: string): Promise<string> {
   return row.id;
 }
 
+/** Runs `work`, counting the SQL statements this instance sends that match `pattern`. */
+async function countingStatements(pattern: RegExp, work: () => Promise<void>): Promise<number> {
+  const connection = app.server.runtime.orm.em.getDriver().getConnection() as unknown as { execute: (query: unknown, ...rest: unknown[]) => Promise<unknown> };
+  const execute = connection.execute;
+  let count = 0;
+  connection.execute = function (this: unknown, query: unknown, ...rest: unknown[]) {
+    if (pattern.test(String(typeof query === 'object' && query && 'sql' in query ? (query as { sql: string }).sql : query))) count++;
+    return execute.call(this, query, ...rest);
+  };
+  try {
+    await work();
+    return count;
+  } finally {
+    connection.execute = execute;
+  }
+}
+
 describe('static groups', () => {
   test('a technician adds and removes devices by hand; every join and leave is logged and audited', async () => {
-    const { api, tech, key, org } = await fleet();
-    const a = await enroll(key, 'static-a');
-    const b = await enroll(key, 'static-b');
+    const { api, tech, key, org } = await fleet(app);
+    const a = await enroll(app, key, 'static-a');
+    const b = await enroll(app, key, 'static-b');
     const group = await createGroup(tech.as, { name: 'Servers', type: 'static', description: 'by hand' });
     expect(group).toMatchObject({ orgId: org.id, siteId: null, name: 'Servers', description: 'by hand', type: 'static', filter: null, deviceCount: 0 });
 
@@ -117,14 +107,14 @@ describe('static groups', () => {
   });
 
   test("only devices of the group's organization and site may join (400); devices the caller cannot see are 404", async () => {
-    const { api, tech, key, org } = await fleet();
+    const { api, tech, key, org } = await fleet(app);
     const siteA = await buildSite(app, org.id);
     const siteB = await buildSite(app, org.id);
     const keyA = await api.post('/enrollment-keys', { name: 'A', siteId: siteA.id });
     const keyB = await api.post('/enrollment-keys', { name: 'B', siteId: siteB.id });
-    const inA = await enroll(keyA.body.key, 'in-a');
-    const inB = await enroll(keyB.body.key, 'in-b');
-    const siteless = await enroll(key, 'no-site');
+    const inA = await enroll(app, keyA.body.key, 'in-a');
+    const inB = await enroll(app, keyB.body.key, 'in-b');
+    const siteless = await enroll(app, key, 'no-site');
     const group = await createGroup(tech.as, { name: 'Site A', type: 'static', siteId: siteA.id });
 
     const wrongSite = await api.post(`/groups/${group.id}/devices`, { deviceIds: [inA.deviceId, inB.deviceId, siteless.deviceId] });
@@ -137,7 +127,7 @@ describe('static groups', () => {
     const sibling = await buildOrg(app, { partnerId: org.partnerId });
     const partnerTech = await buildUser(app, { partnerId: org.partnerId, role: 'Partner Technician' });
     const siblingKey = await rest(app, partnerTech.as).post('/enrollment-keys', { name: 'S', orgId: sibling.id });
-    const foreign = await enroll(siblingKey.body.key, 'sibling-device');
+    const foreign = await enroll(app, siblingKey.body.key, 'sibling-device');
     const orgWide = await createGroup(tech.as, { name: 'Everything', type: 'static' });
     const wrongOrg = await rest(app, partnerTech.as).post(`/groups/${orgWide.id}/devices`, { deviceIds: [foreign.deviceId] });
     expect([wrongOrg.status, wrongOrg.body.message]).toEqual([400, `Only devices of the group's organization can join this group: ${foreign.deviceId}`]);
@@ -151,10 +141,10 @@ describe('static groups', () => {
 
 describe('dynamic groups', () => {
   test('membership follows the filter on create and update, and follows devices as they change', async () => {
-    const { api, tech, key } = await fleet();
-    const web1 = await enroll(key, 'web-01');
-    const web2 = await enroll(key, 'WEB-02', { osType: 'windows' });
-    const db = await enroll(key, 'db-01');
+    const { api, tech, key } = await fleet(app);
+    const web1 = await enroll(app, key, 'web-01');
+    const web2 = await enroll(app, key, 'WEB-02', { osType: 'windows' });
+    const db = await enroll(app, key, 'db-01');
     await api.patch(`/devices/${web1.deviceId}`, { tags: ['prod', 'web'] });
 
     const group = await createGroup(tech.as, { name: 'Web', type: 'dynamic', filter: { hostname: 'web-*' } });
@@ -177,9 +167,9 @@ describe('dynamic groups', () => {
     // Status: an update in progress takes the device out of an "online" group until it is back.
     const online = await createGroup(tech.as, { name: 'Online', type: 'dynamic', filter: { statuses: ['online'] } });
     expect(online.deviceCount).toBe(3);
-    expect((await agentCall(web1, '/update-status', { state: 'started', toVersion: '1.1.0' })).status).toBe(200);
+    expect((await agentCall(app, web1, '/update-status', { state: 'started', toVersion: '1.1.0' })).status).toBe(200);
     await eventuallyMembers(tech.as, online.id, [web2.deviceId, db.deviceId], 'the updating device to leave');
-    expect((await agentCall(web1, '/heartbeat', { agentVersion: '1.1.0' })).status).toBe(200);
+    expect((await agentCall(app, web1, '/heartbeat', { agentVersion: '1.1.0' })).status).toBe(200);
     await eventuallyMembers(tech.as, online.id, [web1.deviceId, web2.deviceId, db.deviceId], 'the updated device to come back');
 
     // Agent version, read when the device's next event comes.
@@ -206,8 +196,8 @@ describe('dynamic groups', () => {
   });
 
   test('an event handled again changes nothing (subscribers run at least once)', async () => {
-    const { api, tech, key } = await fleet();
-    const device = await enroll(key, 'twice');
+    const { api, tech, key } = await fleet(app);
+    const device = await enroll(app, key, 'twice');
     const group = await createGroup(tech.as, { name: 'Tagged', type: 'dynamic', filter: { tags: { any: ['x', 'y'] } } });
     await api.patch(`/devices/${device.deviceId}`, { tags: ['y'] });
     await eventuallyMembers(tech.as, group.id, [device.deviceId], 'the device to join');
@@ -219,11 +209,53 @@ describe('dynamic groups', () => {
     expect(before).toEqual(['twice joined filter']);
   });
 
+  test('a dispatcher batch of device events is reconciled together, in a few statements however many devices and groups', async () => {
+    const { api, tech, key } = await fleet(app);
+    const name = (i: number) => `batch-${String(i).padStart(2, '0')}`;
+    const devices = await Promise.all(Array.from({ length: 30 }, (_, i) => enroll(app, key, name(i))));
+    const ids = (...indexes: number[]) => indexes.map((i) => devices[i]!.deviceId).sort();
+    const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
+    const groups = {
+      blue: await createGroup(tech.as, { name: 'Blue', type: 'dynamic', filter: { tags: { any: ['blue'] } } }),
+      blueAndBig: await createGroup(tech.as, { name: 'Blue and big', type: 'dynamic', filter: { tags: { all: ['blue', 'big'] } } }),
+      teens: await createGroup(tech.as, { name: 'Teens', type: 'dynamic', filter: { hostname: 'batch-1?' } }),
+      online: await createGroup(tech.as, { name: 'Online', type: 'dynamic', filter: { statuses: ['online'] } }),
+      mixed: await createGroup(tech.as, { name: 'Mixed', type: 'dynamic', filter: { hostname: 'BATCH-0', tags: { any: ['big', 'none'] }, statuses: ['online', 'updating'], osTypes: ['linux'] } }),
+      byHand: await createGroup(tech.as, { name: 'By hand', type: 'static' }),
+    };
+    await api.post(`/groups/${groups.byHand.id}/devices`, { deviceIds: ids(13, 20) });
+    expect(await memberIds(tech.as, groups.teens.id)).toEqual(ids(...range(10, 20)));
+    const events = await sql(app, `select distinct on (data->>'deviceId') id from outbox_event where data->>'deviceId' in (?) order by data->>'deviceId', created_at desc`, [ids(...range(0, 30))]);
+    for (const { id } of events) await dispatched(app, id);
+
+    // The devices change behind the service's back, then their last events come round again, all in one batch.
+    await sql(app, `update device set tags = '["blue"]' where id in (?)`, [ids(...range(5, 10))]);
+    await sql(app, `update device set tags = '["big", "blue"]' where id in (?)`, [ids(...range(0, 5))]);
+    await sql(app, `update device set hostname = 'renamed-10' where id = ?`, ids(10));
+    await sql(app, `update device set status = 'offline' where id = ?`, ids(11));
+    await sql(app, `update device set status = 'decommissioned' where id = ?`, ids(13));
+    const statements = await countingStatements(/\bdevice_group|\bgroup_id\b/, async () => {
+      await sql(app, `update outbox_event set dispatched_at = null where id in (?)`, [events.map((e) => e.id)]);
+      for (const { id } of events) await dispatched(app, id);
+    });
+
+    expect(await memberIds(tech.as, groups.blue.id)).toEqual(ids(...range(0, 10)));
+    expect(await memberIds(tech.as, groups.blueAndBig.id)).toEqual(ids(...range(0, 5)));
+    expect(await memberIds(tech.as, groups.teens.id)).toEqual(ids(11, 12, 14, 15, 16, 17, 18, 19));
+    expect(await memberIds(tech.as, groups.online.id)).toEqual(ids(...range(0, 30).filter((i) => i !== 11 && i !== 13)));
+    expect(await memberIds(tech.as, groups.mixed.id)).toEqual(ids(...range(0, 5)));
+    expect(await memberIds(tech.as, groups.byHand.id)).toEqual(ids(20));
+    const teensLog = await logLines(tech.as, groups.teens.id);
+    expect([teensLog.slice(0, 10), teensLog.slice(10).sort()]).toEqual([range(10, 20).map((i) => `${name(i)} joined filter`), ['batch-13 left device_decommissioned', 'renamed-10 left filter']]);
+    // Handled one event at a time, the same work takes over a hundred statements.
+    expect(statements).toBeLessThanOrEqual(10);
+  });
+
   test('a device moved to another organization leaves its groups (device_moved) and joins the new one’s', async () => {
-    const { tech, key, org } = await fleet();
+    const { tech, key, org } = await fleet(app);
     const sibling = await buildOrg(app, { partnerId: org.partnerId });
     const partnerTech = await buildUser(app, { partnerId: org.partnerId, role: 'Partner Technician' });
-    const device = await enroll(key, 'mover');
+    const device = await enroll(app, key, 'mover');
     const here = await createGroup(tech.as, { name: 'Linux', type: 'dynamic', filter: { osTypes: ['linux'] } });
     const byHand = await createGroup(tech.as, { name: 'Pinned', type: 'static' });
     await rest(app, tech.as).post(`/groups/${byHand.id}/devices`, { deviceIds: [device.deviceId] });
@@ -240,11 +272,11 @@ describe('dynamic groups', () => {
   });
 
   test('a device moved to another site leaves groups of its former site', async () => {
-    const { api, tech, org } = await fleet();
+    const { api, tech, org } = await fleet(app);
     const siteA = await buildSite(app, org.id);
     const siteB = await buildSite(app, org.id);
     const keyA = await api.post('/enrollment-keys', { name: 'A', siteId: siteA.id });
-    const device = await enroll(keyA.body.key, 'roamer');
+    const device = await enroll(app, keyA.body.key, 'roamer');
     const siteGroup = await createGroup(tech.as, { name: 'A', type: 'dynamic', siteId: siteA.id, filter: {} });
     const bySiteFilter = await createGroup(tech.as, { name: 'B by filter', type: 'dynamic', filter: { siteIds: [siteB.id] } });
     expect([siteGroup.deviceCount, bySiteFilter.deviceCount]).toEqual([1, 0]);
@@ -257,10 +289,10 @@ describe('dynamic groups', () => {
 
 describe('preview and pins', () => {
   test('preview answers what a filter would hold, with its pins, and changes nothing', async () => {
-    const { api, tech, key } = await fleet();
-    const a = await enroll(key, 'pre-a');
-    const b = await enroll(key, 'pre-b', { osType: 'macos' });
-    const c = await enroll(key, 'other-c');
+    const { api, tech, key } = await fleet(app);
+    const a = await enroll(app, key, 'pre-a');
+    const b = await enroll(app, key, 'pre-b', { osType: 'macos' });
+    const c = await enroll(app, key, 'other-c');
     const group = await createGroup(tech.as, { name: 'Pre', type: 'dynamic', filter: { hostname: 'pre' } });
     expect(await memberIds(tech.as, group.id)).toEqual([a.deviceId, b.deviceId].sort());
 
@@ -285,9 +317,9 @@ describe('preview and pins', () => {
   });
 
   test('pins keep a device in or out whatever the filter says; unpinning hands it back to the filter', async () => {
-    const { api, tech, key } = await fleet();
-    const inside = await enroll(key, 'lin-1');
-    const outside = await enroll(key, 'win-1', { osType: 'windows' });
+    const { api, tech, key } = await fleet(app);
+    const inside = await enroll(app, key, 'lin-1');
+    const outside = await enroll(app, key, 'win-1', { osType: 'windows' });
     const group = await createGroup(tech.as, { name: 'Linux', type: 'dynamic', filter: { osTypes: ['linux'] } });
     const pin = (deviceId: string, body: unknown) => api.post(`/groups/${group.id}/devices/${deviceId}/pin`, body);
 
@@ -336,13 +368,13 @@ describe('preview and pins', () => {
   });
 
   test('a pin outlives decommissioning: the device enrolled again is back under it', async () => {
-    const { api, tech, key } = await fleet();
-    const device = await enroll(key, 'returning', { machineId: 'machine-r' });
+    const { api, tech, key } = await fleet(app);
+    const device = await enroll(app, key, 'returning', { machineId: 'machine-r' });
     const group = await createGroup(tech.as, { name: 'All', type: 'dynamic', filter: {} });
     await api.post(`/groups/${group.id}/devices/${device.deviceId}/pin`, { mode: 'include' });
     expect((await api.delete(`/devices/${device.deviceId}`)).status).toBe(204);
     await eventuallyMembers(tech.as, group.id, [], 'the decommissioned device to leave');
-    const back = await enroll(key, 'returning', { machineId: 'machine-r' });
+    const back = await enroll(app, key, 'returning', { machineId: 'machine-r' });
     expect(back.deviceId).toBe(device.deviceId);
     await eventuallyMembers(tech.as, group.id, [device.deviceId], 'the re-enrolled device to rejoin by its pin');
     expect(await logLines(tech.as, group.id)).toEqual(['returning joined filter', 'returning left device_decommissioned', 'returning joined pin']);
@@ -351,10 +383,10 @@ describe('preview and pins', () => {
 
 describe('device list and tags', () => {
   test('GET /devices?groupIds= lists members of any of the groups; groups the caller cannot see add nothing', async () => {
-    const { api, tech, key } = await fleet();
-    const a = await enroll(key, 'g-a');
-    const b = await enroll(key, 'g-b', { osType: 'windows' });
-    await enroll(key, 'g-c', { osType: 'macos' });
+    const { api, tech, key } = await fleet(app);
+    const a = await enroll(app, key, 'g-a');
+    const b = await enroll(app, key, 'g-b', { osType: 'windows' });
+    await enroll(app, key, 'g-c', { osType: 'macos' });
     const linux = await createGroup(tech.as, { name: 'Linux', type: 'dynamic', filter: { osTypes: ['linux'] } });
     const byHand = await createGroup(tech.as, { name: 'Hand', type: 'static' });
     await api.post(`/groups/${byHand.id}/devices`, { deviceIds: [b.deviceId] });
@@ -367,8 +399,8 @@ describe('device list and tags', () => {
     expect(await ids(`groupIds=${linux.id},${byHand.id}`)).toEqual([a.deviceId, b.deviceId].sort());
     expect(await ids(`groupIds=${byHand.id}&page=1`)).toEqual([b.deviceId]);
 
-    const other = await fleet();
-    await enroll(other.key, 'theirs');
+    const other = await fleet(app);
+    await enroll(app, other.key, 'theirs');
     const theirs = await createGroup(other.tech.as, { name: 'All', type: 'dynamic', filter: {} });
     expect(theirs.deviceCount).toBe(1);
     expect(await ids(`groupIds=${theirs.id}`)).toEqual([]);
@@ -377,15 +409,15 @@ describe('device list and tags', () => {
   });
 
   test('GET /tags counts the tags of visible devices; GET /tags/devices lists devices carrying them', async () => {
-    const { api, key, org } = await fleet();
-    const a = await enroll(key, 't-a');
-    const b = await enroll(key, 't-b');
-    const c = await enroll(key, 't-c');
+    const { api, key, org } = await fleet(app);
+    const a = await enroll(app, key, 't-a');
+    const b = await enroll(app, key, 't-b');
+    const c = await enroll(app, key, 't-c');
     await api.patch(`/devices/${a.deviceId}`, { tags: ['web', 'prod'] });
     await api.patch(`/devices/${b.deviceId}`, { tags: ['web', 'staging'] });
     await api.patch(`/devices/${c.deviceId}`, { tags: ['Database'] });
-    const other = await fleet();
-    const foreign = await enroll(other.key, 'foreign');
+    const other = await fleet(app);
+    const foreign = await enroll(app, other.key, 'foreign');
     await other.api.patch(`/devices/${foreign.deviceId}`, { tags: ['web', 'secret-project'] });
 
     const tags = await api.get('/tags');
@@ -420,10 +452,10 @@ describe('device list and tags', () => {
 
 describe('access', () => {
   test("another organization's groups and devices are 404 on every route", async () => {
-    const mine = await fleet();
-    const theirs = await fleet();
-    const myDevice = await enroll(mine.key, 'mine');
-    const theirDevice = await enroll(theirs.key, 'theirs');
+    const mine = await fleet(app);
+    const theirs = await fleet(app);
+    const myDevice = await enroll(app, mine.key, 'mine');
+    const theirDevice = await enroll(app, theirs.key, 'theirs');
     const theirGroup = await createGroup(theirs.tech.as, { name: 'Theirs', type: 'dynamic', filter: {} });
     const theirStatic = await createGroup(theirs.tech.as, { name: 'Theirs by hand', type: 'static' });
     const myGroup = await createGroup(mine.tech.as, { name: 'Mine', type: 'dynamic', filter: {} });
@@ -456,13 +488,22 @@ describe('access', () => {
     expect((await api.get('/groups')).body.data.map((g: { id: string }) => g.id).sort()).toEqual([myGroup.id, myStatic.id].sort());
     expect((await api.get(`/groups?orgId=${theirs.org.id}`)).body.data).toEqual([]);
     expect((await api.post('/groups', { orgId: theirs.org.id, name: 'Sneaky', type: 'static' })).status).toBe(404);
+    // Filters naming another organization's site, tried or saved, are 404 too.
+    const theirSite = await buildSite(app, theirs.org.id);
+    for (const res of await Promise.all([
+      api.post(`/groups/${myGroup.id}/preview`, { filter: { siteIds: [theirSite.id] } }),
+      api.patch(`/groups/${myGroup.id}`, { filter: { siteIds: [theirSite.id] } }),
+      api.post('/groups', { name: 'Peek', type: 'dynamic', filter: { siteIds: [theirSite.id] } }),
+    ])) {
+      expect([res.status, res.body.message]).toEqual([404, 'Site not found']);
+    }
     expect((await rest(app, theirs.tech.as).get(`/groups/${theirGroup.id}`)).body).toMatchObject({ name: 'Theirs', deviceCount: 1 });
     expect(await memberIds(theirs.tech.as, theirGroup.id)).toEqual([theirDevice.deviceId]);
   });
 
   test('reading needs devices:read, writing devices:write', async () => {
-    const { tech, key, org } = await fleet();
-    const device = await enroll(key, 'perm');
+    const { tech, key, org } = await fleet(app);
+    const device = await enroll(app, key, 'perm');
     const group = await createGroup(tech.as, { name: 'Perm', type: 'dynamic', filter: {} });
     const reader = rest(app, (await buildUser(app, { orgId: org.id, can: ['devices:read'] })).as);
     expect((await reader.get(`/groups/${group.id}`)).status).toBe(200);
@@ -486,13 +527,13 @@ describe('access', () => {
   });
 
   test('a user limited to some sites sees and manages only groups of those sites', async () => {
-    const { api, tech, org } = await fleet();
+    const { api, tech, org } = await fleet(app);
     const siteA = await buildSite(app, org.id);
     const siteB = await buildSite(app, org.id);
     const keyA = await api.post('/enrollment-keys', { name: 'A', siteId: siteA.id });
     const keyB = await api.post('/enrollment-keys', { name: 'B', siteId: siteB.id });
-    const inA = await enroll(keyA.body.key, 'site-a');
-    const inB = await enroll(keyB.body.key, 'site-b');
+    const inA = await enroll(app, keyA.body.key, 'site-a');
+    const inB = await enroll(app, keyB.body.key, 'site-b');
     await api.patch(`/devices/${inA.deviceId}`, { tags: ['a-only'] });
     await api.patch(`/devices/${inB.deviceId}`, { tags: ['b-only'] });
     const orgWide = await createGroup(tech.as, { name: 'Everything', type: 'dynamic', filter: {} });
@@ -526,8 +567,8 @@ describe('access', () => {
 
 describe('hostile input', () => {
   test('filters are typed: regular expressions, operators, unknown criteria and huge lists are 400', async () => {
-    const { api, key } = await fleet();
-    await enroll(key, 'web-01');
+    const { api, key } = await fleet(app);
+    await enroll(app, key, 'web-01');
     const refused = async (body: unknown, path = '/groups') => {
       const res = await api.post(path, body);
       expect({ body, status: res.status, code: res.body.code }).toEqual({ body, status: 400, code: 'VALIDATION_ERROR' });
@@ -564,7 +605,15 @@ describe('hostile input', () => {
     const named = await api.post('/groups', { name: 'Twice', type: 'static' });
     expect(named.status).toBe(201);
     const twice = await api.post('/groups', { name: 'Twice', type: 'static' });
-    expect([twice.status, twice.body.code]).toEqual([409, 'CONFLICT']);
+    expect([twice.status, twice.body]).toEqual([409, { code: 'CONFLICT', message: 'A group with this name already exists in the organization' }]);
+    const renamed = await api.post('/groups', { name: 'Once', type: 'static' });
+    expect((await api.patch(`/groups/${renamed.body.id}`, { name: 'Twice' })).body.message).toBe('A group with this name already exists in the organization');
+    // Racing for one name: one wins, the others get the same 409.
+    const racing = await Promise.all(Array.from({ length: 6 }, () => api.post('/groups', { name: 'Raced', type: 'dynamic', filter: {} })));
+    expect(racing.map((r) => [r.status, r.body.message]).sort()).toEqual([
+      [201, undefined],
+      ...Array.from({ length: 5 }, () => [409, 'A group with this name already exists in the organization']),
+    ]);
     await refused({ filter: { hostname: '.*' }, extra: true }, `/groups/${named.body.id}/preview`);
     const unknownPatch = await api.patch(`/groups/${named.body.id}`, { type: 'dynamic' });
     expect(unknownPatch.status).toBe(400);
@@ -573,14 +622,19 @@ describe('hostile input', () => {
     expect((await api.get('/groups?type=smart')).status).toBe(400);
     expect((await api.get('/groups?orgId[$ne]=x')).status).toBe(400);
     expect((await api.get(`/groups/${named.body.id}/membership-log?reason=whatever`)).status).toBe(400);
+    // Lists page at most 500 rows.
+    for (const path of [`/groups/${named.body.id}/devices?limit=100000`, `/groups/${named.body.id}/membership-log?limit=-1`, '/groups?limit=501', '/tags?page=0']) {
+      const res = await api.get(path);
+      expect({ path, status: res.status, code: res.body.code }).toEqual({ path, status: 400, code: 'VALIDATION_ERROR' });
+    }
   });
 });
 
 describe('GraphQL', () => {
   test('groups, pins and the membership log through GraphQL, with the same rules', async () => {
-    const { tech, key } = await fleet();
-    const linux = await enroll(key, 'gql-lin');
-    const win = await enroll(key, 'gql-win', { osType: 'windows' });
+    const { tech, key } = await fleet(app);
+    const linux = await enroll(app, key, 'gql-lin');
+    const win = await enroll(app, key, 'gql-win', { osType: 'windows' });
     const created = await gql(
       app,
       tech.as,
@@ -617,7 +671,7 @@ describe('GraphQL', () => {
     const hostile = await gql(app, tech.as, `mutation ($id: ID!) { previewGroup(id: $id, input: { filter: { hostname: "^gql.*$" } }) { count } }`, { id: group.id });
     expect(hostile.body.errors?.[0]?.extensions?.code).toBe('VALIDATION_ERROR');
 
-    const other = await fleet();
+    const other = await fleet(app);
     const foreign = await gql(app, other.tech.as, `query ($id: ID!) { group(id: $id) { id } }`, { id: group.id });
     expect(foreign.body.errors?.[0]).toMatchObject({ message: 'Group not found', extensions: { code: 'NOT_FOUND' } });
     const removed = await gql(app, tech.as, `mutation ($id: ID!) { deleteGroup(id: $id) }`, { id: group.id });

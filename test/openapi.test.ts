@@ -1,6 +1,7 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { rest, type As } from './support/clients.js';
-import { buildOrg, buildSite, buildUser } from './support/factories.js';
+import { sql } from './support/db.js';
+import { buildOrg, buildRole, buildSite, buildUser } from './support/factories.js';
 
 /**
  * The OpenAPI document's answers come from the zod views GraphQL derives its types from: each named
@@ -24,14 +25,8 @@ const WITHOUT_SCHEMA: Record<string, string> = {
   'post /api/v1/audit/export': 'a CSV or JSON file, streamed',
   'get /api/v1/sso/saml/metadata': 'SAML metadata, XML',
   'get /api/v1/agents/install.sh': 'a shell script',
-  'post /api/v1/auth/login': 'answers AuthSession or { mfaRequired, mfaToken }; LoginResultSchema is the flat shape GraphQL answers',
   'post /api/v1/sso/exchange': 'answers { accessToken, refreshToken }; SessionTokensSchema also requires expiresIn',
-  'get /api/v1/users/me/invitations': 'the service answers { data: InvitationView[] } and declares no list schema',
-  'get /api/v1/roles/{id}/effective-permissions': 'EffectivePermissionsView is an interface, not a schema',
   'get /api/v1/webhooks/{id}': 'WebhookDetailView (the webhook with its deliveryStats) is a type, not a schema',
-  'get /api/v1/audit/reports/user-activity': 'the report is an interface, not a schema',
-  'get /api/v1/audit/reports/security-events': 'the report is an interface, not a schema',
-  'get /api/v1/audit/reports/compliance': 'ComplianceReport is an interface, not a schema',
 };
 
 let app: TestApp;
@@ -147,16 +142,37 @@ describe('response schemas', () => {
     await buildSite(app, org.id, { address: '1 Rue de Rivoli, Paris' });
     await buildSite(app, org.id);
     const viewer = await buildUser(app, { orgId: org.id, role: 'Organization Viewer' });
-    const check = async (as: As, path: string, documented = `/api/v1${path.split('?')[0]}`) => {
-      const res = await rest(app, as).get(path);
+    const check = async (as: As, path: string, documented = `/api/v1${path.split('?')[0]}`, method: 'get' | 'post' = 'get', body?: unknown) => {
+      const res = method === 'get' ? await rest(app, as).get(path) : await rest(app, as).post(path, body);
       expect(res.status).toBe(200);
-      const schema = successSchema(doc.paths[documented]!.get!)!;
+      const schema = successSchema(doc.paths[documented]![method]!)!;
       expect({ path, violations: violations(res.body, schema) }).toEqual({ path, violations: [] });
       return res.body;
     };
     expect((await check(viewer.as, '/orgs/sites')).data).toHaveLength(2);
     expect((await check(viewer.as, '/users/me')).memberships).toHaveLength(1);
     await check(viewer.as, '/orgs/');
+
+    const role = await buildRole(app, { scope: 'organization', orgId: org.id, permissions: ['devices:*', 'audit:read'] });
+    expect((await check(viewer.as, `/roles/${role.id}/effective-permissions`, '/api/v1/roles/{id}/effective-permissions')).permissions).toContain('devices:execute');
+
+    // Reports over an entry the viewer's own refused request wrote.
+    expect((await rest(app, viewer.as).post('/orgs/sites', { orgId: org.id, name: 'Refused' })).status).toBe(403);
+    expect((await check(viewer.as, '/audit/reports/user-activity')).users).toEqual([expect.objectContaining({ actorId: viewer.user.id, denied: 1 })]);
+    expect((await check(viewer.as, '/audit/reports/security-events')).events).toEqual([expect.objectContaining({ action: 'access.denied', categories: ['denied'] })]);
+    expect((await check(viewer.as, '/audit/reports/compliance')).integrity).toMatchObject({ valid: true });
+
+    // A pending invitation of another organization, as its invitee sees it.
+    const other = await buildOrg(app);
+    const inviter = await buildUser(app, { orgId: other.id, can: ['users:read', 'users:write'] });
+    expect((await rest(app, inviter.as).post('/users/invite', { email: viewer.user.email, name: 'Viewer', roleId: (await buildRole(app, { scope: 'organization', orgId: other.id, permissions: ['users:read'] })).id })).status).toBe(201);
+    expect((await check(viewer.as, '/users/me/invitations')).data).toHaveLength(1);
+
+    // Both answers of a password login: a session, or the MFA challenge.
+    const login = { email: viewer.user.email, password: viewer.password };
+    expect(await check(null, '/auth/login', undefined, 'post', login)).toMatchObject({ user: { id: viewer.user.id } });
+    await sql(app, `update "user" set mfa_enabled = true where id = ?`, [viewer.user.id]);
+    expect(await check(null, '/auth/login', undefined, 'post', login)).toEqual({ mfaRequired: true, mfaToken: expect.any(String) });
   });
 
   test('the check catches a missing field, an extra one, a wrong type and a malformed date', async () => {

@@ -1,12 +1,15 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import {
   UnsafeUrlError,
   checkOutboundUrl,
   createGuardedFetch,
   guardedRequest,
   isUnsafeAddress,
+  PinnedConnectionPool,
   type GuardOptions,
   type UnsafeUrlReason,
 } from '../src/net/outbound-guard.js';
@@ -246,6 +249,8 @@ describe('checkOutboundUrl', () => {
 interface Received {
   method: string;
   url: string;
+  /** the TLS server name (SNI) the client sent */
+  servername: string | false | null;
   headers: Record<string, string | string[] | undefined>;
   body: string;
 }
@@ -259,7 +264,7 @@ describe('requests against a real HTTPS server', () => {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      received.push({ method: req.method ?? '', url: req.url ?? '', servername: (req.socket as TLSSocket).servername, headers: req.headers, body });
       switch (req.url) {
         case '/hook':
           res.writeHead(202, { 'content-type': 'text/plain', 'x-receiver': 'yes' }).end('accepted');
@@ -288,7 +293,12 @@ describe('requests against a real HTTPS server', () => {
       }
     });
   });
-  server.on('connection', () => connections++);
+  /** this test's connections, server side */
+  let sockets: Duplex[] = [];
+  server.on('connection', (socket) => {
+    connections++;
+    sockets.push(socket);
+  });
 
   /** Resolves the test hostnames to the server; anything else would have to come from real DNS. */
   const toServer = fixedResolver(['127.0.0.1']);
@@ -305,6 +315,7 @@ describe('requests against a real HTTPS server', () => {
   beforeEach(() => {
     received.length = 0;
     connections = 0;
+    sockets = [];
   });
 
   test('POST reaches the server with method, headers and body; Host is the URL host', async () => {
@@ -388,6 +399,26 @@ describe('requests against a real HTTPS server', () => {
     expect(lookups).toEqual(['receiver.test']);
     expect(received).toHaveLength(1);
     expect(received[0].headers.host).toBe(`receiver.test:${port}`);
+  });
+
+  test('a connection pool reuses a connection only for the host it was opened to, sends that host as SNI, and closes the idle connections of the agent it drops', async () => {
+    const pool = new PinnedConnectionPool(1);
+    const post = (host: string) => guardedRequest(`https://${host}:${port}/hook`, { method: 'POST', body: '{}', timeoutMs: 5000, connections: pool }, allowPrivate);
+    try {
+      for (let i = 0; i < 3; i++) expect((await post('receiver.test')).status).toBe(202);
+      expect(connections).toBe(1);
+      // The same address under another name: a connection of its own. The pool holds one agent, so the first one's is closed.
+      expect((await post('idp.test')).status).toBe(202);
+      expect(connections).toBe(2);
+      // At once, not when it would idle out (4 s).
+      await eventually(() => sockets[0]!.closed, 1000, 'the dropped agent’s idle connection to close');
+      expect(sockets[1]!.closed).toBe(false);
+      expect((await post('receiver.test')).status).toBe(202);
+      expect(connections).toBe(3);
+      expect(received.map((request) => request.servername)).toEqual(['receiver.test', 'receiver.test', 'receiver.test', 'idp.test', 'receiver.test']);
+    } finally {
+      pool.close();
+    }
   });
 
   test('with the switch off the same request is refused before any connection', async () => {

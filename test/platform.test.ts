@@ -36,6 +36,18 @@ describe('health', () => {
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     expect(res.headers.get('x-powered-by')).toBeNull();
   });
+
+  test('GET /health, answered in front of Express, has the headers and body Express gives the same route', async () => {
+    // A query string takes the request through Express to the same route.
+    const headers = { origin: 'https://dash.example.test', 'x-request-id': 'probe-1.a_b' };
+    const [fast, routed] = [await fetch(`${app.url}/health`, { headers }), await fetch(`${app.url}/health?via=express`, { headers })];
+    const comparable = (res: Response) => Object.fromEntries([...res.headers].filter(([name]) => !['date', 'content-length'].includes(name)));
+    expect(comparable(fast)).toEqual(comparable(routed));
+    expect(fast.headers.get('x-request-id')).toBe('probe-1.a_b');
+    expect(fast.headers.get('content-security-policy') ?? fast.headers.get('strict-transport-security')).not.toBeNull();
+    const [fastBody, routedBody] = [(await fast.json()) as object, (await routed.json()) as object];
+    expect({ ...fastBody, uptime: 0 }).toEqual({ ...routedBody, uptime: 0 });
+  });
 });
 
 describe('error envelope', () => {
@@ -160,6 +172,10 @@ describe('production settings', () => {
 
       const allowed = await fetch(`${prod.url}/health`, { headers: { origin: 'https://dash.example.test' } });
       expect(allowed.headers.get('access-control-allow-origin')).toBe('https://dash.example.test');
+      // The same CORS answer as Express gives (a query string goes through it).
+      const routed = await fetch(`${prod.url}/health?via=express`, { headers: { origin: 'https://dash.example.test' } });
+      const cors = (res: Response) => [...res.headers].filter(([name]) => name.startsWith('access-control-') || name === 'vary');
+      expect(cors(allowed)).toEqual(cors(routed));
       const other = await fetch(`${prod.url}/health`, { headers: { origin: 'https://evil.example.test' } });
       expect(other.headers.get('access-control-allow-origin')).toBeNull();
     } finally {

@@ -1,14 +1,14 @@
 import type { Permission } from '../src/auth/permissions.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, loginOk, rest, type As } from './support/clients.js';
-import { buildOrg, buildRole, buildUser, type BuiltUser } from './support/factories.js';
+import { addMembership, buildOrg, buildRole, buildUser, type BuiltUser } from './support/factories.js';
 
 /**
  * Revocation on every instance, at once: two server instances on one database; a write answered by
- * instance A (logout, password change, disabled user, edited role, changed membership, suspended
- * organization, revoked API key) refuses the very next request instance B receives, REST and GraphQL
- * alike. B is used first, so whatever it could have remembered about the caller is warm; nothing is
- * awaited between A's answer and B's request.
+ * instance A (logout, password change, disabled or deleted user, edited role, changed or removed
+ * membership, suspended organization or partner, revoked API key) refuses the very next request
+ * instance B receives, REST and GraphQL alike. B is used first, so whatever it could have remembered
+ * about the caller is warm; nothing is awaited between A's answer and B's request.
  */
 let a: TestApp;
 let b: TestApp;
@@ -23,7 +23,7 @@ afterAll(async () => {
   await a?.stop();
 });
 
-const MANAGER: Permission[] = ['users:read', 'users:write', 'roles:read', 'roles:write'];
+const MANAGER: Permission[] = ['users:read', 'users:write', 'users:delete', 'roles:read', 'roles:write'];
 
 /** An organization, a manager in it, and a member (a custom role granting users:read) signed in on instance A. */
 async function tenant() {
@@ -45,7 +45,8 @@ async function warm(as: As) {
 }
 
 const refusedOnB = async (as: As, path = '/users/me') => (await rest(b, as).get(path)).status;
-const gqlCodeOnB = async (as: As) => (await gql(b, as, '{ me { email } }')).body.errors?.[0]?.extensions?.code;
+const gqlCodeOnB = async (as: As, query = '{ me { email } }') => (await gql(b, as, query)).body.errors?.[0]?.extensions?.code;
+const USERS = '{ users(limit: 5) { data { id } } }';
 
 test('a logout on A ends the session on B at once', async () => {
   const t = await tenant();
@@ -79,6 +80,7 @@ test('a role edited on A takes the permission away on B at once', async () => {
   await warm(t.as);
   expect((await rest(a, t.manager.as).patch(`/roles/${t.role.id}`, { permissions: ['roles:read'] })).status).toBe(200);
   expect(await refusedOnB(t.as, '/users?limit=5')).toBe(403);
+  expect(await gqlCodeOnB(t.as, USERS)).toBe('FORBIDDEN');
   // The caller is still signed in: only the permission went.
   expect((await rest(b, t.as).get('/users/me')).body.permissions).toEqual(['roles:read']);
 });
@@ -89,6 +91,26 @@ test("a membership's role changed on A applies on B at once", async () => {
   const narrower = await buildRole(a, { scope: 'organization', orgId: t.org.id, permissions: ['roles:read'] });
   expect((await rest(a, t.manager.as).post(`/users/${t.member.user.id}/role`, { roleId: narrower.id })).status).toBe(200);
   expect(await refusedOnB(t.as, '/users?limit=5')).toBe(403);
+  expect(await gqlCodeOnB(t.as, USERS)).toBe('FORBIDDEN');
+});
+
+test('a membership removed on A is refused on B at once; the account signs in through the one left', async () => {
+  const t = await tenant();
+  const elsewhere = await addMembership(a, t.member.user.id, { orgId: (await buildOrg(a)).id, role: 'Organization Viewer' });
+  await warm(t.as);
+  expect((await rest(a, t.manager.as).delete(`/users/${t.member.user.id}`)).status).toBe(204);
+  expect(await refusedOnB(t.as)).toBe(401);
+  expect(await gqlCodeOnB(t.as)).toBe('UNAUTHENTICATED');
+  const again = await rest(b).post('/auth/login', { email: t.member.user.email, password: t.member.password });
+  expect([again.status, again.body.user?.orgId]).toEqual([200, elsewhere.orgId]);
+});
+
+test('a user deleted on A is refused on B at once', async () => {
+  const t = await tenant();
+  await warm(t.as);
+  expect((await rest(a, t.manager.as).delete(`/users/${t.member.user.id}`)).status).toBe(204);
+  expect(await refusedOnB(t.as)).toBe(401);
+  expect(await gqlCodeOnB(t.as)).toBe('UNAUTHENTICATED');
 });
 
 test('an organization suspended on A is refused on B at once', async () => {
@@ -99,6 +121,17 @@ test('an organization suspended on A is refused on B at once', async () => {
   const res = await rest(b, t.as).get('/users/me');
   expect(res.status).toBe(403);
   expect(res.body.message).toBe('Your organization is suspended');
+  expect(await gqlCodeOnB(t.as)).toBe('FORBIDDEN');
+});
+
+test('a partner suspended on A is refused on B at once', async () => {
+  const t = await tenant();
+  const platformAdmin = await buildUser(a, { can: ['partners:read', 'partners:write'] });
+  await warm(t.as);
+  expect((await rest(a, platformAdmin.as).patch(`/orgs/partners/${t.org.partnerId}`, { status: 'suspended' })).status).toBe(200);
+  const res = await rest(b, t.as).get('/users/me');
+  expect([res.status, res.body.message]).toEqual([403, 'Your partner is suspended']);
+  expect(await gqlCodeOnB(t.as)).toBe('FORBIDDEN');
 });
 
 test('an API key revoked on A is refused on B at once', async () => {
@@ -110,4 +143,5 @@ test('an API key revoked on A is refused on B at once', async () => {
   for (let i = 0; i < 5; i++) expect((await rest(b, key).get('/users?limit=5')).status).toBe(200);
   expect((await rest(a, owner.as).delete(`/api-keys/${created.body.id}`)).status).toBe(204);
   expect(await refusedOnB(key, '/users?limit=5')).toBe(401);
+  expect(await gqlCodeOnB(key, USERS)).toBe('UNAUTHENTICATED');
 });

@@ -2,13 +2,12 @@
 // HTTPS on loopback) through check, login, IdP sign-in, callback and code exchange.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { Membership } from '../entities/user.js';
 import { freePort } from '../src/db/embedded.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { Browser, errorOf, loginAtIdp, ssoCode } from './support/browser.js';
 import { gql, rest } from './support/clients.js';
 import type { Permission } from '../src/auth/permissions.js';
-import { buildOrg, buildRole, buildUser, permissionsOf, systemRole } from './support/factories.js';
+import { addMembership, buildOrg, buildRole, buildUser, permissionsOf, systemRole } from './support/factories.js';
 import { startOidcIdp, type TestAccountClaims, type TestOidcIdp } from './support/oidc-idp.js';
 
 let app: TestApp;
@@ -421,13 +420,6 @@ describe('invitations in an organization that enforces SSO', () => {
   });
 });
 
-/** A further membership for an existing user (the factories build users with one). */
-async function addMembership(userId: string, orgId: string, status: 'active' | 'pending' = 'active'): Promise<void> {
-  const em = app.server.runtime.orm.em.fork();
-  em.create(Membership, { userId, scope: 'organization', orgId, roleId: systemRole('Organization Viewer'), status });
-  await em.flush();
-}
-
 async function signedInAs(target: string): Promise<string> {
   const tokens = await exchange(ssoCode(target));
   expect(tokens.status).toBe(200);
@@ -444,7 +436,7 @@ describe('accounts the organization does not own', () => {
     const otherTenantUser = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer', email: `other-${randomUUID()}@corp.test` });
     for (const victim of [platformAdmin, otherTenantUser]) {
       // Both hold a membership of this organization too: before, that was all the email match needed.
-      await addMembership(victim.user.id, orgId);
+      await addMembership(app, victim.user.id, { orgId, role: 'Organization Viewer' });
       const { target } = await login(orgId, account({ email: victim.user.email }).id);
       expect(target).toBe(`${publicUrl}/login?error=account_link_required`);
     }
@@ -457,7 +449,7 @@ describe('accounts the organization does not own', () => {
     const { orgId } = await setup();
     const invitee = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer', email: `invitee-${randomUUID()}@corp.test` });
     await db.query(`delete from membership where user_id = $1`, [invitee.user.id]);
-    await addMembership(invitee.user.id, orgId, 'pending');
+    await addMembership(app, invitee.user.id, { orgId, role: 'Organization Viewer', status: 'pending' });
     expect(errorOf((await login(orgId, account({ email: invitee.user.email }).id)).target)).toBe('no_org_access');
   });
 });
@@ -490,7 +482,7 @@ describe('confirming a link while signed in', () => {
   /** A user of another tenant who is also an active member of the provider's organization. */
   async function outsideUser(orgId: string) {
     const user = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer', email: `linker-${randomUUID()}@corp.test` });
-    await addMembership(user.user.id, orgId);
+    await addMembership(app, user.user.id, { orgId, role: 'Organization Viewer' });
     return user;
   }
 
@@ -567,7 +559,7 @@ describe('confirming a link while signed in', () => {
     expect(byKey.body).toEqual({ code: 'FORBIDDEN', message: 'This operation needs a user session, not an API key' });
 
     const invitee = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer' });
-    await addMembership(invitee.user.id, orgId, 'pending');
+    await addMembership(app, invitee.user.id, { orgId, role: 'Organization Viewer', status: 'pending' });
     for (const path of [`/sso/link/${orgId}`, `/sso/link/${(await buildOrg(app)).id}`, '/sso/link/not-a-uuid']) {
       const res = await rest(app, invitee.as).post(path);
       expect(res.status).toBe(404);
@@ -588,7 +580,7 @@ describe('confirming a link while signed in', () => {
     const member = await buildUser(app, { orgId: a.orgId, role: 'Organization Viewer', email: `member-${randomUUID()}@corp.test` });
     const viaA = await exchange(ssoCode((await login(a.orgId, account({ email: member.user.email }).id)).target));
     expect(viaA.status).toBe(200);
-    await addMembership(member.user.id, b.orgId);
+    await addMembership(app, member.user.id, { orgId: b.orgId, role: 'Organization Viewer' });
     expect((await rest(app, { token: viaA.body.accessToken }).post(`/sso/link/${b.orgId}`)).status).toBe(404);
     expect((await rest(app, { token: viaA.body.accessToken }).post(`/sso/link/${a.orgId}`)).status).toBe(200);
   });

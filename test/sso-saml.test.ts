@@ -4,13 +4,12 @@ import { randomUUID, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { Membership } from '../entities/user.js';
 import type { Permission } from '../src/auth/permissions.js';
 import { freePort } from '../src/db/embedded.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { Browser, errorOf, ssoCode } from './support/browser.js';
 import { rest } from './support/clients.js';
-import { buildOrg, buildUser, permissionsOf, systemRole } from './support/factories.js';
+import { addMembership, buildOrg, buildUser, permissionsOf, systemRole } from './support/factories.js';
 import { createSamlIdp, type BuildResponseInput, type TestAuthnRequest } from './support/saml-idp.js';
 
 const URI = {
@@ -277,9 +276,7 @@ describe('accounts the organization does not own', () => {
   test("another tenant's user is refused by email; linked while signed in, the same NameID signs them in", async () => {
     const { orgId, providerId } = await setup();
     const owner = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Viewer', email: `linker-${randomUUID()}@corp.test` });
-    const em = app.server.runtime.orm.em.fork();
-    em.create(Membership, { userId: owner.user.id, scope: 'organization', orgId, roleId: systemRole('Organization Viewer') });
-    await em.flush();
+    await addMembership(app, owner.user.id, { orgId, role: 'Organization Viewer' });
     const nameId = `persistent-${randomUUID()}`;
     const asOwner = { nameId, attributes: { [URI.email]: owner.user.email } };
     expect(errorOf(await loginWith(orgId, asOwner))).toBe('account_link_required');

@@ -6,24 +6,15 @@ import type { Runtime } from '../src/runtime.js';
 import { DELIVER_JOB, SWEEP_JOB, sweepDeliveries } from '../src/services/webhook-deliveries.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { rest } from './support/clients.js';
-import { createTestDatabase } from './support/database.js';
-import { jobsFinished, sql } from './support/db.js';
+import { jobsFinished, sql, useTestDatabase } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { buildOrg, buildUser } from './support/factories.js';
-import { startHttpsReceiver, type HttpsReceiver } from './support/https-receiver.js';
+import { useHttpsReceiver } from './support/https-receiver.js';
 
 const ENV = { ALLOW_PRIVATE_NETWORK_TARGETS: 'true' };
 
-let receiver: HttpsReceiver;
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
-
-beforeAll(async () => {
-  [receiver, db] = await Promise.all([startHttpsReceiver(), createTestDatabase()]);
-});
-afterAll(async () => {
-  await receiver.close();
-  await db.drop();
-});
+const receiver = useHttpsReceiver();
+const db = useTestDatabase();
 
 /** Creating and reading webhooks takes organizations:write and organizations:read. */
 async function setup(app: TestApp, path: string, extra: Record<string, unknown> = {}) {
@@ -99,24 +90,65 @@ test('two instances never send one event to one webhook twice, even with duplica
   }
 });
 
-test('the sweep re-queues a pending delivery whose job was lost; it is registered as a recurring job', async () => {
+/** A delivery of `webhookId` whose first attempt failed and whose retry came due `dueAgoMs` ago, written straight to the table. */
+async function waitingRetry(app: TestApp, webhookId: string, orgId: string, dueAgoMs: number): Promise<WebhookDelivery> {
+  const em = app.server.runtime.orm.em.fork();
+  const eventId = crypto.randomUUID();
+  const delivery = em.create(WebhookDelivery, {
+    webhookId,
+    orgId,
+    event: 'alert.triggered',
+    eventId,
+    payload: { id: eventId, type: 'alert.triggered', timestamp: new Date().toISOString(), orgId, data: {} },
+    status: 'retrying',
+    attempt: 1,
+    nextAttemptAt: new Date(Date.now() - dueAgoMs),
+    createdAt: new Date(Date.now() - dueAgoMs - 1000),
+  });
+  await em.flush();
+  return delivery;
+}
+
+const deliverJobsFor = (app: TestApp, deliveryId: string) => sql(app, `select id from agenda_jobs where name = ? and data->>'deliveryId' = ?`, [DELIVER_JOB, deliveryId]);
+
+test('a retry waiting for a free slot when the server stops goes back to the job queue, and the next server sends it at once', async () => {
+  // One request per webhook, and a stop that waits for it no longer than the request timeout.
+  const start = { tunables: { webhooks: { perWebhookConcurrency: 1, deliveryTimeoutMs: 4000, leaseMarginMs: 500 } } };
+  receiver.script('/held', ['hang', { status: 200 }]);
+  const first = await createTestApp({ databaseUrl: db.url, env: ENV, start });
+  let second: TestApp | null = null;
+  try {
+    const { api, orgId, webhookId } = await setup(first, '/held');
+    expect((await api.post(`/webhooks/${webhookId}/test`, {})).status).toBe(202);
+    await eventually(() => receiver.to('/held').length === 1, 10_000, 'the first request to hold the only slot');
+    // A retry comes due meanwhile: its job hands it to the worker, which has no slot for it yet.
+    const retry = await waitingRetry(first, webhookId, orgId, 0);
+    await first.server.runtime.jobs.schedule(DELIVER_JOB, { deliveryId: retry.id });
+    await jobsFinished(first, DELIVER_JOB);
+    await first.stop();
+    expect(receiver.to('/held')).toHaveLength(1);
+    receiver.dropHanging();
+
+    // Its job had ended, but the stopping worker queued it again, due now: long before the sweep would
+    // find it (two minutes overdue), the next server sends it.
+    second = await createTestApp({ databaseUrl: db.url, env: ENV });
+    const runtime = second.server.runtime;
+    const done = await eventually(async () => (await rows(runtime, webhookId)).find((d) => d.id === retry.id && d.status === 'delivered'), 10_000, 'the retry delivered');
+    expect(done).toMatchObject({ attempt: 2, responseStatus: 200 });
+  } finally {
+    receiver.dropHanging();
+    await first.stop();
+    await second?.stop();
+  }
+});
+
+test('the sweep re-queues a retry whose job was lost; it is registered as a recurring job', async () => {
   const app = await createTestApp({ databaseUrl: db.url, env: ENV });
   try {
     const { orgId, webhookId } = await setup(app, '/lost');
-    const em = app.server.runtime.orm.em.fork();
-    // A delivery committed by a process that died before scheduling its job.
-    const eventId = crypto.randomUUID();
-    const lost = em.create(WebhookDelivery, {
-      webhookId,
-      orgId,
-      event: 'alert.triggered',
-      eventId,
-      payload: { id: eventId, type: 'alert.triggered', timestamp: new Date().toISOString(), orgId, data: {} },
-      createdAt: new Date(Date.now() - 10 * 60_000),
-    });
-    await em.flush();
-    // Nothing would ever send it: no job names it.
-    expect(await sql(app, `select id from agenda_jobs where name = ? and data->>'deliveryId' = ?`, [DELIVER_JOB, lost.id])).toEqual([]);
+    // A retry committed by a process that died before scheduling its job (the worker claims only first attempts from the table).
+    const lost = await waitingRetry(app, webhookId, orgId, 10 * 60_000);
+    expect(await deliverJobsFor(app, lost.id)).toEqual([]);
 
     expect(await sweepDeliveries(RequestContext.system(app.server.runtime, 'test'))).toBe(1);
     await eventually(async () => (await rows(app.server.runtime, webhookId))[0]?.status === 'delivered', 10_000, 'delivered');

@@ -7,21 +7,14 @@ import { rest } from './support/clients.js';
 import { sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { buildOrg, buildUser } from './support/factories.js';
-import { startHttpsReceiver, type HttpsReceiver } from './support/https-receiver.js';
+import { useHttpsReceiver } from './support/https-receiver.js';
 
 /** Webhooks are organization configuration: reading them takes organizations:read, changing them organizations:write. */
 const WEBHOOK_EDITOR: Permission[] = ['organizations:read', 'organizations:write'];
 const PRIVATE_TARGETS = { ALLOW_PRIVATE_NETWORK_TARGETS: 'true' };
 const ONE_ATTEMPT = { maxRetries: 0, initialDelayMs: 100, maxDelayMs: 100 };
 
-let receiver: HttpsReceiver;
-
-beforeAll(async () => {
-  receiver = await startHttpsReceiver();
-});
-afterAll(async () => {
-  await receiver.close();
-});
+const receiver = useHttpsReceiver();
 
 async function editorOf(app: TestApp) {
   const orgId = (await buildOrg(app)).id;

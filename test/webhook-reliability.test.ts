@@ -12,10 +12,10 @@ import { createLogger } from '../src/logger.js';
 import type { Runtime } from '../src/runtime.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, createTestApp } from './support/app.js';
 import { rest } from './support/clients.js';
-import { createTestDatabase } from './support/database.js';
+import { useTestDatabase } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { buildOrg, buildUser } from './support/factories.js';
-import { startHttpsReceiver, type HttpsReceiver } from './support/https-receiver.js';
+import { useHttpsReceiver } from './support/https-receiver.js';
 
 const EVENTS = 2000;
 const PER_TRANSACTION = 20;
@@ -33,6 +33,9 @@ interface Instance {
   exited: Promise<void>;
   output: string[];
 }
+
+/** Every instance started, from the moment it is spawned: none outlives the test file, whatever fails. */
+const instances: Instance[] = [];
 
 /** One server instance in a process of its own (test/support/instance.mjs, from the build), on `databaseUrl`. */
 async function startInstance(name: string, databaseUrl: string): Promise<Instance> {
@@ -62,6 +65,8 @@ async function startInstance(name: string, databaseUrl: string): Promise<Instanc
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   void exited.then(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const instance = { name, child, exited, output };
+  instances.push(instance);
   await new Promise<void>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {
       output.push(chunk.toString());
@@ -69,45 +74,55 @@ async function startInstance(name: string, databaseUrl: string): Promise<Instanc
     });
     void exited.then(() => reject(new Error(`instance ${name} exited during start-up:\n${output.join('')}`)));
   });
-  return { name, child, exited, output };
+  return instance;
 }
 
-let receiver: HttpsReceiver;
-let db: Awaited<ReturnType<typeof createTestDatabase>>;
+const running = (instance: Instance) => instance.child.exitCode === null && instance.child.signalCode === null;
 
-beforeAll(async () => {
-  [receiver, db] = await Promise.all([startHttpsReceiver(), createTestDatabase()]);
-});
-afterAll(async () => {
-  await receiver.close();
-  await db.drop();
-});
+/** SIGTERM (a graceful stop), then SIGKILL for an instance still running after `graceMs`. */
+async function stopAll(graceMs: number): Promise<void> {
+  for (const instance of instances) if (running(instance)) instance.child.kill('SIGTERM');
+  const timer = setTimeout(() => {
+    for (const instance of instances) if (running(instance)) instance.child.kill('SIGKILL');
+  }, graceMs);
+  await Promise.all(instances.map((instance) => instance.exited));
+  clearTimeout(timer);
+}
+
+// Declared before the receiver's and the database's hooks, so it runs before they close them (afterAll hooks
+// run in the order declared), also when the test timed out before its own clean-up ran.
+afterAll(() => stopAll(0), 10_000);
+const receiver = useHttpsReceiver();
+const db = useTestDatabase();
 
 test('two instances, 2,000 events, one instance killed (SIGKILL) mid-stream and restarted: every delivery arrives, none twice but for the requests the killed one had under way, no dead letters', async () => {
   // The organization and its two webhooks, made through the API of an instance that then stops.
   const seed = await createTestApp({ databaseUrl: db.url, env: { ALLOW_PRIVATE_NETWORK_TARGETS: 'true' } });
   const orgId = (await buildOrg(seed)).id;
-  const editor = await buildUser(seed, { orgId, can: ['organizations:read', 'organizations:write'] });
   const webhookIds: string[] = [];
-  for (const p of PATHS) {
-    const created = await rest(seed, editor.as).post('/webhooks', { name: p, url: receiver.url(p), events: ['alert.triggered'] });
-    expect(created.status).toBe(201);
-    webhookIds.push(created.body.id);
+  try {
+    const editor = await buildUser(seed, { orgId, can: ['organizations:read', 'organizations:write'] });
+    for (const p of PATHS) {
+      const created = await rest(seed, editor.as).post('/webhooks', { name: p, url: receiver.url(p), events: ['alert.triggered'] });
+      expect(created.status).toBe(201);
+      webhookIds.push(created.body.id);
+    }
+  } finally {
+    await seed.stop();
   }
-  await seed.stop();
 
   // Events are committed straight into the outbox, as a third process would.
   const orm = await MikroORM.init(ormConfig(db.url));
   const writer = { orm, log: createLogger('silent') } as unknown as Runtime;
   const sql = async <T>(query: string, params: unknown[] = []) => (await orm.em.fork().getConnection().execute(query, params)) as T[];
-  const instances: Instance[] = [];
+  let committed = 0;
+  let streaming = true;
+  let stream: Promise<void> = Promise.resolve();
   try {
-    const [a, b] = await Promise.all([startInstance('reliability-a', db.url), startInstance('reliability-b', db.url)]);
-    instances.push(a!, b!);
+    const [a] = await Promise.all([startInstance('reliability-a', db.url), startInstance('reliability-b', db.url)]);
 
-    let committed = 0;
-    const stream = (async () => {
-      while (committed < EVENTS) {
+    stream = (async () => {
+      while (streaming && committed < EVENTS) {
         await withTransaction(RequestContext.system(writer, 'test'), async (tx) => {
           for (let i = 0; i < PER_TRANSACTION; i++) await emit(tx, { type: 'alert.triggered', orgId, data: { n: committed + i } });
         });
@@ -119,8 +134,8 @@ test('two instances, 2,000 events, one instance killed (SIGKILL) mid-stream and 
 
     // Mid-stream: a third of the events committed and deliveries flowing.
     await eventually(() => committed >= EVENTS / 3 && arrivals() >= 300, 30_000, 'the stream to be under way');
-    a!.child.kill('SIGKILL');
-    await a!.exited;
+    a.child.kill('SIGKILL');
+    await a.exited;
     const killedAt = Date.now();
     const committedAtKill = committed;
     // Once PostgreSQL has dropped the dead instance's sessions (rolling back what it had not committed), what it
@@ -129,7 +144,7 @@ test('two instances, 2,000 events, one instance killed (SIGKILL) mid-stream and 
     const unrecorded = new Set(
       (await sql<{ id: string }>(`select id from webhook_delivery where status in ('pending', 'retrying') and locked_until is not null`)).map((r) => r.id),
     );
-    instances.push(await startInstance('reliability-a2', db.url));
+    await startInstance('reliability-a2', db.url);
     await stream;
     expect(committedAtKill).toBeLessThan(EVENTS);
 
@@ -176,8 +191,9 @@ test('two instances, 2,000 events, one instance killed (SIGKILL) mid-stream and 
     for (const instance of instances) console.log(`${instance.name}:\n${instance.output.join('').slice(-4000)}`);
     throw error;
   } finally {
-    for (const instance of instances) if (instance.child.exitCode === null && instance.child.signalCode === null) instance.child.kill('SIGTERM');
-    await Promise.all(instances.map((instance) => instance.exited));
+    streaming = false;
+    await stream.catch(() => {});
+    await stopAll(15_000);
     await orm.close(true);
   }
 }, 90_000);

@@ -57,6 +57,22 @@ afterAll(async () => {
   await app.stop();
 });
 
+/** What `fn` answers, and how many statements it sent that read webhook deliveries. */
+async function deliveryStatements<T>(fn: () => Promise<T>): Promise<{ result: T; statements: number }> {
+  const connection = app.server.runtime.orm.em.getDriver().getConnection() as unknown as { execute: (query: unknown, ...rest: unknown[]) => Promise<unknown> };
+  const execute = connection.execute;
+  let statements = 0;
+  connection.execute = function (this: unknown, query: unknown, ...rest: unknown[]) {
+    if (/\bwebhook_delivery\b/.test(String(typeof query === 'object' && query && 'sql' in query ? (query as { sql: string }).sql : query))) statements++;
+    return execute.call(this, query, ...rest);
+  };
+  try {
+    return { result: await fn(), statements };
+  } finally {
+    connection.execute = execute;
+  }
+}
+
 const valid = (extra: Record<string, unknown> = {}) => ({
   name: 'Ops hook',
   url: 'https://hooks.example.com/in',
@@ -353,7 +369,7 @@ describe('GraphQL', () => {
     expect(gone.body.errors?.[0]).toMatchObject({ message: 'Webhook not found', extensions: { code: 'NOT_FOUND' } });
   });
 
-  test("a list's delivery statistics are read in one statement, however many webhooks", async () => {
+  test("a list's delivery statistics and deliveries are read in a few statements, however many webhooks", async () => {
     const org = await buildOrg(app);
     const editor = await buildUser(app, { orgId: org.id, can: WEBHOOK_EDITOR });
     const ids: string[] = [];
@@ -373,25 +389,30 @@ describe('GraphQL', () => {
         );
       }
     }
-    const connection = app.server.runtime.orm.em.getDriver().getConnection() as unknown as { execute: (query: unknown, ...rest: unknown[]) => Promise<unknown> };
-    const execute = connection.execute;
-    let statsQueries = 0;
-    connection.execute = function (this: unknown, query: unknown, ...rest: unknown[]) {
-      if (/\bwebhook_delivery\b/.test(String(typeof query === 'object' && query && 'sql' in query ? (query as { sql: string }).sql : query))) statsQueries++;
-      return execute.call(this, query, ...rest);
-    };
-    let listed;
-    try {
-      listed = await gql(app, editor.as, `{ webhooks(limit: 10) { data { id deliveryStats { total delivered failed lastDeliveredAt } } } }`);
-    } finally {
-      connection.execute = execute;
-    }
+    const { result: listed, statements } = await deliveryStatements(() =>
+      gql(app, editor.as, `{ webhooks(limit: 10) { data { id deliveryStats { total delivered failed lastDeliveredAt } } } }`),
+    );
     expect(listed.body.errors).toBeUndefined();
     const byId = new Map(listed.body.data.webhooks.data.map((w: { id: string; deliveryStats: unknown }) => [w.id, w.deliveryStats]));
     for (const [i, id] of ids.entries()) {
       expect(byId.get(id)).toEqual({ total: i + 1, delivered: i, failed: 1, lastDeliveredAt: i > 0 ? expect.any(String) : null });
     }
-    expect(statsQueries).toBe(1);
+    expect(statements).toBe(1);
+
+    // Each webhook's own newest delivered delivery, and whether it has more: ranked ids, rows and totals, three statements for the list.
+    const { result: paged, statements: pageStatements } = await deliveryStatements(() =>
+      gql(app, editor.as, `{ webhooks(limit: 10) { data { id deliveries(first: 1, status: delivered) { totalCount edges { node { webhookId status } } pageInfo { hasNextPage } } } } }`),
+    );
+    expect(paged.body.errors).toBeUndefined();
+    expect(pageStatements).toBe(3);
+    const pages = new Map(paged.body.data.webhooks.data.map((w: { id: string; deliveries: unknown }) => [w.id, w.deliveries]));
+    for (const [i, id] of ids.entries()) {
+      expect(pages.get(id)).toEqual({
+        totalCount: i,
+        edges: i === 0 ? [] : [{ node: { webhookId: id, status: 'delivered' } }],
+        pageInfo: { hasNextPage: i > 1 },
+      });
+    }
   });
 
   test('errors: validation, scoping, tenancy and MFA in extensions.code', async () => {

@@ -119,6 +119,7 @@ export async function authenticate(runtime: Runtime, credentials: Credentials): 
   return null;
 }
 
+/** The one place a principal is made from its rows: a suspended organization or partner refuses it, its role (and an API key's scopes) give its permissions. */
 function principalOf(row: AccessRow, as: { kind: 'user' | 'apiKey'; id: string; mfa: boolean; scopes?: string[]; sessionId?: string | null; sessionMethod?: SessionMethod | null }): Principal {
   if (row.org_status === 'suspended' || row.partner_status === 'suspended') throw forbidden(`Your ${row.org_status === 'suspended' ? 'organization' : 'partner'} is suspended`);
   return {
@@ -155,30 +156,31 @@ export async function principalFor(
   membership: Membership,
   as: { kind: 'user' | 'apiKey'; id: string; mfa: boolean; scopes?: string[]; sessionId?: string | null; sessionMethod?: SessionMethod | null },
 ): Promise<Principal> {
+  // Read through the caller's EntityManager (its transaction and identity map), then decided as a request's rows are.
   const role = await em.findOneOrFail(Role, { id: membership.roleId });
   const org = membership.orgId ? await em.findOne(Organization, { id: membership.orgId }) : null;
   const partnerId = membership.partnerId ?? org?.partnerId ?? null;
   const partner = partnerId ? await em.findOne(Partner, { id: partnerId }) : null;
-  if (org?.status === 'suspended' || partner?.status === 'suspended') throw forbidden(`Your ${org?.status === 'suspended' ? 'organization' : 'partner'} is suspended`);
-  // An API key holds only what both its scopes and its owner's current role grant.
-  const permissions = as.scopes ? expandPermissions(role.permissions).filter((p) => expandPermissions(as.scopes!).includes(p)) : role.permissions;
-  return {
-    kind: as.kind,
-    id: as.id,
-    userId: user.id,
-    email: user.email,
-    membershipId: membership.id,
-    scope: membership.scope,
-    partnerId,
-    orgId: membership.orgId,
-    orgAccess: membership.orgAccess,
-    orgIds: membership.orgIds,
-    siteIds: membership.siteIds,
-    roleId: role.id,
-    permissions,
-    mfa: as.mfa,
-    mfaForced: role.requireMfa || !!org?.requireMfa || !!partner?.requireMfa,
-    sessionId: as.sessionId ?? null,
-    sessionMethod: as.sessionMethod ?? null,
-  };
+  return principalOf(
+    {
+      user_id: user.id,
+      user_status: user.status,
+      email: user.email,
+      membership_id: membership.id,
+      scope: membership.scope,
+      org_id: membership.orgId,
+      partner_id: partnerId,
+      org_access: membership.orgAccess,
+      org_ids: membership.orgIds,
+      site_ids: membership.siteIds,
+      role_id: role.id,
+      permissions: role.permissions,
+      role_requires_mfa: role.requireMfa,
+      org_status: org?.status ?? null,
+      org_requires_mfa: org?.requireMfa ?? null,
+      partner_status: partner?.status ?? null,
+      partner_requires_mfa: partner?.requireMfa ?? null,
+    },
+    as,
+  );
 }

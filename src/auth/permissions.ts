@@ -28,7 +28,7 @@ export const ALL_PERMISSIONS: Permission[] = (Object.keys(PERMISSION_CATALOG) as
 );
 
 /** `resource:action`, where either side of a granted entry may be `*` (and `*` alone grants everything). */
-export function permissionMatches(granted: string, needed: Permission): boolean {
+function permissionMatches(granted: string, needed: Permission): boolean {
   if (granted === '*' || granted === needed) return true;
   const [gr, ga] = granted.split(':');
   const [nr, na] = needed.split(':');

@@ -171,7 +171,7 @@ interface TenantFilter {
   /** rows of these organizations (null: every organization) */
   orgIds: string[] | null;
   /** partner callers listing partner-level rows also see their own partner's (organization column null) */
-  ownPartner: { id: string | null } | null;
+  ownPartner: string | null;
   /** rows of these sites (null: every site) */
   siteIds: string[] | null;
 }
@@ -181,7 +181,7 @@ async function tenantFilter(ctx: RequestContext, columns: TenantColumns): Promis
   const orgIds = await visibleOrgIds(ctx, columns.requestedOrgId);
   return {
     orgIds,
-    ownPartner: orgIds !== null && columns.partner && principal.scope === 'partner' && !columns.requestedOrgId ? { id: principal.partnerId } : null,
+    ownPartner: orgIds !== null && columns.partner && principal.scope === 'partner' && !columns.requestedOrgId ? principal.partnerId : null,
     siteIds: columns.site ? visibleSiteIds(ctx, columns.requestedOrgId) : null,
   };
 }
@@ -196,7 +196,7 @@ export async function tenantWhere<T extends object>(ctx: RequestContext, columns
   const clauses: Record<string, unknown>[] = [];
   if (filter.orgIds !== null) {
     const inOrgs = { [columns.org]: { $in: filter.orgIds } };
-    clauses.push(filter.ownPartner ? { $or: [inOrgs, { [columns.org]: null, [columns.partner!]: filter.ownPartner.id }] } : inOrgs);
+    clauses.push(filter.ownPartner ? { $or: [inOrgs, { [columns.org]: null, [columns.partner!]: filter.ownPartner }] } : inOrgs);
   }
   if (filter.siteIds !== null) clauses.push({ [columns.site!]: { $in: filter.siteIds } });
   return (clauses.length === 0 ? null : clauses.length === 1 ? clauses[0] : { $and: clauses }) as FilterQuery<T> | null;
@@ -218,9 +218,8 @@ export async function tenantSql(ctx: RequestContext, columns: TenantColumns): Pr
   if (filter.orgIds !== null) {
     const inOrgs = inList(columns.org, filter.orgIds);
     if (filter.ownPartner) {
-      const partner = filter.ownPartner.id === null ? `${columns.partner!} is null` : `${columns.partner!} = ?`;
-      if (filter.ownPartner.id !== null) params.push(filter.ownPartner.id);
-      clauses.push(`(${inOrgs} or (${columns.org} is null and ${partner}))`);
+      params.push(filter.ownPartner);
+      clauses.push(`(${inOrgs} or (${columns.org} is null and ${columns.partner!} = ?))`);
     } else {
       clauses.push(inOrgs);
     }

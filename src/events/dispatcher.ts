@@ -2,8 +2,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { RequestContext } from '../auth/context.js';
 import { listen, type Listener } from '../db/listener.js';
 import type { Runtime } from '../runtime.js';
-import { OUTBOX_CHANNEL } from './outbox.js';
-import { subscriberWants, type DomainEvent, type DomainEventType, type EventSubscriber } from './types.js';
+import { OUTBOX_CHANNEL, toDomainEvent, type OutboxEventFields } from './outbox.js';
+import { subscriberWants, type DomainEvent, type EventSubscriber } from './types.js';
 
 export const DOMAIN_EVENT_TOPIC = 'domain-event';
 const MAX_BACKOFF_MS = 10 * 60_000;
@@ -12,18 +12,7 @@ const MAX_BACKOFF_MS = 10 * 60_000;
 const BATCH = 500;
 const PARALLEL_DRAINS = 2;
 
-interface OutboxRow {
-  id: string;
-  type: string;
-  org_id: string | null;
-  data: Record<string, unknown>;
-  created_at: Date;
-  attempts: number;
-}
-
-// Rows are written by emit() only, so their type is one of the vocabulary's.
-const rowToDomainEvent = (row: OutboxRow): DomainEvent =>
-  ({ id: row.id, type: row.type as DomainEventType, orgId: row.org_id, timestamp: new Date(row.created_at).toISOString(), data: row.data }) as DomainEvent;
+type OutboxRow = OutboxEventFields & { attempts: number };
 
 /** A PostgreSQL array literal of uuids (bound as one text parameter, cast with `::uuid[]`). */
 const uuidArray = (ids: string[]) => `{${ids.join(',')}}`;
@@ -106,13 +95,13 @@ export class OutboxDispatcher {
       await ctx.em.transactional(async (em) => {
         const tx = ctx.withEm(em as EntityManager);
         const rows = (await tx.em.execute(
-          `select id, type, org_id, data, created_at, attempts from outbox_event
+          `select id, type, org_id as "orgId", data, created_at as "createdAt", attempts from outbox_event
             where dispatched_at is null and available_at <= ? order by created_at limit ? for update skip locked`,
           [new Date(), BATCH],
         )) as OutboxRow[];
         claimed = rows.length;
         if (claimed === 0) return;
-        const events = rows.map(rowToDomainEvent);
+        const events = rows.map(toDomainEvent);
         const batchError = await this.handAll(tx, events);
         // A batch of one has nothing to isolate: its event failed.
         const failed =

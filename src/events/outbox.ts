@@ -39,7 +39,10 @@ export async function emit<T extends DomainEventType>(
   return toDomainEvent(row) as DomainEvent<T>;
 }
 
-export function toDomainEvent(row: OutboxEvent): DomainEvent {
+/** What an outbox row holds of its event (the entity, or a row read as such). */
+export type OutboxEventFields = Pick<OutboxEvent, 'id' | 'type' | 'orgId' | 'data' | 'createdAt'>;
+
+export function toDomainEvent(row: OutboxEventFields): DomainEvent {
   // Rows are written by emit() only, so their type is one of the vocabulary's.
   return { id: row.id, type: row.type as DomainEventType, orgId: row.orgId, timestamp: new Date(row.createdAt).toISOString(), data: row.data } as DomainEvent;
 }

@@ -1,25 +1,3 @@
-/** Wraps a PubSub iterator, passing on only the payloads `keep` accepts (checked one at a time, in order). */
-export function filterIterable<T>(source: AsyncIterable<unknown>, keep: (payload: T) => Promise<boolean> | boolean): AsyncIterable<T> {
-  return {
-    [Symbol.asyncIterator]() {
-      const inner = source[Symbol.asyncIterator]();
-      return {
-        async next(): Promise<IteratorResult<T>> {
-          for (;;) {
-            const item = await inner.next();
-            if (item.done) return { value: undefined, done: true };
-            if (await keep(item.value as T)) return { value: item.value as T, done: false };
-          }
-        },
-        async return(): Promise<IteratorResult<T>> {
-          await inner.return?.();
-          return { value: undefined, done: true };
-        },
-      };
-    },
-  };
-}
-
 /**
  * Wraps a PubSub iterator, passing on what `pick` makes of each payload and skipping those it answers
  * null for (checked one at a time, in order): a subscription's filter and its payload in one step.
@@ -44,4 +22,9 @@ export function selectIterable<T, U>(source: AsyncIterable<unknown>, pick: (payl
       };
     },
   };
+}
+
+/** Wraps a PubSub iterator, passing on only the payloads `keep` accepts (checked one at a time, in order). */
+export function filterIterable<T>(source: AsyncIterable<unknown>, keep: (payload: T) => Promise<boolean> | boolean): AsyncIterable<T> {
+  return selectIterable<T, T>(source, async (payload) => ((await keep(payload)) ? payload : null));
 }

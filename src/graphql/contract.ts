@@ -13,7 +13,7 @@ import type { GraphqlContext } from './context.js';
  */
 
 /** ISO 8601 instants, in and out; inputs pass the API's one date-time rule (years 0001–9999). */
-export const DateTimeScalar = new GraphQLScalarType({
+const DateTimeScalar = new GraphQLScalarType({
   name: 'DateTime',
   description: 'An instant as ISO 8601 text in UTC, e.g. 2026-11-24T08:00:00.000Z',
   serialize: (value) => (value instanceof Date ? value.toISOString() : String(value)),
@@ -31,7 +31,6 @@ type DerivedKind = 'object' | 'input' | 'args';
 type TypeThunk = NonNullable<Parameters<typeof Field>[0]> & (() => unknown);
 
 export interface ContractOptions {
-  description?: string;
   /** per field: a GraphQL type the schema cannot express (another derived object, a resolver's type) */
   fields?: Record<string, { type?: TypeThunk; description?: string }>;
 }
@@ -149,7 +148,7 @@ function derive(kind: DerivedKind, name: string, schema: z.ZodObject, options: C
       ...(override?.description ?? d.description ? { description: override?.description ?? d.description } : {}),
     })(Target.prototype, field);
   }
-  const description = options.description ?? metaOf(schema).description;
+  const description = metaOf(schema).description;
   // Plain data fields resolve as graphql-js's default does, without the per-field middleware: they never reach for the request context.
   if (kind === 'object') ObjectType(name, { description, simpleResolvers: true })(Target);
   else {
@@ -160,13 +159,13 @@ function derive(kind: DerivedKind, name: string, schema: z.ZodObject, options: C
 }
 
 /** The GraphQL object type of a view schema. */
-export function objectType<S extends z.ZodObject>(name: string, schema: S, options: ContractOptions = {}): ClassType<z.output<S>> {
-  return derive('object', name, schema, options) as ClassType<z.output<S>>;
+export function objectType<S extends z.ZodObject>(name: string, schema: S): ClassType<z.output<S>> {
+  return derive('object', name, schema, {}) as ClassType<z.output<S>>;
 }
 
 /** The GraphQL input type of an input schema (a mutation's `input` argument). */
-export function inputType<S extends z.ZodObject>(name: string, schema: S, options: ContractOptions = {}): ClassType<z.input<S>> {
-  return derive('input', name, schema, options) as ClassType<z.input<S>>;
+export function inputType<S extends z.ZodObject>(name: string, schema: S): ClassType<z.input<S>> {
+  return derive('input', name, schema, {}) as ClassType<z.input<S>>;
 }
 
 /**

@@ -20,7 +20,7 @@ const SIZE_ARGS = ['first', 'limit'];
 
 /**
  * The items list of a page type (`pageSchema`'s `data` next to `pagination`) or a connection type
- * (ConnectionOf's `edges` next to `pageInfo`), or null for any other type.
+ * (connectionOf's `edges` next to `pageInfo`), or null for any other type.
  */
 function pageItems(type: GraphQLNamedType | undefined): string | null {
   if (!isObjectType(type)) return null;

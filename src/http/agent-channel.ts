@@ -4,7 +4,7 @@ import { WebSocketServer } from 'ws';
 import { RequestContext } from '../auth/context.js';
 import { AppError, notFound, toAppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
-import { authenticateAgent } from '../services/agents.js';
+import { agentToken, authenticateAgent } from '../services/agents.js';
 import { MAX_CHANNEL_MESSAGE_BYTES, type AgentChannelHub } from '../services/agent-channel.js';
 import { uuid } from '../validation.js';
 import { upgradeClientIp } from './request-context.js';
@@ -42,8 +42,7 @@ export function agentChannelRoute(runtime: Runtime, hub: AgentChannelHub): Upgra
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CHANNEL_MESSAGE_BYTES, perMessageDeflate: false, clientTracking: false });
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, agentId: string): Promise<void> {
-    const header = req.headers.authorization;
-    const token = header && /^Bearer\s/i.test(header) ? header.slice(7).trim() : null;
+    const token = agentToken(req.headers.authorization);
     const meta = { ip: upgradeClientIp(runtime.config, req), userAgent: req.headers['user-agent'] ?? null };
     let device;
     try {

@@ -101,9 +101,17 @@ export class JobQueue implements JobScheduler {
     await this.pingStore();
   }
 
-  /** Stops taking jobs and unlocks running ones so another instance can resume them. */
+  /**
+   * Stops taking jobs and unlocks those taken but not started, so another instance runs them; the jobs
+   * under way finish, and jobs can still be scheduled (for another instance, or this one once restarted).
+   */
+  async stopProcessing(): Promise<void> {
+    await this.agenda.stop(false);
+  }
+
+  /** Stops taking jobs (when still taking them) and closes the store. */
   async stop(): Promise<void> {
-    await this.agenda.stop();
+    await this.agenda.stop(false);
     await this.closeStore();
     this.log.debug('job queue stopped');
   }

@@ -207,14 +207,6 @@ export interface GuardedRequestInit {
   connections?: PinnedConnectionPool;
 }
 
-/**
- * Keep-alive connections for repeated requests to the same destinations (webhook deliveries): one
- * `https.Agent` per host, port and set of checked addresses. The URL is still checked before every
- * request, and a pooled socket is only reused by a request whose check approved exactly the
- * addresses that socket was opened to: DNS rebinding cannot redirect it, and a changed DNS answer
- * (or a destination that is no longer allowed) never rides on an old connection. Beyond `maxAgents`,
- * the least recently used agent is dropped and its idle connections closed.
- */
 const FREE_SOCKET_IDLE_MS = 4000;
 
 /** An agent's idle connections; those under way finish (and then idle out). */
@@ -222,6 +214,15 @@ function closeIdle(agent: https.Agent): void {
   for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
 }
 
+/**
+ * Keep-alive connections for repeated requests to the same destinations (webhook deliveries): one
+ * `https.Agent` per host, port and set of checked addresses. The URL is still checked before every
+ * request, and a pooled socket is only reused by a request whose check approved exactly the
+ * addresses that socket was opened to: DNS rebinding cannot redirect it, and a changed DNS answer
+ * (or a destination that is no longer allowed) never rides on an old connection. TLS is verified
+ * against the host (the agent's own socket key adds the servername). Beyond `maxAgents`, the least
+ * recently used agent is dropped and its idle connections closed.
+ */
 export class PinnedConnectionPool {
   private readonly agents = new Map<string, https.Agent>();
   private closed = false;

@@ -8,7 +8,7 @@ import type { RequestContext } from '../auth/context.js';
 import { authorize, isUuid, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, notFound } from '../errors.js';
-import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit, recordChange } from './audit.js';
 import { applyStatus, assertOutranks } from './users.js';
@@ -77,6 +77,7 @@ export const AccessReviewViewSchema = z
   })
   .meta({ title: 'AccessReview' });
 export type AccessReviewView = z.output<typeof AccessReviewViewSchema>;
+export const AccessReviewPageSchema = pageSchema(AccessReviewViewSchema, 'AccessReviewPage');
 
 export const AccessReviewDetailSchema = AccessReviewViewSchema.extend({ items: z.array(AccessReviewItemViewSchema) }).meta({
   title: 'AccessReviewDetail',

@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { RequestContext } from '../auth/context.js';
 import type { Permission } from '../auth/permissions.js';
-import { AppError, badRequest, toAppError } from '../errors.js';
+import { AppError, badRequest, internalError, toAppError } from '../errors.js';
 import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
 import type { DomainEvent } from '../events/types.js';
 import type { AgentChannels, AgentResponse, Runtime } from '../runtime.js';
 import { sha256Hex } from '../secrets.js';
 import { parseInput } from '../validation.js';
 import { heartbeat, markSeen, reportCommandResult, touchPresence, type Presence } from './agents.js';
-import { claimCommands, COMMANDS_QUEUED_TOPIC, devicesWithPendingCommands, releaseCommands, type CommandsQueued } from './device-commands.js';
+import { JsonObjectSchema, boundedJson, claimCommands, COMMANDS_QUEUED_TOPIC, devicesWithPendingCommands, releaseCommands, type CommandsQueued } from './device-commands.js';
 import { accessibleDevice } from './devices.js';
 
 // The agent channel (docs/agent-protocol.md, "WebSocket channel"): one WebSocket per agent, held by
@@ -21,7 +21,7 @@ import { accessibleDevice } from './devices.js';
 export const MAX_CHANNEL_MESSAGE_BYTES = 1024 * 1024;
 
 /** Close codes the server uses (1009 for an oversized message comes from the WebSocket layer). */
-export const CHANNEL_CLOSE = {
+const CHANNEL_CLOSE = {
   shutdown: { code: 1001, reason: 'Server shutting down' },
   credentialsReplaced: { code: 4401, reason: 'Agent credentials replaced' },
   replaced: { code: 4409, reason: 'Replaced by a newer connection' },
@@ -97,8 +97,8 @@ const ResponseMessageSchema = z
     type: z.literal('response'),
     requestId: z.string().max(100),
     ok: z.boolean(),
-    result: z.unknown().optional(),
-    error: z.unknown().optional(),
+    result: boundedJson(z.unknown()).optional(),
+    error: boundedJson(z.unknown()).optional(),
   })
   .strict();
 
@@ -274,6 +274,16 @@ export class AgentChannelHub implements AgentChannels {
 
   /** A frame from the agent. Invalid ones are answered with an `error` message; the channel stays open. */
   receive(conn: AgentConnection, data: Buffer | string, isBinary: boolean): void {
+    // A socket's message handler must not throw: that would bring the whole process down.
+    try {
+      this.dispatch(conn, data, isBinary);
+    } catch (error) {
+      this.rt.log.error({ err: (error as Error).message, deviceId: conn.deviceId }, 'agent channel message failed');
+      this.sendError(conn, internalError());
+    }
+  }
+
+  private dispatch(conn: AgentConnection, data: Buffer | string, isBinary: boolean): void {
     if (conn.closed) return;
     conn.alive = true;
     if (isBinary) return this.sendError(conn, badRequest('Messages are JSON text frames'));
@@ -624,7 +634,7 @@ const AgentCallSchema = z
     method: z
       .string()
       .regex(/^[a-z][a-z0-9_.]{0,99}$/, 'must be a method name such as system.processes'),
-    params: z.record(z.string(), z.unknown()).refine((p) => Buffer.byteLength(JSON.stringify(p)) <= MAX_PARAMS_BYTES, { message: 'params must be at most 64 KiB' }),
+    params: JsonObjectSchema.refine((p) => Buffer.byteLength(JSON.stringify(p)) <= MAX_PARAMS_BYTES, { message: 'params must be at most 64 KiB' }),
     timeoutMs: z.number().int().min(1).max(MAX_CALL_TIMEOUT_MS).default(DEFAULT_CALL_TIMEOUT_MS),
   })
   .strict();

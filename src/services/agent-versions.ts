@@ -35,7 +35,7 @@ const compareDigits = (a: string, b: string) => a.length - b.length || (a < b ? 
  * version (such a version is never "older", so it is never offered an upgrade). Build metadata is
  * ignored; a prerelease ranks below its release.
  */
-export function compareVersions(a: string, b: string): number | null {
+function compareVersions(a: string, b: string): number | null {
   const [x, y] = [SEMVER.exec(a.replace(/^v/, '')), SEMVER.exec(b.replace(/^v/, ''))];
   if (!x || !y) return null;
   for (let i = 1; i <= 3; i += 1) {
@@ -54,7 +54,7 @@ export function compareVersions(a: string, b: string): number | null {
 }
 
 /** `1.4.0-rc.1` and the like (spec, Versioning 8). */
-export const isPrerelease = (version: string) => SEMVER.exec(version)?.[4] !== undefined;
+const isPrerelease = (version: string) => SEMVER.exec(version)?.[4] !== undefined;
 
 /** A version as given (`v1.4.2` or `1.4.2`), kept without the `v`; idempotent, as adapters parse before services. */
 const versionInput = () =>
@@ -66,7 +66,7 @@ const versionInput = () =>
 
 const ARCH_ALIASES: Record<string, string> = { x86_64: 'amd64', x64: 'amd64', aarch64: 'arm64', i386: '386', i686: '386', x86: '386', armv7l: 'arm', armv7: 'arm', armhf: 'arm' };
 /** What agents and `uname -m` call an architecture, as release assets name it (amd64, arm64, 386, arm). */
-export const normalizeArch = (arch: string) => {
+const normalizeArch = (arch: string) => {
   const lower = arch.trim().toLowerCase();
   return ARCH_ALIASES[lower] ?? lower;
 };
@@ -82,7 +82,7 @@ const CHECKSUM_FILE = /^(checksums\.txt|sha256sums(\.txt)?)$/i;
 
 // ── views ───────────────────────────────────────────────────────────────────────────────────────
 
-export const AgentComponentSchema = z.enum(AGENT_COMPONENTS).meta({ title: 'AgentComponent' });
+const AgentComponentSchema = z.enum(AGENT_COMPONENTS).meta({ title: 'AgentComponent' });
 
 export const AgentVersionViewSchema = z
   .object({
@@ -222,7 +222,7 @@ const minutesOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.
  * Whether agents may update at `now` (spec, Versioning 7). No window: always. An end before the
  * start runs past midnight and belongs to the day it starts on; equal times mean the whole day.
  */
-export function updateWindowOpen(window: AgentUpdateWindow | null | undefined, now: Date): boolean {
+function updateWindowOpen(window: AgentUpdateWindow | null | undefined, now: Date): boolean {
   if (!window) return true;
   const today = WEEKDAYS[(now.getUTCDay() + 6) % 7]!;
   const yesterday = WEEKDAYS[(now.getUTCDay() + 5) % 7]!;
@@ -312,15 +312,16 @@ export async function latestAgentVersions(ctx: RequestContext, rawQuery: LatestA
 /** Where a binary is: a redirect to the release asset, or a file this server mirrored (BINARY_SOURCE=local). */
 export type AgentBinary = { checksum: string } & ({ redirect: string } | { file: string; filename: string });
 
+/** AGENT_BINARY_DIR/<version>/<asset>: both parts must pass the rules a sync applies (semver, the asset naming convention), so neither can climb out. */
 function binaryFile(config: Config, version: string, assetName: string): string {
-  // Both parts were validated (semver, the asset naming convention): no separators, no dots to climb with.
-  return path.join(config.agentReleases.binaryDir, version, path.basename(assetName));
+  if (!SEMVER.test(version) || !ASSET_NAME.test(assetName)) throw notFound('Agent binary');
+  return path.join(config.agentReleases.binaryDir, version, assetName);
 }
 
-function binaryOf(config: Config, row: Pick<AgentVersion, 'version' | 'assetName' | 'url' | 'checksum'>): AgentBinary {
+async function binaryOf(config: Config, row: Pick<AgentVersion, 'version' | 'assetName' | 'url' | 'checksum'>): Promise<AgentBinary> {
   if (config.agentReleases.source === 'github') return { redirect: row.url, checksum: row.checksum };
   const file = binaryFile(config, row.version, row.assetName);
-  if (!fs.existsSync(file)) throw notFound('Agent binary');
+  if (!(await fs.promises.stat(file).then((stat) => stat.isFile(), () => false))) throw notFound('Agent binary');
   return { file, filename: row.assetName, checksum: row.checksum };
 }
 
@@ -364,10 +365,11 @@ const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 export async function installScript(ctx: RequestContext): Promise<string> {
   skipAuthorization(ctx, 'agent install script: public');
   const targets = [...(await promotedTargets(ctx.runtime).get()).values()].filter((t) => t.component === 'agent').sort((a, b) => targetKey(a.component, a.os, a.arch).localeCompare(targetKey(b.component, b.os, b.arch)));
-  const builds = targets.map((t) => `  ${t.os}/${t.arch}) VERSION=${shellQuote(t.version)}; SHA256=${shellQuote(t.checksum)} ;;`);
+  // Every value from the configuration or the database is quoted: the script never runs what they hold.
+  const builds = targets.map((t) => `  ${shellQuote(`${t.os}/${t.arch}`)}) VERSION=${shellQuote(t.version)}; SHA256=${shellQuote(t.checksum)} ;;`);
   return `#!/bin/sh
 # rmm agent installer. Usage:
-#   curl -fsSL ${ctx.runtime.config.publicUrl}/api/v1/agents/install.sh | sh -s -- --key <enrollment key>
+#   curl -fsSL "$SERVER/api/v1/agents/install.sh" | sh -s -- --key <enrollment key>
 # --install-dir <dir> (or RMM_INSTALL_DIR) picks where the binary goes, /usr/local/bin by default;
 # sudo is used only when that directory is not writable.
 set -eu
@@ -510,7 +512,15 @@ const ReleaseDocument = z.object({
   draft: z.boolean().optional(),
   prerelease: z.boolean().optional(),
   published_at: z.string().nullable().optional(),
-  assets: z.array(z.object({ name: z.string(), browser_download_url: z.string(), size: z.number().int().nonnegative().optional(), digest: z.string().nullable().optional() })),
+  assets: z.array(
+    z.object({
+      name: z.string(),
+      browser_download_url: z.string(),
+      // A size the column cannot hold is not known.
+      size: z.number().int().nonnegative().max(2 ** 31 - 1).optional().catch(undefined),
+      digest: z.string().nullable().optional(),
+    }),
+  ),
 });
 type Release = z.output<typeof ReleaseDocument>;
 
@@ -610,8 +620,11 @@ async function releaseAssets(ctx: RequestContext, release: Release): Promise<Rel
       ctx.log.warn({ asset: asset.name, release: release.tag_name }, 'agent release asset has no published SHA-256; skipped');
       continue;
     }
+    // The URL is handed to agents and answered as a redirect: an https URL, never anything else.
+    const url = URL.parse(asset.browser_download_url);
+    if (url?.protocol !== 'https:') throw upstreamError(`Release asset ${asset.name} is not served over https`);
     const os = match[2] === 'darwin' ? 'macos' : (match[2] as OsType);
-    const found: ReleaseAsset = { component: match[1] as AgentComponent, os, arch: normalizeArch(match[3]!), assetName: asset.name, url: asset.browser_download_url, checksum, size: asset.size ?? null };
+    const found: ReleaseAsset = { component: match[1] as AgentComponent, os, arch: normalizeArch(match[3]!), assetName: asset.name, url: url.href, checksum, size: asset.size ?? null };
     if (!assets.has(platformLabel(found))) assets.set(platformLabel(found), found);
   }
   return [...assets.values()];

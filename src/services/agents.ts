@@ -10,9 +10,9 @@ import { emit } from '../events/outbox.js';
 import { unauthenticated } from '../errors.js';
 import { randomToken, sha256Hex } from '../secrets.js';
 import { isoDateTime, parseInput, uuid } from '../validation.js';
-import { UpgradeToSchema, upgradeFor, type UpgradeTo } from './agent-versions.js';
+import { UpgradeToSchema, upgradeFor } from './agent-versions.js';
 import { recordChange } from './audit.js';
-import { claimCommands, completeCommand, CommandResultSchema, type ClaimedCommand, type CommandResultInput } from './device-commands.js';
+import { ClaimedCommandSchema, claimCommands, completeCommand, CommandResultSchema, JsonObjectSchema, boundedJson, type CommandResultInput } from './device-commands.js';
 import { changeStatus, deviceEventData } from './devices.js';
 import { enrollmentKeyStatus } from './enrollment-keys.js';
 
@@ -23,7 +23,11 @@ const INVALID_ENROLLMENT_KEY = 'Invalid, expired or exhausted enrollment key';
 const INVALID_AGENT_TOKEN = 'Invalid agent credentials';
 
 const text = (max: number) => z.string().trim().min(1).max(max);
-const jsonObject = z.record(z.string(), z.unknown());
+
+/** The agent's token from an `Authorization: Bearer <authToken>` header (REST and the channel's upgrade). */
+export function agentToken(authorization: string | undefined): string | null {
+  return /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim() || null;
+}
 
 export const EnrollSchema = z
   .object({
@@ -34,7 +38,7 @@ export const EnrollSchema = z
     architecture: text(50),
     agentVersion: text(50),
     machineId: text(255).optional().describe('a stable machine identifier: enrolling it again reuses the device'),
-    hardwareInfo: jsonObject.optional(),
+    hardwareInfo: JsonObjectSchema.optional(),
   })
   .strict();
 export type EnrollInput = z.input<typeof EnrollSchema>;
@@ -122,6 +126,13 @@ export async function authenticateAgent(ctx: RequestContext, agentId: string, to
   return device;
 }
 
+/** The authenticated device locked in the caller's transaction, if its token still works (not replaced or decommissioned meanwhile). */
+async function lockAgentDevice(tx: RequestContext, device: Device): Promise<Device> {
+  const locked = await tx.em.findOne(Device, { id: device.id, tokenHash: device.tokenHash }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  if (!locked || locked.status === 'decommissioned') throw unauthenticated(INVALID_AGENT_TOKEN);
+  return locked;
+}
+
 export const HeartbeatSchema = z
   .object({
     agentVersion: text(50),
@@ -136,6 +147,21 @@ export const HeartbeatSchema = z
   .strict();
 export type HeartbeatInput = z.input<typeof HeartbeatSchema>;
 
+type Heartbeat = z.output<typeof HeartbeatSchema>;
+
+type Reported = Partial<Pick<Device, 'lastSeenAt' | 'agentVersion' | 'metrics' | 'watchdogStatus' | 'mainAgentSilentSince'>>;
+
+/** What a heartbeat records on the device, whichever path takes it. */
+function reportedFields(input: Heartbeat, now: Date): Reported {
+  return {
+    lastSeenAt: now,
+    agentVersion: input.agentVersion,
+    ...(input.metrics !== undefined ? { metrics: input.metrics } : {}),
+    ...(input.watchdogStatus !== undefined ? { watchdogStatus: input.watchdogStatus } : {}),
+    ...(input.mainAgentSilentSince !== undefined ? { mainAgentSilentSince: input.mainAgentSilentSince ? new Date(input.mainAgentSilentSince) : null } : {}),
+  };
+}
+
 type SteadyDevice = Pick<Device, 'id' | 'orgId' | 'status' | 'osType' | 'architecture' | 'autoUpdate'> & { hasPending: boolean };
 
 /**
@@ -144,11 +170,12 @@ type SteadyDevice = Pick<Device, 'id' | 'orgId' | 'status' | 'osType' | 'archite
  * it, records the report and says whether commands wait. Anything else (a wrong token, a status or
  * version change) answers null and takes the full path.
  */
-async function steadyHeartbeat(ctx: RequestContext, agentId: string, tokenHash: string, input: z.output<typeof HeartbeatSchema>, now: Date): Promise<SteadyDevice | null> {
-  const reported: [column: string, value: unknown][] = [['last_seen_at', now]];
-  if (input.metrics !== undefined) reported.push(['metrics', JSON.stringify(input.metrics)]);
-  if (input.watchdogStatus !== undefined) reported.push(['watchdog_status', input.watchdogStatus]);
-  if (input.mainAgentSilentSince !== undefined) reported.push(['main_agent_silent_since', input.mainAgentSilentSince ? new Date(input.mainAgentSilentSince) : null]);
+async function steadyHeartbeat(ctx: RequestContext, agentId: string, tokenHash: string, input: Heartbeat, now: Date): Promise<SteadyDevice | null> {
+  const properties = ctx.em.getMetadata().find(Device)!.properties;
+  const reported = Object.entries(reportedFields(input, now)).map(([name, value]) => {
+    const json = value !== null && typeof value === 'object' && !(value instanceof Date);
+    return [properties[name as keyof Reported].fieldNames[0]!, json ? JSON.stringify(value) : value] as const;
+  });
   const [row] = (await ctx.em.execute(
     `update device set ${reported.map(([column]) => `${column} = ?`).join(', ')}
       where agent_id = ? and token_hash = ? and agent_version = ?
@@ -164,16 +191,17 @@ async function steadyHeartbeat(ctx: RequestContext, agentId: string, tokenHash: 
 
 export const HeartbeatResultSchema = z
   .object({
-    commands: z.array(z.object({ id: uuid(), type: z.string(), payload: jsonObject })),
-    configUpdate: jsonObject.nullable(),
+    commands: z.array(ClaimedCommandSchema),
+    configUpdate: JsonObjectSchema.nullable(),
     upgradeTo: UpgradeToSchema.nullable(),
   })
   .meta({ title: 'HeartbeatResult' });
-export type HeartbeatResult = { commands: ClaimedCommand[]; configUpdate: Record<string, unknown> | null; upgradeTo: UpgradeTo | null };
+export type HeartbeatResult = z.output<typeof HeartbeatResultSchema>;
 
 /**
  * Records the heartbeat and hands out the device's pending commands (each exactly once). The steady
- * case is one statement, plus the claim when commands wait; status and version changes add their event.
+ * case is one statement, plus the claim when commands wait; anything else (a status or version
+ * change, or a race with one) runs under the device's row lock and adds its event.
  */
 export async function heartbeat(ctx: RequestContext, agentId: string, token: string | null, rawInput: HeartbeatInput): Promise<HeartbeatResult> {
   const input = parseInput(HeartbeatSchema, rawInput);
@@ -185,32 +213,18 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
     return { commands: steady.hasPending ? await claimCommands(ctx, steady.id) : [], configUpdate: null, upgradeTo };
   }
   const seen = await authenticateAgent(ctx, agentId, token);
-  const reported = {
-    lastSeenAt: now,
-    agentVersion: input.agentVersion,
-    ...(input.metrics !== undefined ? { metrics: input.metrics } : {}),
-    ...(input.watchdogStatus !== undefined ? { watchdogStatus: input.watchdogStatus } : {}),
-    ...(input.mainAgentSilentSince !== undefined ? { mainAgentSilentSince: input.mainAgentSilentSince ? new Date(input.mainAgentSilentSince) : null } : {}),
-  };
-  const finishesUpdate = seen.status === 'updating' && seen.updatingToVersion === input.agentVersion;
-  const versionChanged = seen.agentVersion !== input.agentVersion;
-  // The common heartbeat changes nothing anyone subscribes to: one statement, no transaction.
-  if (!versionChanged && (seen.status === 'online' || (seen.status === 'updating' && !finishesUpdate))) {
-    await ctx.em.nativeUpdate(Device, { id: seen.id }, reported);
-  } else {
-    await withTransaction(ctx, async (tx) => {
-      const device = await tx.em.findOneOrFail(Device, { id: seen.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-      const previousVersion = device.agentVersion;
-      Object.assign(device, reported);
-      if (device.status === 'updating' && !finishesUpdate) await tx.em.flush();
-      else await changeStatus(tx, device, 'online');
-      // Groups filter on the version: a change outside an update (a manual reinstall) must reach them.
-      if (previousVersion !== device.agentVersion && !finishesUpdate) {
-        await emit(tx, { type: 'device.updated', orgId: device.orgId, data: { ...deviceEventData(device, null), changes: ['agentVersion'] } });
-      }
-      await tx.em.flush();
-    });
-  }
+  await withTransaction(ctx, async (tx) => {
+    const device = await lockAgentDevice(tx, seen);
+    const previousVersion = device.agentVersion;
+    const finishesUpdate = device.status === 'updating' && device.updatingToVersion === input.agentVersion;
+    Object.assign(device, reportedFields(input, now));
+    if (device.status !== 'updating' || finishesUpdate) await changeStatus(tx, device, 'online');
+    // Groups filter on the version: a change outside an update (a manual reinstall) must reach them.
+    if (previousVersion !== device.agentVersion && !finishesUpdate) {
+      await emit(tx, { type: 'device.updated', orgId: device.orgId, data: { ...deviceEventData(device, null), changes: ['agentVersion'] } });
+    }
+    await tx.em.flush();
+  });
   // The claim comes last: once it has committed the commands count as sent, so nothing may fail after it.
   const upgradeTo = await upgradeFor(ctx, seen, input.agentVersion);
   return { commands: await claimCommands(ctx, seen.id), configUpdate: null, upgradeTo };
@@ -224,9 +238,9 @@ export async function reportCommandResult(ctx: RequestContext, agentId: string, 
   return { ok: true };
 }
 
-const inventoryList = z.array(z.unknown()).max(100_000);
+const inventoryList = boundedJson(z.array(z.unknown()).max(100_000));
 export const InventorySchema = z
-  .object({ hardware: jsonObject.optional(), software: inventoryList.optional(), patches: inventoryList.optional(), network: z.union([inventoryList, jsonObject]).optional() })
+  .object({ hardware: JsonObjectSchema.optional(), software: inventoryList.optional(), patches: inventoryList.optional(), network: z.union([inventoryList, JsonObjectSchema]).optional() })
   .strict();
 export type InventoryInput = z.input<typeof InventorySchema>;
 
@@ -250,7 +264,7 @@ export async function reportUpdateStatus(ctx: RequestContext, agentId: string, t
   const seen = await authenticateAgent(ctx, agentId, token);
   const input = parseInput(UpdateStatusSchema, rawInput);
   await withTransaction(ctx, async (tx) => {
-    const device = await tx.em.findOneOrFail(Device, { id: seen.id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const device = await lockAgentDevice(tx, seen);
     device.lastSeenAt = tx.runtime.clock.now();
     if (input.state === 'started') {
       device.updatingToVersion = input.toVersion;

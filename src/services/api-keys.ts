@@ -7,7 +7,7 @@ import { expandPermissions, hasPermission, isValidPermission } from '../auth/per
 import { authenticated, authorize, isUuid, requirePrincipal, tenantWhere, type AuthorizeOptions } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
-import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 
@@ -32,6 +32,7 @@ export const ApiKeyViewSchema = z
   })
   .meta({ title: 'ApiKey', description: 'An API key as stored: its prefix, never the key or its hash.' });
 export type ApiKeyView = z.output<typeof ApiKeyViewSchema>;
+export const ApiKeyPageSchema = pageSchema(ApiKeyViewSchema, 'ApiKeyPage');
 
 /** The one response that carries the key itself. */
 export const ApiKeyWithSecretSchema = ApiKeyViewSchema.extend({ key: z.string().describe('the full key; send it as the X-API-Key header') }).meta({

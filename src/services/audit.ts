@@ -2,14 +2,14 @@ import crypto from 'node:crypto';
 import { raw, type FilterQuery, type ObjectQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
-import { AuditLog, type ActorType, type AuditResult } from '../../entities/audit-log.js';
+import { AuditLog, type AuditResult } from '../../entities/audit-log.js';
 import type { DeniedAttempt, Principal, RequestContext } from '../auth/context.js';
 import { authorize, isUuid, requirePrincipal, tenantWhere, visibleOrgIds, type DenialLog } from '../auth/policy.js';
 import { canonicalJson } from '../canonical-json.js';
 import { emit } from '../events/outbox.js';
 import { AUDIT_ACTIONS, type AuditAction, type DomainEventMap, type EventOfAction, type PublishingAction } from '../events/types.js';
 import { badRequest, notFound } from '../errors.js';
-import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { containsPattern, escapeLike } from '../db/like.js';
 
@@ -128,19 +128,24 @@ export function auditHash(row: AuditLog): string {
   return crypto.createHash('sha256').update(row.prevHash).update('\n').update(content).digest('hex');
 }
 
-export interface ChainVerification {
-  valid: boolean;
-  checked: number;
-  /** seq of the first entry whose hash or link does not match */
-  brokenAt: string | null;
-}
+const chainVerificationFields = {
+  valid: z.boolean(),
+  checked: z.number().int().describe('entries recomputed'),
+  brokenAt: z.string().nullable().describe('seq of the first entry whose hash or link does not match'),
+};
+export const ChainVerificationSchema = z.object(chainVerificationFields).meta({ title: 'AuditChainVerification' });
+export type ChainVerification = z.output<typeof ChainVerificationSchema>;
 
-export interface ChainsVerification extends ChainVerification {
-  /** how many chains were walked */
-  chains: number;
-  /** each chain that does not verify, with the seq of its first bad entry; `brokenAt` is the earliest of them */
-  broken: { chain: string; brokenAt: string }[];
-}
+export const ChainsVerificationSchema = z
+  .object({
+    ...chainVerificationFields,
+    chains: z.number().int().describe('how many chains were walked'),
+    broken: z
+      .array(z.object({ chain: z.string(), brokenAt: z.string() }).meta({ title: 'AuditBrokenChain' }))
+      .describe('each chain that does not verify, with the seq of its first bad entry; `brokenAt` is the earliest of them'),
+  })
+  .meta({ title: 'AuditChainsVerification' });
+export type ChainsVerification = z.output<typeof ChainsVerificationSchema>;
 
 /**
  * Walks the given chains (every chain when null) in chain order, in pages, recomputing every hash
@@ -259,6 +264,7 @@ export const AuditLogViewSchema = z
   })
   .meta({ title: 'AuditLog', description: 'One entry of the hash-chained audit log.' });
 export type AuditLogView = z.output<typeof AuditLogViewSchema>;
+export const AuditLogPageSchema = pageSchema(AuditLogViewSchema, 'AuditLogPage');
 
 export function auditLogView(row: AuditLog): AuditLogView {
   return { id: row.id, ...entryContent(row), prevHash: row.prevHash, hash: row.hash };
@@ -371,21 +377,29 @@ function csvCell(value: unknown): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-export interface UserActivity {
-  actorType: ActorType;
-  actorId: string | null;
-  actorEmail: string | null;
-  total: number;
-  success: number;
-  denied: number;
-  failure: number;
-  firstAt: string;
-  lastAt: string;
-  actions: { action: string; count: number }[];
-}
+const count = () => z.number().int();
+const AuditActionCountSchema = z.object({ action: z.string(), count: count() }).meta({ title: 'AuditActionCount' });
+
+export const UserActivitySchema = z
+  .object({
+    actorType: ActorTypeSchema,
+    actorId: uuid().nullable(),
+    actorEmail: z.string().nullable(),
+    total: count(),
+    success: count(),
+    denied: count(),
+    failure: count(),
+    firstAt: timestamp(),
+    lastAt: timestamp(),
+    actions: z.array(AuditActionCountSchema).describe('the actor\'s entries per action, the most frequent first'),
+  })
+  .meta({ title: 'AuditUserActivity' });
+export type UserActivity = z.output<typeof UserActivitySchema>;
+export const UserActivityReportSchema = z.object({ from: timestamp(), to: timestamp(), users: z.array(UserActivitySchema) }).meta({ title: 'AuditUserActivityReport' });
+export type UserActivityReport = z.output<typeof UserActivityReportSchema>;
 
 /** Per actor, the most active first: how many entries of each result and action in the period. */
-export async function userActivityReport(ctx: RequestContext, query: AuditReportQuery): Promise<{ from: string; to: string; users: UserActivity[] }> {
+export async function userActivityReport(ctx: RequestContext, query: AuditReportQuery): Promise<UserActivityReport> {
   const input = parseInput(AuditReportQuery, query);
   const tenant = await authorizeRead(ctx, 'audit:read', input.orgId);
   const filters = { orgId: input.orgId, ...period(input) };
@@ -452,10 +466,19 @@ function inCategory(row: AuditLog, category: (typeof SECURITY_CATEGORIES)[number
   return (!category.result || row.result === category.result) && (!category.actions || category.actions.some(likes));
 }
 
-export async function securityEventsReport(
-  ctx: RequestContext,
-  query: AuditReportQuery,
-): Promise<{ from: string; to: string; totals: Record<string, number>; events: (AuditLogView & { categories: string[] })[] }> {
+export const SecurityEventsReportSchema = z
+  .object({
+    from: timestamp(),
+    to: timestamp(),
+    totals: z.record(z.string(), count()).describe(`entries per category: ${SECURITY_CATEGORIES.map((c) => c.name).join(', ')}`),
+    events: z.array(
+      AuditLogViewSchema.extend({ categories: z.array(z.string()).describe('the categories the entry counts in') }).meta({ title: 'AuditSecurityEvent' }),
+    ),
+  })
+  .meta({ title: 'AuditSecurityEventsReport' });
+export type SecurityEventsReport = z.output<typeof SecurityEventsReportSchema>;
+
+export async function securityEventsReport(ctx: RequestContext, query: AuditReportQuery): Promise<SecurityEventsReport> {
   const input = parseInput(AuditReportQuery, query);
   const tenant = await authorizeRead(ctx, 'audit:read', input.orgId);
   const filters = { orgId: input.orgId, ...period(input) };
@@ -477,17 +500,18 @@ export async function securityEventsReport(
   };
 }
 
-export interface ComplianceReport {
-  from: string;
-  to: string;
-  totals: { events: number; success: number; denied: number; failure: number };
-  actors: number;
-  exports: number;
-  /** every entry the caller can see in the period still hashes to its stored hash (edits show here) */
-  integrity: ChainVerification;
-  /** the links and hashes of every chain the caller may verify, whole (edits and deletions anywhere in them) */
-  chain: ChainsVerification;
-}
+export const ComplianceReportSchema = z
+  .object({
+    from: timestamp(),
+    to: timestamp(),
+    totals: z.object({ events: count(), success: count(), denied: count(), failure: count() }).meta({ title: 'AuditResultTotals' }),
+    actors: count(),
+    exports: count(),
+    integrity: ChainVerificationSchema.describe('every entry the caller can see in the period still hashes to its stored hash (edits show here)'),
+    chain: ChainsVerificationSchema.describe('the links and hashes of every chain the caller may verify, whole (edits and deletions anywhere in them)'),
+  })
+  .meta({ title: 'AuditComplianceReport' });
+export type ComplianceReport = z.output<typeof ComplianceReportSchema>;
 
 /**
  * `integrity` covers the caller's entries in the period; `chain` walks the caller's chains whole:
@@ -534,13 +558,12 @@ async function verifyEntries(ctx: RequestContext, tenant: FilterQuery<AuditLog>,
   }
 }
 
-const count = () => z.number().int();
 export const AuditStatsSchema = z
   .object({
     from: timestamp(),
     to: timestamp(),
     total: count(),
-    byAction: z.array(z.object({ action: z.string(), count: count() }).meta({ title: 'AuditActionCount' })),
+    byAction: z.array(AuditActionCountSchema),
     byResult: z.array(z.object({ result: z.string(), count: count() }).meta({ title: 'AuditResultCount' })),
     byDay: z.array(z.object({ day: z.string().describe('YYYY-MM-DD (UTC)'), count: count() }).meta({ title: 'AuditDayCount' })),
   })

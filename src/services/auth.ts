@@ -33,8 +33,12 @@ export const AuthSessionSchema = SessionTokensSchema.extend({ user: UserViewSche
 });
 export type AuthSession = z.output<typeof AuthSessionSchema>;
 
+export const MfaChallengeSchema = z
+  .object({ mfaRequired: z.literal(true), mfaToken: z.string().describe('valid for 5 minutes, only for the second step (`POST /auth/mfa/verify`)') })
+  .meta({ title: 'MfaChallenge' });
 /** A password login either starts a session or, for users with MFA, hands out a token for the second step. */
-export type LoginResult = AuthSession | { mfaRequired: true; mfaToken: string };
+export const LoginResponseSchema = z.union([AuthSessionSchema, MfaChallengeSchema]).meta({ title: 'LoginResponse' });
+export type LoginResult = z.output<typeof LoginResponseSchema>;
 
 /** Both answers of a login in one shape (GraphQL has no anonymous unions): the tokens, or `mfaRequired` with `mfaToken`. */
 export const LoginResultSchema = z

@@ -1,17 +1,44 @@
+import DataLoader from 'dataloader';
 import { z } from 'zod';
 import { Device } from '../../entities/device.js';
 import { COMMAND_STATUSES, DeviceCommand } from '../../entities/device-command.js';
 import type { RequestContext } from '../auth/context.js';
+import type { Loaders } from '../auth/loaders.js';
 import { authorize, requirePrincipal, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
-import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
+import { MAX_LIMIT, PageQuery, pageSchema, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
-import { accessibleDevice, setAutoUpdate } from './devices.js';
+import { AutoUpdateSchema, accessibleDevice, authorizeDevice, deviceDecommissioned, setAutoUpdate, type AutoUpdateInput, type DeviceView } from './devices.js';
 
-export const CommandStatusSchema = z.enum(COMMAND_STATUSES).meta({ title: 'CommandStatus' });
+/** How deep free-form JSON (command payloads and results, agent reports) may nest. */
+const MAX_JSON_DEPTH = 64;
+
+function nestsWithin(value: unknown, maxDepth: number): boolean {
+  const pending: [unknown, number][] = [[value, 1]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [node, depth] = next;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > maxDepth) return false;
+    for (const child of Object.values(node)) pending.push([child, depth + 1]);
+  }
+  return true;
+}
+
+/**
+ * Free-form JSON from users and agents, nested at most 64 levels: deeper values are a 400 here
+ * rather than a stack overflow in whatever serializes them later.
+ */
+export const boundedJson = <T extends z.ZodType>(schema: T): T =>
+  schema.refine((value) => nestsWithin(value, MAX_JSON_DEPTH), { message: `must not nest deeper than ${MAX_JSON_DEPTH} levels`, abort: true });
+export const JsonObjectSchema = boundedJson(z.record(z.string(), z.unknown()));
+
+const MAX_PAYLOAD_BYTES = 64 * 1024;
+const CommandPayloadSchema = JsonObjectSchema.refine((payload) => Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, { message: 'payload must be at most 64 KiB' });
+
+const CommandStatusSchema = z.enum(COMMAND_STATUSES).meta({ title: 'CommandStatus' });
 
 export const CommandViewSchema = z
   .object({
@@ -59,28 +86,35 @@ const alreadyPending = (type: string) => new AppError(409, 'ALREADY_PENDING', `A
 /** Commands of these types are not queued twice while one is pending or sent. */
 const SINGLETON_TYPES = new Set(['refresh_inventory']);
 
-export const CreateCommandSchema = z
-  .object({
-    type: z
-      .string()
-      .trim()
-      .regex(/^[a-z][a-z0-9_]{0,99}$/, 'must be a command name such as refresh_inventory'),
-    payload: z.record(z.string(), z.unknown()).optional(),
-  })
-  .strict()
-  .refine((c) => JSON.stringify(c.payload ?? {}).length <= 64 * 1024, { message: 'payload must be at most 64 KiB', path: ['payload'] });
+const commandFields = {
+  type: z
+    .string()
+    .trim()
+    .regex(/^[a-z][a-z0-9_]{0,99}$/, 'must be a command name such as refresh_inventory'),
+  payload: CommandPayloadSchema.optional(),
+};
+
+/** Payloads the server itself acts on are checked before anything is queued. */
+function checkPayload(command: { type: string; payload?: Record<string, unknown> }, ctx: z.RefinementCtx): void {
+  if (command.type !== 'set_auto_update') return;
+  const parsed = AutoUpdateSchema.safeParse(command.payload ?? {});
+  for (const issue of parsed.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: ['payload', ...issue.path] });
+}
+
+export const CreateCommandSchema = z.object(commandFields).strict().superRefine(checkPayload);
 export type CreateCommandInput = z.input<typeof CreateCommandSchema>;
+type CommandInput = z.output<typeof CreateCommandSchema>;
 
 /** Queues a command in the caller's transaction; `refresh_inventory` and the like refuse a second while one is open. */
-async function queueCommand(tx: RequestContext, device: Device, input: z.output<typeof CreateCommandSchema>, createdBy: string | null): Promise<DeviceCommand> {
-  if (device.status === 'decommissioned') throw new AppError(409, 'DEVICE_DECOMMISSIONED', 'The device is decommissioned');
+async function queueCommand(tx: RequestContext, device: Device, input: CommandInput, createdBy: string | null): Promise<DeviceCommand> {
+  if (device.status === 'decommissioned') throw deviceDecommissioned();
   // Serializes queueing per device, so two concurrent requests cannot both pass the pending check.
   await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`device-commands:${device.id}`]);
   if (SINGLETON_TYPES.has(input.type) && (await tx.em.count(DeviceCommand, { deviceId: device.id, type: input.type, status: { $in: ['pending', 'sent'] } })) > 0) {
     throw alreadyPending(input.type);
   }
   // Spec Versioning 6: the command switches the device's own setting too (needs devices:write; the payload is `{enabled}`).
-  if (input.type === 'set_auto_update') await setAutoUpdate(tx, device.id, (input.payload ?? {}) as { enabled: boolean });
+  if (input.type === 'set_auto_update') await setAutoUpdate(tx, device.id, input.payload as AutoUpdateInput);
   const now = tx.runtime.clock.now();
   const command = tx.em.create(DeviceCommand, {
     deviceId: device.id,
@@ -120,18 +154,72 @@ export async function createCommand(ctx: RequestContext, deviceId: string, rawIn
 
 export const CommandListQuery = PageQuery.extend({ status: CommandStatusSchema.optional() }).strict();
 export type CommandListInput = z.input<typeof CommandListQuery>;
+type CommandQuery = z.output<typeof CommandListQuery>;
 
 export async function listCommands(ctx: RequestContext, deviceId: string, rawQuery: CommandListInput): Promise<Page<CommandView>> {
   const query = parseInput(CommandListQuery, rawQuery);
-  await accessibleDevice(ctx, deviceId, 'devices:read');
-  const where = { deviceId, ...(query.status ? { status: query.status } : {}) };
-  const [rows, total] = await ctx.em.findAndCount(DeviceCommand, where, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(query) });
-  return toPage(rows.map(commandView), total, query);
+  const device = await accessibleDevice(ctx, deviceId, 'devices:read');
+  const [page] = await commandPages(ctx, query, [device.id]);
+  return page!;
+}
+
+/** Per request (its Loaders), one batching loader per page shape (page, limit, status). */
+const pageLoaders = new WeakMap<Loaders, Map<string, DataLoader<string, Page<CommandView>>>>();
+
+/**
+ * A device's commands paged like `GET /devices/:id/commands`, for a device the caller has already
+ * been shown (GraphQL `Device.commands`). The devices of one list are read together: a
+ * request-scoped DataLoader turns every device's page into three queries, however many devices.
+ */
+export async function deviceCommandPage(ctx: RequestContext, device: Pick<DeviceView, 'id' | 'orgId' | 'siteId'>, rawQuery: CommandListInput): Promise<Page<CommandView>> {
+  const query = parseInput(CommandListQuery, rawQuery);
+  // Queued before the decision so that every device of a list joins one batch (the decision may wait
+  // on a query); nothing is answered unless the decision allows it.
+  const page = pageLoader(ctx, query).load(device.id);
+  page.catch(() => {});
+  await authorizeDevice(ctx, device, 'devices:read');
+  return page;
+}
+
+function pageLoader(ctx: RequestContext, query: CommandQuery): DataLoader<string, Page<CommandView>> {
+  let byShape = pageLoaders.get(ctx.loaders);
+  if (!byShape) pageLoaders.set(ctx.loaders, (byShape = new Map()));
+  const shape = JSON.stringify([query.page, query.limit, query.status ?? null]);
+  let loader = byShape.get(shape);
+  // No cache: a later mutation in the same request must not be answered from an earlier read.
+  if (!loader) byShape.set(shape, (loader = new DataLoader((deviceIds) => commandPages(ctx, query, deviceIds), { cache: false })));
+  return loader;
+}
+
+/** Each device's page of its commands, newest first: totals, the ids ranked per device, then the rows. */
+async function commandPages(ctx: RequestContext, query: CommandQuery, deviceIds: readonly string[]): Promise<Page<CommandView>[]> {
+  const ids = [...new Set(deviceIds)];
+  const where = `device_id in (${ids.map(() => '?').join(', ')})${query.status ? ' and status = ?' : ''}`;
+  const params: unknown[] = [...ids, ...(query.status ? [query.status] : [])];
+  const offset = (query.page - 1) * query.limit;
+  const [totals, ranked] = await Promise.all([
+    ctx.em.execute(`select device_id, count(*)::int as total from device_command where ${where} group by device_id`, params) as Promise<{ device_id: string; total: number }[]>,
+    ctx.em.execute(
+      `select id from (select id, row_number() over (partition by device_id order by created_at desc, id desc) as n from device_command where ${where}) ranked
+        where n > ? and n <= ?`,
+      [...params, offset, offset + query.limit],
+    ) as Promise<{ id: string }[]>,
+  ]);
+  const rows = ranked.length === 0 ? [] : await ctx.em.find(DeviceCommand, { id: { $in: ranked.map((r) => r.id) } }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+  const total = new Map(totals.map((t) => [t.device_id, t.total]));
+  return deviceIds.map((deviceId) =>
+    toPage(
+      rows.filter((row) => row.deviceId === deviceId).map(commandView),
+      total.get(deviceId) ?? 0,
+      query,
+    ),
+  );
 }
 
 export const BulkCommandSchema = z
-  .object({ deviceIds: z.array(uuid()).min(1).max(MAX_LIMIT), type: CreateCommandSchema.shape.type, payload: z.record(z.string(), z.unknown()).optional() })
-  .strict();
+  .object({ deviceIds: z.array(uuid()).min(1).max(MAX_LIMIT), ...commandFields })
+  .strict()
+  .superRefine(checkPayload);
 export type BulkCommandInput = z.input<typeof BulkCommandSchema>;
 export const BulkCommandResultSchema = z
   .object({
@@ -174,11 +262,9 @@ export async function bulkCommands(ctx: RequestContext, rawInput: BulkCommandInp
   return result;
 }
 
-export interface ClaimedCommand {
-  id: string;
-  type: string;
-  payload: Record<string, unknown>;
-}
+/** A command as the agent receives it (heartbeat answers and channel pushes). */
+export const ClaimedCommandSchema = z.object({ id: uuid(), type: z.string(), payload: z.record(z.string(), z.unknown()) });
+export type ClaimedCommand = z.output<typeof ClaimedCommandSchema>;
 
 const CLAIM_BATCH = 50;
 
@@ -242,10 +328,10 @@ const capped = (text: string | undefined) => (text === undefined ? null : text.l
 export const CommandResultSchema = z
   .object({
     status: z.enum(['completed', 'failed', 'timeout']),
-    exitCode: z.number().int().optional(),
+    exitCode: z.number().int().min(-2_147_483_648).max(2_147_483_647).optional(),
     stdout: z.string().max(16 * 1024 * 1024).optional(),
     stderr: z.string().max(16 * 1024 * 1024).optional(),
-    result: z.record(z.string(), z.unknown()).optional(),
+    result: JsonObjectSchema.optional(),
   })
   .strict();
 export type CommandResultInput = z.input<typeof CommandResultSchema>;

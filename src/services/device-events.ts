@@ -2,13 +2,13 @@ import { z } from 'zod';
 import { Device, type DeviceStatus } from '../../entities/device.js';
 import { DeviceCommand } from '../../entities/device-command.js';
 import type { RequestContext } from '../auth/context.js';
-import { authorize, permits, visibleSiteIds } from '../auth/policy.js';
+import { authorize } from '../auth/policy.js';
 import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
 import { selectIterable } from '../events/subscriptions.js';
 import type { DeviceEventData, DomainEvent, DomainEventMap } from '../events/types.js';
 import { timestamp, uuid } from '../validation.js';
 import { commandView, type CommandView } from './device-commands.js';
-import { DeviceStatusSchema, accessibleDevice } from './devices.js';
+import { DeviceStatusSchema, accessibleDevice, maySeeDevice } from './devices.js';
 
 // Live device changes for the dashboard (GraphQL subscriptions), read from the committed domain
 // events every instance publishes (the outbox dispatcher → PgPubSub), each decided per event
@@ -38,26 +38,17 @@ function statusChange(event: DomainEvent): DeviceEventData | null {
 }
 
 /**
- * Whether the subscriber may see a device of `orgId` in `siteId` now, as `GET /devices/:id` would
- * decide: its organization, `devices:read` there, and for users limited to some sites, one of them.
- */
-async function maySee(ctx: RequestContext, device: { orgId: string; siteId: string | null }): Promise<boolean> {
-  if (!(await permits(ctx, 'devices:read', { orgId: device.orgId }))) return false;
-  const sites = visibleSiteIds(ctx, device.orgId);
-  return sites === null || (device.siteId !== null && sites.includes(device.siteId));
-}
-
-/**
  * Status changes (online, offline, updating, decommissioned, enrolled) of the devices the caller may
  * see, optionally of one organization, within moments of the heartbeat or sweep that caused them, on
- * whichever instance that ran. Each event is decided with the organization and site it carries.
+ * whichever instance that ran. Each event is decided with the organization and site it carries,
+ * as `GET /devices/:id` would decide it.
  */
 export async function subscribeDeviceStatus(ctx: RequestContext, orgId: string | null): Promise<AsyncIterable<DeviceStatusChange>> {
   if (orgId) await authorize(ctx, 'devices:read', { orgId, resource: 'Organization' });
   else await authorize(ctx, 'devices:read');
   return selectIterable(ctx.runtime.pubsub.subscribe(DOMAIN_EVENT_TOPIC), async (event: DomainEvent): Promise<DeviceStatusChange | null> => {
     const data = statusChange(event);
-    if (!data || (orgId && data.orgId !== orgId) || !(await maySee(ctx, data))) return null;
+    if (!data || (orgId && data.orgId !== orgId) || !(await maySeeDevice(ctx, data))) return null;
     return {
       deviceId: data.deviceId,
       orgId: data.orgId,
@@ -86,7 +77,7 @@ export async function subscribeCommandUpdates(ctx: RequestContext, deviceId: str
     // A fresh EntityManager per event: the subscription lives long, its rows must not come from a cache.
     const em = ctx.em.fork();
     const [command, device] = await Promise.all([em.findOne(DeviceCommand, { id: data.commandId, deviceId }), em.findOne(Device, { id: deviceId }, { fields: ['orgId', 'siteId'] })]);
-    if (!command || !device || command.status !== data.status || !(await maySee(ctx, device))) return null;
+    if (!command || !device || command.status !== data.status || !(await maySeeDevice(ctx, device))) return null;
     return commandView(command);
   });
 }

@@ -1,4 +1,4 @@
-import { LockMode, raw, type FilterQuery } from '@mikro-orm/core';
+import { LockMode, raw, UniqueConstraintViolationException, type FilterQuery, type QBFilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Device } from '../../entities/device.js';
 import {
@@ -26,6 +26,7 @@ import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, deviceView, type DeviceView } from './devices.js';
 import { checkTargetSite } from './enrollment-keys.js';
+import { TagSchema } from './tags.js';
 
 /*
  * Device groups: `static` groups list their devices by hand; `dynamic` ones hold the devices their
@@ -44,13 +45,12 @@ const RESOURCE = 'Group';
 /** Hostname characters and the two glob wildcards: never a regular expression, never a LIKE operator. */
 const HOSTNAME_PATTERN = /^[A-Za-z0-9._*?-]+$/;
 const MAX_FILTER_VALUES = 50;
-const tagValue = z.string().trim().min(1).max(100);
 
-export const GroupFilterStatusSchema = DeviceStatusSchema.exclude(['decommissioned']).meta({ title: 'GroupFilterStatus' });
+const GroupFilterStatusSchema = DeviceStatusSchema.exclude(['decommissioned']).meta({ title: 'GroupFilterStatus' });
 
 const tagFilterShape = {
-  any: z.array(tagValue).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries at least one of these tags'),
-  all: z.array(tagValue).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries every one of these tags'),
+  any: z.array(TagSchema).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries at least one of these tags'),
+  all: z.array(TagSchema).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries every one of these tags'),
 };
 
 /** One shape, two titled schemas: the input (strict: unknown criteria are refused) and the view, as GraphQL has input and object types. */
@@ -75,12 +75,11 @@ const FILTER_DESCRIPTION = 'Every given criterion must hold (an empty filter mat
  * What a dynamic group matches. Values are data the service compares with operators it chooses:
  * none becomes a query operator, and the hostname pattern is a glob, never a regular expression.
  */
-export const GroupFilterInputSchema = z
+const GroupFilterInputSchema = z
   .strictObject(filterShape(z.strictObject(tagFilterShape).meta({ title: 'GroupTagFilterInput' })))
   .meta({ title: 'GroupFilterInput', description: FILTER_DESCRIPTION });
-export const GroupFilterSchema = z.object(filterShape(z.object(tagFilterShape).meta({ title: 'GroupTagFilter' }))).meta({ title: 'GroupFilter', description: FILTER_DESCRIPTION });
-export type GroupFilterInput = z.input<typeof GroupFilterInputSchema>;
-export type GroupFilter = z.output<typeof GroupFilterSchema>;
+const GroupFilterSchema = z.object(filterShape(z.object(tagFilterShape).meta({ title: 'GroupTagFilter' }))).meta({ title: 'GroupFilter', description: FILTER_DESCRIPTION });
+type GroupFilter = z.output<typeof GroupFilterSchema>;
 
 const dedupe = <T>(values: T[] | undefined) => (values ? [...new Set(values)].sort() : undefined);
 
@@ -98,8 +97,13 @@ function normalizeFilter(filter: GroupFilter): GroupFilter {
   return Object.fromEntries(Object.entries(normalized).filter(([, v]) => v !== undefined)) as GroupFilter;
 }
 
+/** A dynamic group's filter as stored, parsed again (a row is data): only its known criteria, each checked. */
+function storedFilter(group: DeviceGroup): GroupFilter {
+  return GroupFilterSchema.parse(group.filter ?? {});
+}
+
 /** `*` any run, `?` one character over the whole hostname; without either, a substring. Everything else matches literally. */
-export function hostnameLikePattern(pattern: string): string {
+function hostnameLikePattern(pattern: string): string {
   if (!/[*?]/.test(pattern)) return containsPattern(pattern);
   return escapeLike(pattern).replace(/\*/g, '%').replace(/\?/g, '_');
 }
@@ -132,11 +136,11 @@ async function checkFilterSites(ctx: RequestContext, orgId: string, filter: Grou
 
 // ── views ───────────────────────────────────────────────────────────────────────────────────────
 
-export const GroupTypeSchema = z.enum(DEVICE_GROUP_TYPES).meta({ title: 'GroupType' });
-export const GroupPinModeSchema = z.enum(GROUP_PIN_MODES).meta({ title: 'GroupPinMode' });
-export const GroupMemberSourceSchema = z.enum(GROUP_MEMBER_SOURCES).meta({ title: 'GroupMemberSource' });
-export const GroupLogActionSchema = z.enum(GROUP_LOG_ACTIONS).meta({ title: 'GroupLogAction' });
-export const GroupLogReasonSchema = z.enum(GROUP_LOG_REASONS).meta({ title: 'GroupLogReason' });
+const GroupTypeSchema = z.enum(DEVICE_GROUP_TYPES).meta({ title: 'GroupType' });
+const GroupPinModeSchema = z.enum(GROUP_PIN_MODES).meta({ title: 'GroupPinMode' });
+const GroupMemberSourceSchema = z.enum(GROUP_MEMBER_SOURCES).meta({ title: 'GroupMemberSource' });
+const GroupLogActionSchema = z.enum(GROUP_LOG_ACTIONS).meta({ title: 'GroupLogAction' });
+const GroupLogReasonSchema = z.enum(GROUP_LOG_REASONS).meta({ title: 'GroupLogReason' });
 
 export const DeviceGroupViewSchema = z
   .object({
@@ -169,7 +173,7 @@ export const GroupMembershipSchema = z
   .meta({ title: 'GroupMembership' });
 export type GroupMembershipView = z.output<typeof GroupMembershipSchema>;
 
-export const GroupLogEntrySchema = z
+const GroupLogEntrySchema = z
   .object({
     id: uuid(),
     groupId: uuid(),
@@ -211,7 +215,7 @@ function groupView(group: DeviceGroup, deviceCount: number): DeviceGroupView {
     name: group.name,
     description: group.description,
     type: group.type,
-    filter: group.type === 'dynamic' ? ((group.filter ?? {}) as GroupFilter) : null,
+    filter: group.type === 'dynamic' ? storedFilter(group) : null,
     deviceCount,
     createdAt: group.createdAt.toISOString(),
     updatedAt: group.updatedAt.toISOString(),
@@ -280,34 +284,80 @@ async function deviceFacts(tx: RequestContext, where: FilterQuery<Device>): Prom
   return rows.map((d) => ({ id: d.id, orgId: d.orgId, siteId: d.siteId, status: d.status, hostname: d.hostname }));
 }
 
-/** Locks a group row for a membership change; every writer of a group's membership holds it. */
+/** Locks groups for a membership change, in id order so that writers locking several never deadlock; every writer of a group's membership holds its lock. */
+function lockGroups(tx: RequestContext, where: FilterQuery<DeviceGroup>): Promise<DeviceGroup[]> {
+  return tx.em.find(DeviceGroup, where, { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' }, refresh: true });
+}
+
 async function lockGroup(tx: RequestContext, id: string): Promise<DeviceGroup> {
-  const group = await tx.em.findOne(DeviceGroup, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  const [group] = await lockGroups(tx, { id });
   if (!group) throw notFound(RESOURCE);
   return group;
 }
 
+/** Dynamic groups per statement when matching filters: keeps each statement's parameters well under PostgreSQL's limit. */
+const MATCH_CHUNK = 100;
+
 /**
- * Brings a group's membership (of `deviceIds`, or of every device) in line with its rules, under the
- * group's lock: devices that left the group's organization or site leave (`device_moved`, pins
- * dropped), decommissioned devices leave (`device_decommissioned`); in dynamic groups a device is a
- * member when pinned in, or matched by the filter and not pinned out. Each join and leave is logged
- * once; running it again changes nothing.
+ * The devices each dynamic group's filter matches within its scope (only `deviceIds`, when given):
+ * one statement per MATCH_CHUNK groups, a `union all` of each group's conditions.
  */
-async function reconcileGroup(tx: RequestContext, group: DeviceGroup, deviceIds: string[] | null, cause: Cause): Promise<void> {
-  const only = deviceIds ? { deviceId: { $in: deviceIds } } : {};
-  const rows = await tx.em.find(DeviceGroupMember, { groupId: group.id, ...only }, { refresh: true });
-  const facts = new Map((rows.length > 0 ? await deviceFacts(tx, { id: { $in: rows.map((r) => r.deviceId) } }) : []).map((d) => [d.id, d]));
-  const matched =
-    group.type === 'dynamic'
-      ? new Map(
-          (await deviceFacts(tx, { $and: [groupScope(group), ...filterConditions((group.filter ?? {}) as GroupFilter), ...(deviceIds ? [{ id: { $in: deviceIds } }] : [])] })).map((d) => [
-            d.id,
-            d,
-          ]),
-        )
-      : new Map<string, DeviceFacts>();
+async function filterMatches(tx: RequestContext, groups: DeviceGroup[], deviceIds: string[] | null): Promise<Map<string, Map<string, DeviceFacts>>> {
+  const matched = new Map(groups.map((group) => [group.id, new Map<string, DeviceFacts>()]));
+  for (let i = 0; i < groups.length; i += MATCH_CHUNK) {
+    const params: unknown[] = [];
+    const branches = groups.slice(i, i + MATCH_CHUNK).map((group) => {
+      const devices = tx.em
+        .createQueryBuilder(Device, 'd')
+        .select(['id', 'orgId', 'siteId', 'status', 'hostname'])
+        .where({ $and: [groupScope(group), ...filterConditions(storedFilter(group))] } as QBFilterQuery<Device>)
+        .getKnexQuery()
+        .toSQL();
+      params.push(group.id, ...devices.bindings);
+      return `select ?::uuid as group_id, m.* from (${devices.sql}) m`;
+    });
+    let union = `select * from (${branches.join(' union all ')}) u`;
+    if (deviceIds) {
+      union += ' where u.id in (?)';
+      params.push(deviceIds);
+    }
+    const rows = (await tx.em.execute(union, params)) as {
+      group_id: string;
+      id: string;
+      org_id: string;
+      site_id: string | null;
+      status: Device['status'];
+      hostname: string;
+    }[];
+    for (const row of rows) matched.get(row.group_id)!.set(row.id, { id: row.id, orgId: row.org_id, siteId: row.site_id, status: row.status, hostname: row.hostname });
+  }
+  return matched;
+}
+
+/**
+ * Brings locked groups' membership (of `deviceIds`, or of every device) in line with their rules:
+ * devices that left a group's organization or site leave (`device_moved`, pins dropped),
+ * decommissioned devices leave (`device_decommissioned`); in dynamic groups a device is a member when
+ * pinned in, or matched by the filter and not pinned out. Each join and leave is logged once; running
+ * it again changes nothing. A fixed number of statements whatever the number of devices, plus one per
+ * MATCH_CHUNK dynamic groups, and the flush's batched writes.
+ */
+async function reconcile(tx: RequestContext, groups: DeviceGroup[], deviceIds: string[] | null, cause: Cause): Promise<void> {
+  if (groups.length === 0 || deviceIds?.length === 0) return;
+  const groupIds = groups.map((group) => group.id);
+  const rows = await tx.em.find(DeviceGroupMember, { groupId: { $in: groupIds }, ...(deviceIds ? { deviceId: { $in: deviceIds } } : {}) }, { refresh: true });
+  const members = raw('select m.device_id from device_group_member m where m.group_id in (?)', [groupIds]);
+  const facts = new Map((await deviceFacts(tx, { id: { $in: deviceIds ?? members } } as FilterQuery<Device>)).map((d) => [d.id, d]));
+  const matches = await filterMatches(tx, groups.filter((group) => group.type === 'dynamic'), deviceIds);
+  const rowsOf = new Map<string, DeviceGroupMember[]>(groupIds.map((id) => [id, []]));
+  for (const row of rows) rowsOf.get(row.groupId)?.push(row);
   const now = tx.runtime.clock.now();
+  for (const group of groups) reconcileRows(tx, group, rowsOf.get(group.id)!, facts, matches.get(group.id) ?? new Map<string, DeviceFacts>(), cause, now);
+  await tx.em.flush();
+}
+
+/** One group's part of `reconcile`, in memory: which rows change, go or are created, and the log entries. */
+function reconcileRows(tx: RequestContext, group: DeviceGroup, rows: DeviceGroupMember[], facts: Map<string, DeviceFacts>, matched: Map<string, DeviceFacts>, cause: Cause, now: Date): void {
   const log = (device: DeviceFacts, action: 'joined' | 'left', reason: GroupLogReason) =>
     tx.em.create(DeviceGroupLog, { groupId: group.id, deviceId: device.id, hostname: device.hostname, action, reason, actorId: cause.actorId, createdAt: now });
   const drop = (row: DeviceGroupMember) => tx.em.remove(row);
@@ -346,28 +396,24 @@ async function reconcileGroup(tx: RequestContext, group: DeviceGroup, deviceIds:
     tx.em.create(DeviceGroupMember, { groupId: group.id, deviceId: device.id, source: 'filter', joinedAt: now });
     log(device, 'joined', cause.reason ?? 'filter');
   }
-  await tx.em.flush();
 }
 
 /**
- * After a device changed (enrolled, updated, moved, online/offline, decommissioned): every group that
- * holds a row of it and every dynamic group that could match it is brought in line. The outbox
- * subscriber calls it as the system; it is idempotent, as delivery is at least once.
+ * After devices changed (enrolled, updated, moved, online/offline, decommissioned): every group that
+ * holds a row of one of them and every dynamic group that could match one is locked and brought in
+ * line, all together. The outbox subscriber calls it as the system, for one event or a dispatcher
+ * batch; it is idempotent, as delivery is at least once.
  */
-export async function reconcileDeviceMemberships(tx: RequestContext, deviceId: string): Promise<void> {
-  const [device] = await deviceFacts(tx, { id: deviceId });
-  if (!device) return;
-  const rows = (await tx.em.execute(
-    `select id from device_group where org_id = ? and type = 'dynamic' and (site_id is null or site_id = ?)
-     union select group_id from device_group_member where device_id = ?
-     order by 1`,
-    [device.orgId, device.siteId, deviceId],
-  )) as { id: string }[];
-  // One group at a time, in id order: concurrent reconciles take the locks in the same order.
-  for (const { id } of rows) {
-    const group = await tx.em.findOne(DeviceGroup, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-    if (group) await reconcileGroup(tx, group, [deviceId], { actorId: null });
-  }
+export async function reconcileDeviceMemberships(tx: RequestContext, deviceIds: string[]): Promise<void> {
+  const ids = [...new Set(deviceIds)];
+  if (ids.length === 0) return;
+  const candidates = raw(
+    `select g.id from device_group g join device d on d.org_id = g.org_id and (g.site_id is null or g.site_id = d.site_id)
+      where g.type = 'dynamic' and d.id in (?)
+     union select m.group_id from device_group_member m where m.device_id in (?)`,
+    [ids, ids],
+  );
+  await reconcile(tx, await lockGroups(tx, { id: { $in: candidates } } as FilterQuery<DeviceGroup>), ids, { actorId: null });
 }
 
 // ── groups ──────────────────────────────────────────────────────────────────────────────────────
@@ -425,9 +471,14 @@ export async function getGroup(ctx: RequestContext, id: string): Promise<DeviceG
   return viewOf(ctx, await accessibleGroup(ctx, id, 'devices:read'));
 }
 
-async function refuseTakenName(ctx: RequestContext, orgId: string, name: string, exceptId?: string): Promise<void> {
-  const taken = await ctx.em.count(DeviceGroup, { orgId, name, ...(exceptId ? { id: { $ne: exceptId } } : {}) });
-  if (taken > 0) throw conflict('A group with this name already exists in the organization');
+/** Names are unique per organization: the constraint decides, so requests racing for one name get the same answer. */
+async function uniqueName<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    if (error instanceof UniqueConstraintViolationException && error.message.includes('device_group_org_id_name_unique')) throw conflict('A group with this name already exists in the organization');
+    throw error;
+  }
 }
 
 export async function createGroup(ctx: RequestContext, rawInput: CreateGroupInput): Promise<DeviceGroupView> {
@@ -439,21 +490,22 @@ export async function createGroup(ctx: RequestContext, rawInput: CreateGroupInpu
   const siteId = await checkTargetSite(ctx, orgId, input.siteId);
   const filter = input.filter && normalizeFilter(input.filter);
   if (filter) await checkFilterSites(ctx, orgId, filter);
-  await refuseTakenName(ctx, orgId, input.name);
-  return withTransaction(ctx, async (tx) => {
-    const group = tx.em.create(DeviceGroup, { orgId, siteId, name: input.name, description: input.description ?? null, type: input.type, filter: filter ?? null, createdBy: principal.userId });
-    await tx.em.flush();
-    if (group.type === 'dynamic') await reconcileGroup(tx, group, null, { actorId: principal.id });
-    await recordAudit(tx, {
-      action: 'device_group.create',
-      resourceType: 'device_group',
-      resourceId: group.id,
-      orgId,
-      changes: providedFields({ ...input, orgId, siteId }),
-      details: { name: group.name, type: group.type },
-    });
-    return viewOf(tx, group);
-  });
+  return uniqueName(
+    withTransaction(ctx, async (tx) => {
+      const group = tx.em.create(DeviceGroup, { orgId, siteId, name: input.name, description: input.description ?? null, type: input.type, filter: filter ?? null, createdBy: principal.userId });
+      await tx.em.flush();
+      if (group.type === 'dynamic') await reconcile(tx, [group], null, { actorId: principal.id });
+      await recordAudit(tx, {
+        action: 'device_group.create',
+        resourceType: 'device_group',
+        resourceId: group.id,
+        orgId,
+        changes: providedFields({ ...input, orgId, siteId }),
+        details: { name: group.name, type: group.type },
+      });
+      return viewOf(tx, group);
+    }),
+  );
 }
 
 /** Name and description; a dynamic group's filter, which recomputes its membership. Type and scope stay as created. */
@@ -464,17 +516,18 @@ export async function updateGroup(ctx: RequestContext, id: string, rawInput: Upd
   if (input.filter && current.type === 'static') throw badRequest('filter: static groups have no filter (add devices to them instead)', [{ path: 'filter', message: 'static groups have no filter' }]);
   const filter = input.filter && normalizeFilter(input.filter);
   if (filter) await checkFilterSites(ctx, current.orgId, filter);
-  if (input.name !== undefined) await refuseTakenName(ctx, current.orgId, input.name, id);
-  return withTransaction(ctx, async (tx) => {
-    const group = await lockGroup(tx, id);
-    const changes = applyChanges(group, { name: input.name, description: input.description, filter });
-    // A PATCH that changes nothing is not a mutation: no audit row, no recompute.
-    if (changes.length === 0) return viewOf(tx, group);
-    await tx.em.flush();
-    if (changes.includes('filter')) await reconcileGroup(tx, group, null, { actorId: principal.id });
-    await recordAudit(tx, { action: 'device_group.update', resourceType: 'device_group', resourceId: id, orgId: group.orgId, changes, details: { name: group.name } });
-    return viewOf(tx, group);
-  });
+  return uniqueName(
+    withTransaction(ctx, async (tx) => {
+      const group = await lockGroup(tx, id);
+      const changes = applyChanges(group, { name: input.name, description: input.description, filter });
+      // A PATCH that changes nothing is not a mutation: no audit row, no recompute.
+      if (changes.length === 0) return viewOf(tx, group);
+      await tx.em.flush();
+      if (changes.includes('filter')) await reconcile(tx, [group], null, { actorId: principal.id });
+      await recordAudit(tx, { action: 'device_group.update', resourceType: 'device_group', resourceId: id, orgId: group.orgId, changes, details: { name: group.name } });
+      return viewOf(tx, group);
+    }),
+  );
 }
 
 /** The group, its memberships, pins and log go; the devices stay. */
@@ -593,7 +646,7 @@ export async function pinGroupDevice(ctx: RequestContext, groupId: string, devic
     if (row) row.pin = input.mode;
     else tx.em.create(DeviceGroupMember, { groupId, deviceId: device.id, source: null, pin: input.mode });
     await tx.em.flush();
-    await reconcileGroup(tx, group, [device.id], { actorId, reason: 'pin' });
+    await reconcile(tx, [group], [device.id], { actorId, reason: 'pin' });
     await recordAudit(tx, { action: 'device_group.pin', resourceType: 'device_group', resourceId: groupId, orgId: group.orgId, details: { name: group.name, deviceId: device.id, mode: input.mode } });
     return membershipView(groupId, device.id, await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }));
   });
@@ -609,7 +662,7 @@ export async function unpinGroupDevice(ctx: RequestContext, groupId: string, dev
     const mode = row.pin;
     row.pin = null;
     await tx.em.flush();
-    await reconcileGroup(tx, group, [device.id], { actorId, reason: 'unpin' });
+    await reconcile(tx, [group], [device.id], { actorId, reason: 'unpin' });
     await recordAudit(tx, { action: 'device_group.unpin', resourceType: 'device_group', resourceId: groupId, orgId: group.orgId, details: { name: group.name, deviceId: device.id, mode } });
     return membershipView(groupId, device.id, await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }));
   });
@@ -629,7 +682,7 @@ export async function previewGroup(ctx: RequestContext, groupId: string, rawInpu
   const input = parseInput(PreviewGroupSchema, rawInput);
   const group = await accessibleGroup(ctx, groupId, 'devices:read');
   if (group.type === 'static') throw badRequest('Only dynamic groups have a filter to preview');
-  const filter = input.filter ? normalizeFilter(input.filter) : ((group.filter ?? {}) as GroupFilter);
+  const filter = input.filter ? normalizeFilter(input.filter) : storedFilter(group);
   if (input.filter) await checkFilterSites(ctx, group.orgId, filter);
   const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
   const pinned = (mode: 'include' | 'exclude') => raw('select p.device_id from device_group_member p where p.group_id = ? and p.pin = ?', [group.id, mode]);

@@ -6,12 +6,12 @@ import { DeviceGroup } from '../../entities/device-group.js';
 import { Organization } from '../../entities/organization.js';
 import type { RequestContext } from '../auth/context.js';
 import type { Permission } from '../auth/permissions.js';
-import { authorize, loadOwned, targetOrgId, tenantWhere } from '../auth/policy.js';
+import { authorize, isUuid, loadOwned, permits, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
-import { badRequest, notFound } from '../errors.js';
+import { AppError, badRequest, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import type { DeviceEventData } from '../events/types.js';
-import { MAX_LIMIT, PaginationSchema, encodeCursor, finishCursorPage, keysetWhere, type Connection, type CursorKind } from '../pagination.js';
+import { MAX_LIMIT, PaginationSchema, encodeCursor, keysetWhere, type Connection, type CursorKind } from '../pagination.js';
 import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit, recordChange } from './audit.js';
 import { applyChanges } from './changes.js';
@@ -105,6 +105,37 @@ export function accessibleDevice(ctx: RequestContext, id: string, permission: Pe
   return loadOwned(ctx, Device, id, permission, { resource: 'Device' });
 }
 
+export const deviceDecommissioned = () => new AppError(409, 'DEVICE_DECOMMISSIONED', 'The device is decommissioned');
+
+/**
+ * The device locked for update in the caller's transaction, with the access decision made on the
+ * locked row, so a move committed meanwhile is decided on. A decommissioned device takes no more
+ * writes (409) unless `decommissioned: 'allow'`.
+ */
+async function lockedDevice(tx: RequestContext, id: string, permission: Permission, decommissioned: 'refuse' | 'allow' = 'refuse'): Promise<Device> {
+  if (isUuid(id)) await tx.em.findOne(Device, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  const device = await accessibleDevice(tx, id, permission);
+  if (decommissioned === 'refuse' && device.status === 'decommissioned') throw deviceDecommissioned();
+  return device;
+}
+
+/** Users limited to some sites see only those sites' devices (and none without a site). */
+function inVisibleSite(ctx: RequestContext, device: Pick<Device, 'orgId' | 'siteId'>): boolean {
+  const sites = visibleSiteIds(ctx, device.orgId);
+  return sites === null || (device.siteId !== null && sites.includes(device.siteId));
+}
+
+/** `accessibleDevice`'s decision for a device already in hand (a view just answered): 404 unless the caller may act on it. */
+export async function authorizeDevice(ctx: RequestContext, device: Pick<Device, 'orgId' | 'siteId'>, permission: Permission): Promise<void> {
+  await authorize(ctx, permission, { orgId: device.orgId, resource: 'Device' });
+  if (!inVisibleSite(ctx, device)) throw notFound('Device');
+}
+
+/** The same decision as a boolean, for what is shown only to those who may read the device (live events). */
+export async function maySeeDevice(ctx: RequestContext, device: Pick<Device, 'orgId' | 'siteId'>): Promise<boolean> {
+  return (await permits(ctx, 'devices:read', { orgId: device.orgId })) && inVisibleSite(ctx, device);
+}
+
 // ── list ────────────────────────────────────────────────────────────────────────────────────────
 
 const DEVICE_LIMIT_DEFAULT = 50;
@@ -123,12 +154,14 @@ const idList = (what: string) => {
     .describe(`comma-separated ${what}`);
 };
 const flag = z.boolean().or(queryBoolean);
+// Checked by unwrapCursor: anything the server did not mint is `Invalid cursor`, whatever its length.
+const cursor = z.string();
 
 const SORTS = { hostname: ['hostname', 'string'], lastSeen: ['lastSeenAt', 'date'], enrolled: ['enrolledAt', 'date'] } as const satisfies Record<string, [keyof Device, CursorKind]>;
 
 export const DeviceListQuery = z
   .object({
-    cursor: z.string().optional().describe('`nextCursor` of the previous page'),
+    cursor: cursor.optional().describe('`nextCursor` of the previous page'),
     page: z.coerce.number().int().min(1).optional().describe('legacy mode: a page number instead of a cursor'),
     limit: z.coerce.number().int().min(1).max(DEVICE_LIMIT_MAX).default(DEVICE_LIMIT_DEFAULT).describe(`1 to ${DEVICE_LIMIT_MAX}, 50 by default`),
     sort: z.enum(['hostname', 'lastSeen', 'enrolled']).default('hostname').meta({ title: 'DeviceSort' }),
@@ -143,8 +176,9 @@ export const DeviceListQuery = z
   })
   .strict();
 export type DeviceListInput = z.input<typeof DeviceListQuery>;
+type DeviceQuery = z.output<typeof DeviceListQuery>;
 
-export const DeviceCursorPageSchema = z
+const DeviceCursorPageSchema = z
   .object({
     devices: z.array(DeviceViewSchema),
     nextCursor: z.string().nullable(),
@@ -152,7 +186,7 @@ export const DeviceCursorPageSchema = z
     total: z.number().int().optional().describe('only with includeTotal=true'),
   })
   .meta({ title: 'DeviceCursorPage' });
-export const DeviceLegacyPageSchema = z.object({ devices: z.array(DeviceViewSchema), pagination: PaginationSchema }).meta({ title: 'DeviceLegacyPage' });
+const DeviceLegacyPageSchema = z.object({ devices: z.array(DeviceViewSchema), pagination: PaginationSchema }).meta({ title: 'DeviceLegacyPage' });
 export const DeviceListSchema = z.union([DeviceCursorPageSchema, DeviceLegacyPageSchema]).meta({ title: 'DeviceList' });
 export type DeviceListResult = z.output<typeof DeviceListSchema>;
 
@@ -163,6 +197,24 @@ export type DeviceListResult = z.output<typeof DeviceListSchema>;
  */
 export async function listDevices(ctx: RequestContext, rawQuery: DeviceListInput): Promise<DeviceListResult> {
   const query = parseInput(DeviceListQuery, rawQuery);
+  const filter = await deviceFilter(ctx, query);
+  if (query.page !== undefined) {
+    const [field] = SORTS[query.sort];
+    const [rows, total] = await ctx.em.findAndCount(Device, filter, { orderBy: { [field]: query.sortDir, id: query.sortDir }, limit: query.limit, offset: (query.page - 1) * query.limit });
+    return { devices: rows.map(deviceView), pagination: { page: query.page, limit: query.limit, total } };
+  }
+  const [page, total] = await Promise.all([keysetPage(ctx, filter, query), query.includeTotal ? ctx.em.count(Device, filter) : undefined]);
+  const last = page.rows.at(-1);
+  return {
+    devices: page.rows.map(deviceView),
+    nextCursor: page.hasMore && last ? cursorAfter(last, query) : null,
+    limit: query.limit,
+    ...(total === undefined ? {} : { total }),
+  };
+}
+
+/** What the caller may see (tenant and sites) narrowed by the list's filters. */
+async function deviceFilter(ctx: RequestContext, query: DeviceQuery): Promise<FilterQuery<Device>> {
   await authorize(ctx, 'devices:read');
   const where: FilterQuery<Device>[] = [(await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {}];
   if (query.orgIds) where.push({ orgId: { $in: query.orgIds } });
@@ -171,21 +223,15 @@ export async function listDevices(ctx: RequestContext, rawQuery: DeviceListInput
   if (query.tag) where.push({ tags: { $contains: [query.tag] } } as FilterQuery<Device>);
   if (query.status) where.push({ status: query.status });
   else if (!query.includeDecommissioned) where.push({ status: { $ne: 'decommissioned' } });
-  const [field, kind] = SORTS[query.sort];
-  const filter = { $and: where } as FilterQuery<Device>;
+  return { $and: where } as FilterQuery<Device>;
+}
 
-  if (query.page !== undefined) {
-    const [rows, total] = await ctx.em.findAndCount(Device, filter, { orderBy: { [field]: query.sortDir, id: query.sortDir }, limit: query.limit, offset: (query.page - 1) * query.limit });
-    return { devices: rows.map(deviceView), pagination: { page: query.page, limit: query.limit, total } };
-  }
-  const cursorKind = `${query.sort}.${query.sortDir}`;
-  const keyset = keysetWhere(field, kind, query.sortDir, unwrapCursor(query.cursor, cursorKind));
-  const [rows, total] = await Promise.all([
-    ctx.em.find(Device, { $and: [filter, keyset.where] } as FilterQuery<Device>, { orderBy: keyset.orderBy, limit: query.limit + 1 }),
-    query.includeTotal ? ctx.em.count(Device, filter) : Promise.resolve(undefined),
-  ]);
-  const { items, nextCursor } = finishCursorPage(rows, query.limit, (device) => sortValue(device, field));
-  return { devices: items.map(deviceView), nextCursor: nextCursor && wrapCursor(nextCursor, cursorKind), limit: query.limit, ...(total === undefined ? {} : { total }) };
+/** The page after `query.cursor`, in the query's sort and direction. */
+async function keysetPage(ctx: RequestContext, filter: FilterQuery<Device>, query: DeviceQuery): Promise<{ rows: Device[]; hasMore: boolean }> {
+  const [field, kind] = SORTS[query.sort];
+  const keyset = keysetWhere(field, kind, query.sortDir, unwrapCursor(query.cursor, cursorKind(query)));
+  const rows = await ctx.em.find(Device, { $and: [filter, keyset.where] } as FilterQuery<Device>, { orderBy: keyset.orderBy, limit: query.limit + 1 });
+  return { rows: rows.slice(0, query.limit), hasMore: rows.length > query.limit };
 }
 
 /**
@@ -199,19 +245,21 @@ async function inVisibleGroups(ctx: RequestContext, groupIds: string[]): Promise
   return { id: { $in: raw('select m.device_id from device_group_member m where m.group_id in (?) and m.source is not null', [visible]) } } as FilterQuery<Device>;
 }
 
-function sortValue(device: Device, field: 'hostname' | 'lastSeenAt' | 'enrolledAt'): string {
-  return field === 'hostname' ? device.hostname : device[field].toISOString();
+// A cursor carries its sort and direction, so one minted for another order cannot skip or repeat rows.
+const cursorKind = (query: Pick<DeviceQuery, 'sort' | 'sortDir'>) => Buffer.from(`${query.sort}.${query.sortDir}`).toString('base64url');
+
+/** The cursor that continues right after `device` (a pending device's view hides its sort value; the row has it). */
+function cursorAfter(device: Device, query: Pick<DeviceQuery, 'sort' | 'sortDir'>): string {
+  const [field] = SORTS[query.sort];
+  const value = field === 'hostname' ? device.hostname : device[field].toISOString();
+  return `${cursorKind(query)}.${encodeCursor({ value, id: device.id })}`;
 }
 
-// A cursor carries its sort and direction, so one minted for another order cannot skip or repeat rows.
-function wrapCursor(cursor: string, kind: string): string {
-  return `${Buffer.from(kind).toString('base64url')}.${cursor}`;
-}
 function unwrapCursor(cursor: string | undefined, kind: string): string | undefined {
   if (cursor === undefined) return undefined;
-  const [tag, inner] = cursor.split('.', 2);
-  if (!inner || tag !== Buffer.from(kind).toString('base64url')) throw badRequest('Invalid cursor');
-  return inner;
+  const dot = cursor.indexOf('.');
+  if (dot !== kind.length || !cursor.startsWith(kind)) throw badRequest('Invalid cursor');
+  return cursor.slice(dot + 1);
 }
 
 export async function getDevice(ctx: RequestContext, id: string): Promise<DeviceView> {
@@ -249,27 +297,29 @@ export async function provisionDevice(ctx: RequestContext, rawInput: ProvisionDe
 export const MoveDeviceSchema = z.object({ orgId: uuid(), siteId: uuid().nullable().optional() }).strict();
 export type MoveDeviceInput = z.input<typeof MoveDeviceSchema>;
 
-/** To another organization of the same partner, which the caller must also be allowed to write to. */
+/**
+ * To another organization of the same partner, which the caller must also be allowed to write to.
+ * The device's commands go with it; a move that changes nothing writes nothing.
+ */
 export async function moveDevice(ctx: RequestContext, id: string, rawInput: MoveDeviceInput): Promise<DeviceView> {
   const input = parseInput(MoveDeviceSchema, rawInput);
-  const device = await accessibleDevice(ctx, id, 'devices:write');
-  await authorize(ctx, 'devices:write', { orgId: input.orgId, resource: 'Organization' });
-  const [from, to] = await Promise.all([ctx.em.findOneOrFail(Organization, { id: device.orgId }), ctx.em.findOne(Organization, { id: input.orgId })]);
-  if (!to) throw notFound('Organization');
-  if (from.partnerId !== to.partnerId) throw badRequest('A device can only move to an organization of the same partner');
-  const siteId = await checkTargetSite(ctx, to.id, input.siteId);
   return withTransaction(ctx, async (tx) => {
-    const locked = await tx.em.findOneOrFail(Device, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-    const previousOrgId = locked.orgId;
-    locked.orgId = to.id;
-    locked.siteId = siteId;
+    const device = await lockedDevice(tx, id, 'devices:write');
+    await authorize(tx, 'devices:write', { orgId: input.orgId, resource: 'Organization' });
+    const [from, to] = await Promise.all([tx.em.findOneOrFail(Organization, { id: device.orgId }), tx.em.findOne(Organization, { id: input.orgId })]);
+    if (!to) throw notFound('Organization');
+    if (from.partnerId !== to.partnerId) throw badRequest('A device can only move to an organization of the same partner');
+    const siteId = await checkTargetSite(tx, to.id, input.siteId);
+    const changes = applyChanges(device, { orgId: to.id, siteId });
+    if (changes.length === 0) return deviceView(device);
     await tx.em.flush();
+    if (changes.includes('orgId')) await tx.em.execute('update device_command set org_id = ? where device_id = ?', [to.id, id]);
     await recordChange(
       tx,
-      { action: 'device.move', resourceType: 'device', resourceId: id, orgId: to.id, changes: ['orgId', 'siteId'], details: { from: previousOrgId, to: to.id } },
-      { ...deviceEventData(locked, null), changes: ['orgId', 'siteId'] },
+      { action: 'device.move', resourceType: 'device', resourceId: id, orgId: to.id, changes, details: { from: from.id, to: to.id } },
+      { ...deviceEventData(device, null), changes },
     );
-    return deviceView(locked);
+    return deviceView(device);
   });
 }
 
@@ -285,10 +335,9 @@ export type UpdateDeviceInput = z.input<typeof UpdateDeviceSchema>;
 /** What the dashboard sets on a device (the agent reports the rest). */
 export async function updateDevice(ctx: RequestContext, id: string, rawInput: UpdateDeviceInput): Promise<DeviceView> {
   const input = parseInput(UpdateDeviceSchema, rawInput);
-  const current = await accessibleDevice(ctx, id, 'devices:write');
-  const siteId = input.siteId === undefined ? undefined : await checkTargetSite(ctx, current.orgId, input.siteId);
   return withTransaction(ctx, async (tx) => {
-    const device = await tx.em.findOneOrFail(Device, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const device = await lockedDevice(tx, id, 'devices:write');
+    const siteId = input.siteId === undefined ? undefined : await checkTargetSite(tx, device.orgId, input.siteId);
     const changes = applyChanges(device, { siteId, tags: input.tags && [...new Set(input.tags)].sort() });
     if (changes.length === 0) return deviceView(device);
     await tx.em.flush();
@@ -306,9 +355,8 @@ export type AutoUpdateInput = z.input<typeof AutoUpdateSchema>;
 
 export async function setAutoUpdate(ctx: RequestContext, id: string, rawInput: AutoUpdateInput): Promise<DeviceView> {
   const input = parseInput(AutoUpdateSchema, rawInput);
-  await accessibleDevice(ctx, id, 'devices:write');
   return withTransaction(ctx, async (tx) => {
-    const device = await tx.em.findOneOrFail(Device, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const device = await lockedDevice(tx, id, 'devices:write');
     if (device.autoUpdate === input.enabled) return deviceView(device);
     device.autoUpdate = input.enabled;
     await tx.em.flush();
@@ -321,14 +369,17 @@ export async function setAutoUpdate(ctx: RequestContext, id: string, rawInput: A
   });
 }
 
-/** Decommissioned devices keep their history; their token stops working at once and their open commands are cancelled. */
+/**
+ * Decommissioned devices keep their history; their token stops working at once and their open
+ * commands are cancelled. Decommissioning one again changes nothing.
+ */
 export async function decommissionDevice(ctx: RequestContext, id: string): Promise<void> {
-  await accessibleDevice(ctx, id, 'devices:delete');
   await withTransaction(ctx, async (tx) => {
-    const device = await tx.em.findOneOrFail(Device, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+    const device = await lockedDevice(tx, id, 'devices:delete', 'allow');
     if (device.status === 'decommissioned') return;
     device.tokenHash = null;
     device.decommissionedAt = tx.runtime.clock.now();
+    // Here rather than in device-commands.ts, which depends on this module.
     const cancelled = (await tx.em.execute(
       `update device_command set status = 'cancelled', updated_at = now() where device_id = ? and status in ('pending', 'sent') returning id, type`,
       [id],
@@ -346,7 +397,7 @@ export async function decommissionDevice(ctx: RequestContext, id: string): Promi
 export const DeviceConnectionArgs = DeviceListQuery.omit({ cursor: true, page: true, limit: true, includeTotal: true })
   .extend({
     first: DeviceListQuery.shape.limit,
-    after: z.string().max(1000).optional().describe('`endCursor` (or an edge\'s `cursor`) of the previous page'),
+    after: cursor.optional().describe('`endCursor` (or an edge\'s `cursor`) of the previous page'),
   })
   .strict();
 export type DeviceConnectionInput = z.input<typeof DeviceConnectionArgs>;
@@ -358,30 +409,13 @@ export type DeviceConnectionInput = z.input<typeof DeviceConnectionArgs>;
  */
 export async function devicesConnection(ctx: RequestContext, rawArgs: DeviceConnectionInput): Promise<Connection<DeviceView>> {
   const { first, after, ...filters } = parseInput(DeviceConnectionArgs, rawArgs);
-  const page = await listDevices(ctx, { ...filters, cursor: after, limit: first });
-  if (!('nextCursor' in page)) throw new Error('listDevices answered an offset page to a cursor query');
-  const [field] = SORTS[filters.sort];
-  const kind = `${filters.sort}.${filters.sortDir}`;
-  const rows = await loadedDevices(ctx, page.devices.map((device) => device.id));
-  const edges = page.devices.map((node) => ({ node, cursor: wrapCursor(encodeCursor({ value: sortValue(rows.get(node.id)!, field), id: node.id }), kind) }));
+  const query = parseInput(DeviceListQuery, { ...filters, cursor: after, limit: first });
+  const filter = await deviceFilter(ctx, query);
+  const page = await keysetPage(ctx, filter, query);
+  const edges = page.rows.map((device) => ({ node: deviceView(device), cursor: cursorAfter(device, query) }));
   return {
     edges,
-    pageInfo: { hasNextPage: page.nextCursor !== null, endCursor: edges.at(-1)?.cursor ?? null },
-    totalCount: async () => {
-      const counted = await listDevices(ctx, { ...filters, limit: 1, includeTotal: true });
-      return 'total' in counted && counted.total !== undefined ? counted.total : 0;
-    },
+    pageInfo: { hasNextPage: page.hasMore, endCursor: edges.at(-1)?.cursor ?? null },
+    totalCount: () => ctx.em.count(Device, filter),
   };
-}
-
-/** The rows behind views `listDevices` just answered (their sort values: a pending device's view hides them), from the identity map. */
-async function loadedDevices(ctx: RequestContext, ids: string[]): Promise<Map<string, Device>> {
-  const rows = new Map<string, Device>();
-  for (const id of ids) {
-    const row = ctx.em.getUnitOfWork().getById<Device>(Device.name, id);
-    if (row) rows.set(id, row);
-  }
-  const missing = ids.filter((id) => !rows.has(id));
-  if (missing.length > 0) for (const row of await ctx.em.find(Device, { id: { $in: missing } })) rows.set(row.id, row);
-  return rows;
 }

@@ -15,7 +15,7 @@ import { recordChange } from './audit.js';
 import { providedFields } from './changes.js';
 
 /** Keys look like `enr_<12-char prefix>_<secret>`; the prefix is stored and shown, the whole key only hashed. */
-export function generateEnrollmentKey(): { key: string; prefix: string; hash: string } {
+function generateEnrollmentKey(): { key: string; prefix: string; hash: string } {
   const prefix = crypto.randomBytes(9).toString('base64url').replace(/[-_]/g, 'x').slice(0, 12);
   const key = `enr_${prefix}_${crypto.randomBytes(32).toString('base64url')}`;
   return { key, prefix, hash: sha256Hex(key) };

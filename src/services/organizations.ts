@@ -69,6 +69,7 @@ export const OrganizationViewSchema = z
   })
   .meta({ title: 'Organization' });
 export type OrganizationView = z.output<typeof OrganizationViewSchema>;
+export const OrganizationPageSchema = pageSchema(OrganizationViewSchema, 'OrganizationPage');
 export type EffectiveAgentUpdateWindow = NonNullable<OrganizationView['effectiveAgentUpdateWindow']>;
 
 /** `GET /orgs/`: who the caller is in the tenancy tree, for a dashboard's header and organization picker. */
@@ -76,7 +77,7 @@ export const TenancyViewSchema = z
   .object({
     scope: ScopeSchema,
     partner: PartnerViewSchema.nullable().describe('partner callers allowed to read partners: their own partner'),
-    organizations: pageSchema(OrganizationViewSchema, 'OrganizationPage'),
+    organizations: OrganizationPageSchema,
   })
   .meta({ title: 'Tenancy', description: "The caller's place in the tenancy tree (REST `GET /orgs/`)." });
 export type TenancyView = z.output<typeof TenancyViewSchema>;

@@ -5,7 +5,7 @@ import type { RequestContext } from '../auth/context.js';
 import { authorize, isUuid, permits, requirePrincipal } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
-import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
@@ -91,6 +91,7 @@ export const tenantViewFields = {
 
 export const PartnerViewSchema = z.object(tenantViewFields).meta({ title: 'Partner' });
 export type PartnerView = z.output<typeof PartnerViewSchema>;
+export const PartnerPageSchema = pageSchema(PartnerViewSchema, 'PartnerPage');
 
 export function settingsView(settings: TenantSettings): TenantSettingsView {
   return { agentUpdateWindow: settings.agentUpdateWindow ?? null };

@@ -7,7 +7,7 @@ import { ALL_PERMISSIONS, PERMISSION_CATALOG, expandPermissions, isValidPermissi
 import { authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
-import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 
@@ -82,6 +82,7 @@ export const RoleViewSchema = z
   })
   .meta({ title: 'Role' });
 export type RoleView = z.output<typeof RoleViewSchema>;
+export const RolePageSchema = pageSchema(RoleViewSchema, 'RolePage');
 
 export const PermissionCatalogViewSchema = z
   .object({
@@ -91,10 +92,10 @@ export const PermissionCatalogViewSchema = z
   .meta({ title: 'PermissionCatalog' });
 export type PermissionCatalogView = z.output<typeof PermissionCatalogViewSchema>;
 
-export interface EffectivePermissionsView {
-  roleId: string;
-  permissions: string[];
-}
+export const EffectivePermissionsViewSchema = z
+  .object({ roleId: uuid(), permissions: z.array(z.string()).describe('the catalog permissions the role grants in its scope, wildcards expanded') })
+  .meta({ title: 'EffectivePermissions' });
+export type EffectivePermissionsView = z.output<typeof EffectivePermissionsViewSchema>;
 
 export function roleView(role: Role): RoleView {
   return {

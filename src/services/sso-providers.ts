@@ -23,7 +23,7 @@ import type { Config } from '../config.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, badRequest, conflict, notFound } from '../errors.js';
 import { createGuardedFetch } from '../net/outbound-guard.js';
-import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit, recordChange } from './audit.js';
 import { assertCanGrant } from './roles.js';
@@ -256,6 +256,7 @@ export const SsoProviderViewSchema = z
   })
   .meta({ title: 'SsoProvider', description: 'An organization identity provider. The client secret is write-only: see hasClientSecret.' });
 export type SsoProviderView = z.output<typeof SsoProviderViewSchema>;
+export const SsoProviderPageSchema = pageSchema(SsoProviderViewSchema, 'SsoProviderPage');
 
 /** Never the client secret: only whether one is set. */
 export function ssoProviderView(p: SsoProvider): SsoProviderView {

@@ -14,9 +14,10 @@ import { deviceView, type DeviceView } from './devices.js';
  * a tag exists while a device the caller can see carries it. Decommissioned devices do not count.
  */
 
-const tagValue = z.string().trim().min(1).max(100);
+/** One tag as a filter names it (devices' tags are set by `PATCH /devices/:id`). */
+export const TagSchema = z.string().trim().min(1).max(100);
 
-export const TagViewSchema = z.object({ tag: z.string(), deviceCount: z.number().int().describe('devices you can see that carry it') }).meta({ title: 'Tag' });
+const TagViewSchema = z.object({ tag: z.string(), deviceCount: z.number().int().describe('devices you can see that carry it') }).meta({ title: 'Tag' });
 export type TagView = z.output<typeof TagViewSchema>;
 export const TagPageSchema = pageSchema(TagViewSchema, 'TagPage');
 
@@ -59,19 +60,19 @@ export async function listTags(ctx: RequestContext, rawQuery: TagListInput): Pro
 
 // Idempotent (a list parses as itself), as the adapters parse before the service does.
 const tagList = z
-  .array(tagValue)
+  .array(TagSchema)
   .max(MAX_LIMIT)
   .or(
     z
       .string()
       .max(20_000)
       .transform((text) => text.split(',').map((s) => s.trim()).filter(Boolean))
-      .pipe(z.array(tagValue).max(MAX_LIMIT)),
+      .pipe(z.array(TagSchema).max(MAX_LIMIT)),
   )
   .describe('comma-separated tags');
 
 export const TagDevicesQuery = PageQuery.extend({
-  tag: tagValue.optional().describe('devices carrying this tag (this or `tags` is required)'),
+  tag: TagSchema.optional().describe('devices carrying this tag (this or `tags` is required)'),
   tags: tagList.optional().describe('devices carrying any of these tags, comma-separated'),
   orgId: uuid().optional(),
 }).strict();

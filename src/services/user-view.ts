@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Membership, User } from '../../entities/user.js';
+import { pageSchema } from '../pagination.js';
 import { timestamp, uuid } from '../validation.js';
 import { ScopeSchema } from './roles.js';
 
@@ -23,6 +24,7 @@ export const UserViewSchema = z
   })
   .meta({ title: 'User' });
 export type UserView = z.output<typeof UserViewSchema>;
+export const UserPageSchema = pageSchema(UserViewSchema, 'UserPage');
 
 /** What a view reads of a user: an entity, or a row a lean read returned. */
 export type UserFields = Pick<User, 'id' | 'email' | 'name' | 'status' | 'mfaEnabled' | 'lastLoginAt' | 'createdAt' | 'updatedAt'>;

@@ -11,7 +11,7 @@ import type { Permission } from '../auth/permissions.js';
 import { requestRows, statement } from '../db/prepared.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound, unauthenticated } from '../errors.js';
-import { PageQuery, pageOptions, toPage, type Page } from '../pagination.js';
+import { PageQuery, listSchema, pageOptions, toPage, type Page } from '../pagination.js';
 import { randomToken, sha256Hex } from '../secrets.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit, recordChange } from './audit.js';
@@ -105,6 +105,7 @@ export const InvitationViewSchema = z
   })
   .meta({ title: 'Invitation', description: 'A membership another organization or partner offered to the caller, not accepted yet.' });
 export type InvitationView = z.output<typeof InvitationViewSchema>;
+export const InvitationListSchema = listSchema(InvitationViewSchema, 'InvitationList');
 
 /** Accepting a pending invitation signed in; an SSO session also proves the account's own password. */
 export const AcceptMyInvitationSchema = z
@@ -732,7 +733,7 @@ async function activateMembership(tx: RequestContext, user: User, membership: Me
 // The caller's own invitations: pending memberships another tenant offered to this account
 
 /** `GET /users/me/invitations`: pending memberships not yet expired, newest first. */
-export async function listMyInvitations(ctx: RequestContext): Promise<{ data: InvitationView[] }> {
+export async function listMyInvitations(ctx: RequestContext): Promise<z.output<typeof InvitationListSchema>> {
   const principal = sessionUser(ctx);
   if (principal.sessionMethod === 'sso') return { data: [] };
   const rows = (await ctx.em.execute(

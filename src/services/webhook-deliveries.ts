@@ -1,4 +1,5 @@
 import crypto, { randomBytes, randomUUID } from 'node:crypto';
+import DataLoader from 'dataloader';
 import { z } from 'zod';
 import {
   WebhookDelivery,
@@ -9,6 +10,7 @@ import {
   type WebhookStatus,
 } from '../../entities/webhook.js';
 import type { RequestContext } from '../auth/context.js';
+import type { Loaders } from '../auth/loaders.js';
 import { authorize, canAccessOrg, isUuid, targetOrgId } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, notFound } from '../errors.js';
@@ -16,10 +18,10 @@ import { publishOnCommit } from '../events/pubsub.js';
 import { filterIterable } from '../events/subscriptions.js';
 import type { DomainEvent } from '../events/types.js';
 import { guardedRequest, UnsafeUrlError, type PinnedConnectionPool } from '../net/outbound-guard.js';
-import { CursorQuery, encodeCursor, finishCursorPage, keysetWhere, pageOptions, PageQuery, toPage, type Page } from '../pagination.js';
+import { CursorQuery, decodeCursor, encodeCursor, pageOptions, PageQuery, toPage, type Connection, type CursorPosition, type Page } from '../pagination.js';
 import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
-import { effectiveRetryPolicy, guardOptions, isReservedHeader, requireWebhook, unsealWebhook } from './webhooks.js';
+import { effectiveRetryPolicy, guardOptions, isReservedHeader, requireWebhook, unsealWebhook, WEBHOOK_PERMISSION, type WebhookView } from './webhooks.js';
 
 export const DELIVER_JOB = 'webhooks.deliver';
 export const SWEEP_JOB = 'webhooks.sweep';
@@ -109,9 +111,9 @@ export const WebhookRetryResultSchema = z
   })
   .meta({ title: 'WebhookRetryResult' });
 
-export interface DeliverJobData {
-  deliveryId: string;
-}
+/** The `webhooks.deliver` job's data: the delivery, re-read when the job runs. */
+export const DeliverJobSchema = z.object({ deliveryId: z.uuid() });
+export type DeliverJobData = z.output<typeof DeliverJobSchema>;
 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 
@@ -164,33 +166,103 @@ export async function listDeliveries(ctx: RequestContext, webhookId: string, raw
   return toPage(rows.map(deliveryView), total, query);
 }
 
-export interface DeliveryConnection {
-  edges: { node: WebhookDeliveryView; cursor: string }[];
-  pageInfo: { hasNextPage: boolean; endCursor: string | null };
-  totalCount: number;
+/** Keyset-paged deliveries of one webhook, newest first, as a GraphQL connection. */
+export async function deliveriesConnection(ctx: RequestContext, webhookId: string, raw: DeliveriesConnectionInput): Promise<Connection<WebhookDeliveryView>> {
+  const webhook = await requireWebhook(ctx, webhookId, 'read');
+  return webhookDeliveriesConnection(ctx, webhook, raw);
 }
 
-/** Keyset-paged deliveries, newest first, as a GraphQL connection. */
-export async function deliveriesConnection(ctx: RequestContext, webhookId: string, raw: DeliveriesConnectionInput): Promise<DeliveryConnection> {
-  const args = parseInput(DeliveriesConnectionArgs, raw);
-  const webhook = await requireWebhook(ctx, webhookId, 'read');
-  const base = { webhookId: webhook.id, ...(args.status ? { status: args.status } : {}) };
-  const keyset = keysetWhere('createdAt', 'date', 'desc', args.after);
-  const [rows, totalCount] = await Promise.all([
-    ctx.em.find(WebhookDelivery, { ...base, ...keyset.where }, { orderBy: keyset.orderBy, limit: args.first + 1 }),
-    ctx.em.count(WebhookDelivery, base),
-  ]);
-  const sortValue = (d: WebhookDelivery) => d.createdAt.toISOString();
-  const page = finishCursorPage(rows, args.first, sortValue);
-  const edges = page.items.map((d) => ({ node: deliveryView(d), cursor: encodeCursor({ value: sortValue(d), id: d.id }) }));
-  return { edges, pageInfo: { hasNextPage: page.nextCursor !== null, endCursor: edges.at(-1)?.cursor ?? null }, totalCount };
+type ConnectionArgs = Omit<z.output<typeof DeliveriesConnectionArgs>, 'after'> & { after: CursorPosition | null };
+
+/**
+ * A webhook's deliveries, newest first, keyset-paged as a GraphQL connection, for a webhook the caller
+ * has already been shown (GraphQL `Webhook.deliveries`). The webhooks of one list are read together:
+ * request-scoped DataLoaders turn every webhook's page into two queries, and their totals (counted
+ * only when `totalCount` is selected) into one, however many webhooks.
+ */
+export async function webhookDeliveriesConnection(
+  ctx: RequestContext,
+  webhook: Pick<WebhookView, 'id' | 'orgId'>,
+  raw: DeliveriesConnectionInput,
+): Promise<Connection<WebhookDeliveryView>> {
+  const parsed = parseInput(DeliveriesConnectionArgs, raw);
+  const args: ConnectionArgs = { ...parsed, after: parsed.after ? decodeCursor(parsed.after, 'date') : null };
+  const loaders = connectionLoaders(ctx, args);
+  // Queued before the decision so that every webhook of a list joins one batch; nothing is answered unless the decision allows it.
+  const page = loaders.pages.load(webhook.id);
+  page.catch(() => {});
+  await authorize(ctx, WEBHOOK_PERMISSION.read, { orgId: webhook.orgId, resource: 'Webhook' });
+  const rows = await page;
+  const edges = rows.slice(0, args.first).map((d) => ({ node: deliveryView(d), cursor: deliveryCursor(d) }));
+  return {
+    edges,
+    pageInfo: { hasNextPage: rows.length > args.first, endCursor: edges.at(-1)?.cursor ?? null },
+    totalCount: () => loaders.totals.load(webhook.id),
+  };
+}
+
+const deliveryCursor = (d: WebhookDelivery) => encodeCursor({ value: d.createdAt.toISOString(), id: d.id });
+
+interface ConnectionLoaders {
+  /** up to `first + 1` rows of each webhook (one more than the page tells whether there is a next one) */
+  pages: DataLoader<string, WebhookDelivery[]>;
+  totals: DataLoader<string, number>;
+}
+
+/** Per request (its Loaders), the batching loaders of each argument shape (first, after, status). */
+const connectionLoadersOf = new WeakMap<Loaders, Map<string, ConnectionLoaders>>();
+
+function connectionLoaders(ctx: RequestContext, args: ConnectionArgs): ConnectionLoaders {
+  let byShape = connectionLoadersOf.get(ctx.loaders);
+  if (!byShape) connectionLoadersOf.set(ctx.loaders, (byShape = new Map()));
+  const shape = JSON.stringify([args.first, args.after, args.status ?? null]);
+  let loaders = byShape.get(shape);
+  // No cache: a later mutation in the same request must not be answered from an earlier read.
+  if (!loaders) {
+    loaders = {
+      pages: new DataLoader((ids) => deliveryPages(ctx, args, ids), { cache: false }),
+      totals: new DataLoader((ids) => deliveryTotals(ctx, args, ids), { cache: false }),
+    };
+    byShape.set(shape, loaders);
+  }
+  return loaders;
+}
+
+/** The rows each webhook's page shows: ids ranked per webhook after the cursor, then the rows. */
+async function deliveryPages(ctx: RequestContext, args: ConnectionArgs, webhookIds: readonly string[]): Promise<WebhookDelivery[][]> {
+  const params: unknown[] = [uuidArray([...new Set(webhookIds)])];
+  let where = 'webhook_id = any(?::uuid[])';
+  if (args.status) {
+    where += ' and status = ?';
+    params.push(args.status);
+  }
+  if (args.after) {
+    where += ' and (created_at, id) < (?::timestamptz, ?::uuid)';
+    params.push(args.after.value, args.after.id);
+  }
+  const ranked = (await ctx.em.execute(
+    `select id from (select id, row_number() over (partition by webhook_id order by created_at desc, id desc) as n from webhook_delivery where ${where}) ranked
+      where n <= ?`,
+    [...params, args.first + 1],
+  )) as { id: string }[];
+  const rows = ranked.length === 0 ? [] : await ctx.em.find(WebhookDelivery, { id: { $in: ranked.map((r) => r.id) } }, { orderBy: { createdAt: 'desc', id: 'desc' } });
+  return webhookIds.map((webhookId) => rows.filter((row) => row.webhookId === webhookId));
+}
+
+async function deliveryTotals(ctx: RequestContext, args: ConnectionArgs, webhookIds: readonly string[]): Promise<number[]> {
+  const totals = (await ctx.em.execute(
+    `select webhook_id, count(*)::int as total from webhook_delivery where webhook_id = any(?::uuid[])${args.status ? ' and status = ?' : ''} group by webhook_id`,
+    [uuidArray([...new Set(webhookIds)]), ...(args.status ? [args.status] : [])],
+  )) as { webhook_id: string; total: number }[];
+  const byWebhook = new Map(totals.map((t) => [t.webhook_id, t.total]));
+  return webhookIds.map((id) => byWebhook.get(id) ?? 0);
 }
 
 /** Deliveries that ended `failed` (the dead-letter queue) of one organization, newest first. Re-drive them with `retryDelivery`. */
 export async function listDeadLetters(ctx: RequestContext, raw: ListDeadLettersInput): Promise<Page<WebhookDeliveryView>> {
   const query = parseInput(ListDeadLettersQuery, raw);
   const orgId = await targetOrgId(ctx, query.orgId, 'Webhook');
-  await authorize(ctx, 'organizations:read', { orgId, resource: 'Webhook' });
+  await authorize(ctx, WEBHOOK_PERMISSION.read, { orgId, resource: 'Webhook' });
   const where = {
     orgId,
     deadLetteredAt: { $ne: null },
@@ -204,7 +276,7 @@ export async function listDeadLetters(ctx: RequestContext, raw: ListDeadLettersI
 /** Live delivery state changes of the webhooks the caller can see (one webhook when `webhookId` is given), from any instance. */
 export async function subscribeDeliveryUpdates(ctx: RequestContext, webhookId: string | null): Promise<AsyncIterable<DeliveryUpdate>> {
   if (webhookId) await requireWebhook(ctx, webhookId, 'read');
-  else await authorize(ctx, 'organizations:read');
+  else await authorize(ctx, WEBHOOK_PERMISSION.read);
   return filterIterable<DeliveryUpdate>(
     ctx.runtime.pubsub.subscribe(DELIVERY_UPDATED_TOPIC),
     async (update) => (!webhookId || update.webhookId === webhookId) && canAccessOrg(ctx, update.orgId),
@@ -278,18 +350,12 @@ export async function retryDelivery(ctx: RequestContext, webhookId: string, deli
 }
 
 /**
- * The outbox subscriber's work for one event (see `fanOutEvents`).
- */
-export async function fanOutEvent(tx: RequestContext, event: DomainEvent): Promise<void> {
-  await fanOutEvents(tx, [event]);
-}
-
-/**
  * The outbox subscriber's work, inside the dispatcher's transaction: one pending delivery per active
  * webhook of each event's organization subscribed to its type, for a whole batch of events in one
  * query for the webhooks and one multi-row insert. `on conflict do nothing` on (webhook, event) makes a
  * redelivered event a no-op. Delivery ids are time-ordered (UUIDv7), so the worker, which claims in
- * (createdAt, id) order, attempts a webhook's deliveries in the order of their events. A publication
+ * (createdAt, id) order, takes a webhook's deliveries in the order they were fanned out: a batch's in
+ * the order its events were committed (two batches fanned out at once may interleave). A publication
  * in the same transaction wakes the delivery worker of every instance once the rows are committed.
  */
 export async function fanOutEvents(tx: RequestContext, events: DomainEvent[]): Promise<void> {
@@ -337,6 +403,14 @@ export async function fanOutEvents(tx: RequestContext, events: DomainEvent[]): P
 /** Hands a due retry (or a sweep's re-queue) to this instance's delivery worker (the `webhooks.deliver` job). */
 export async function deliver(ctx: RequestContext, job: DeliverJobData): Promise<void> {
   await ctx.runtime.webhookDeliveries.submit(job.deliveryId);
+}
+
+/**
+ * Hands retries back to the job queue, due now: those a stopping worker was given but never attempted
+ * (their webhook had no free slot yet), so another instance, or this one once restarted, takes them at once.
+ */
+export async function requeueDeliveries(ctx: RequestContext, deliveryIds: string[]): Promise<void> {
+  for (const id of deliveryIds) await queue(ctx, { id });
 }
 
 /** Re-queues pending/retrying deliveries that are overdue and unclaimed: their job was lost (a crash between commit and scheduling). */

@@ -7,6 +7,7 @@ import {
   claimDueDeliveries,
   DELIVERIES_COMMITTED_TOPIC,
   recordAttempts,
+  requeueDeliveries,
   webhooksOfWaitingDeliveries,
   type ClaimedDelivery,
   type FinishedAttempt,
@@ -25,13 +26,14 @@ const RETRY_AFTER_ERROR_MS = 1000;
  * - First attempts: woken by the publication (NOTIFY, sent on commit) of every transaction that commits
  *   pending deliveries on any instance (and at once by this instance's own commits), it claims due
  *   pending deliveries in (createdAt, id) order with `for update skip locked` and a lease, never more
- *   for a webhook than it has free slots
- *   (so nothing claimed waits here while its lease runs), and skipping webhooks that have none: a
- *   receiver that hangs holds its own slots, not the others'.
+ *   for a webhook than it has free slots (so nothing claimed waits here while its lease runs), and
+ *   skipping webhooks that have none: a receiver that hangs holds its own slots, not the others'.
  * - Retries stay scheduled through Agenda: the `webhooks.deliver` job, due at the backoff's time,
- *   `submit`s the delivery, which is claimed by id when its webhook has a free slot.
+ *   `submit`s the delivery, which is claimed by id when its webhook has a free slot. Until then it is
+ *   held here only (the job has ended): `stop` hands such retries back to Agenda, and after a crash the
+ *   sweep job re-queues them once they are `sweepGraceMs` overdue.
  * - A crashed instance's claims: every `recoverEveryMs` it looks for pending deliveries whose lease ran
- *   out (the sweep job stays the backstop for anything else left behind).
+ *   out (a retry whose lease ran out is left to the sweep job, the backstop for anything else left behind).
  * - Outcomes are recorded in groups: those that finish while a write is under way go in the next one.
  * - Requests reuse keep-alive connections per checked address set (`PinnedConnectionPool`); the URL is
  *   checked before every attempt all the same.
@@ -93,6 +95,7 @@ export class WebhookDeliveryWorker implements WebhookDeliveryQueue {
     });
   }
 
+  /** Runs before the job queue stops (src/server.ts): retries not attempted here go back to it. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
@@ -105,8 +108,15 @@ export class WebhookDeliveryWorker implements WebhookDeliveryQueue {
     this.abandoned = this.attempts.size > 0;
     this.connections.close();
     await this.recording;
+    const unattempted = [...this.submitted.keys(), ...[...this.deferred.values()].flatMap((ids) => [...ids])];
+    try {
+      await requeueDeliveries(this.context(), unattempted);
+    } catch (error) {
+      this.runtime().log.error({ err: (error as Error).message, deliveries: unattempted.length }, 'could not hand retries back to the job queue; the sweep will');
+    }
     for (const waiting of this.submitted.values()) for (const resolve of waiting) resolve();
     this.submitted.clear();
+    this.deferred.clear();
   }
 
   private context(): RequestContext {

@@ -200,7 +200,7 @@ export function redactUrl(raw: string): string {
 }
 
 // Webhooks are organization configuration: reading them needs `organizations:read`, changing them `organizations:write`.
-const WEBHOOK_PERMISSION = { read: 'organizations:read', write: 'organizations:write' } as const;
+export const WEBHOOK_PERMISSION = { read: 'organizations:read', write: 'organizations:write' } as const;
 
 /**
  * The URL as this caller may see it. Secrets hide in paths too (chat-platform incoming-webhook URLs end

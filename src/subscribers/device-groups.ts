@@ -1,14 +1,18 @@
-import type { DeviceEventData, EventSubscriber } from '../events/types.js';
+import type { DeviceEventData, DomainEvent, EventSubscriber } from '../events/types.js';
 import { reconcileDeviceMemberships } from '../services/device-groups.js';
+
+// Every event of `on` carries DeviceEventData.
+const deviceOf = (event: DomainEvent) => (event.data as DeviceEventData).deviceId;
 
 /**
  * Keeps materialized group membership current as devices change: dynamic groups re-match the device,
- * and a device that moved out of a group's organization or site, or was decommissioned, leaves. It
- * re-reads the device and its groups, so a repeated or late event changes nothing (at least once).
+ * and a device that moved out of a group's organization or site, or was decommissioned, leaves. A
+ * dispatcher batch is reconciled at once (each device once, a bounded number of statements); it
+ * re-reads the devices and their groups, so a repeated or late event changes nothing (at least once).
  */
 export const deviceGroupMembership: EventSubscriber = {
   name: 'device-groups.membership',
   on: ['device.enrolled', 'device.updated', 'device.online', 'device.offline', 'device.decommissioned'],
-  // Every event of `on` carries DeviceEventData.
-  handle: (tx, event) => reconcileDeviceMemberships(tx, (event.data as DeviceEventData).deviceId),
+  handle: (tx, event) => reconcileDeviceMemberships(tx, [deviceOf(event)]),
+  handleBatch: (tx, events) => reconcileDeviceMemberships(tx, events.map(deviceOf)),
 };

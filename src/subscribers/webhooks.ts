@@ -1,5 +1,5 @@
 import type { EventSubscriber } from '../events/types.js';
-import { fanOutEvent, fanOutEvents } from '../services/webhook-deliveries.js';
+import { fanOutEvents } from '../services/webhook-deliveries.js';
 import { WEBHOOK_EVENT_TYPES } from '../events/types.js';
 
 /**
@@ -9,6 +9,6 @@ import { WEBHOOK_EVENT_TYPES } from '../events/types.js';
 export const webhookFanOut: EventSubscriber = {
   name: 'webhooks.fan-out',
   on: WEBHOOK_EVENT_TYPES.filter((type) => type !== 'webhook.test'),
-  handle: (tx, event) => fanOutEvent(tx, event),
+  handle: (tx, event) => fanOutEvents(tx, [event]),
   handleBatch: (tx, events) => fanOutEvents(tx, events),
 };

@@ -1,4 +1,5 @@
 import type { TestApp } from './app.js';
+import { createTestDatabase } from './database.js';
 import { eventually } from './eventually.js';
 
 /** Raw SQL on the app's database, on a fresh connection of its pool. */
@@ -29,4 +30,20 @@ export async function jobsFinished(app: TestApp, name: string, timeoutMs = 15_00
     timeoutMs,
     `every ${name} job to finish`,
   );
+}
+
+/**
+ * A database for the test file's instances to share (`createTestApp({ databaseUrl: db.url })`):
+ * created before its tests and dropped after them (Jest hooks registered here). Call at the top level
+ * of the file; `url` is set once `beforeAll` has run.
+ */
+export function useTestDatabase(): { url: string } {
+  const db = { url: '', drop: async () => {} };
+  beforeAll(async () => {
+    Object.assign(db, await createTestDatabase());
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+  return db;
 }

@@ -150,6 +150,19 @@ export async function buildUser(app: TestApp, options: BuildUserOptions): Promis
   return { user, membership, password, token, as: { token } };
 }
 
+/** A further organization membership for an existing user (`buildUser` makes users with one), with a seeded role by name or any role by id. */
+export async function addMembership(
+  app: TestApp,
+  userId: string,
+  options: { orgId: string; role: SeededRole | (string & {}); status?: Membership['status'] },
+): Promise<Membership> {
+  const e = em(app);
+  const seeded = SYSTEM_ROLES.find((r) => r.name === options.role);
+  const membership = e.create(Membership, { userId, scope: 'organization', orgId: options.orgId, roleId: seeded?.id ?? options.role, status: options.status ?? 'active' });
+  await e.flush();
+  return membership;
+}
+
 export async function tokenFor(app: TestApp, user: User, membership: Membership, mfa: boolean): Promise<string> {
   return signAccessToken(app.server.runtime.config, {
     sub: user.id,

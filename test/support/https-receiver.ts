@@ -68,3 +68,18 @@ export async function startHttpsReceiver(): Promise<HttpsReceiver> {
     },
   };
 }
+
+/**
+ * The test file's receiver: started before its tests and closed after them (Jest hooks registered
+ * here). Call at the top level of the file; the object is filled in once `beforeAll` has run.
+ */
+export function useHttpsReceiver(): HttpsReceiver {
+  const receiver = {} as HttpsReceiver;
+  beforeAll(async () => {
+    Object.assign(receiver, await startHttpsReceiver());
+  });
+  afterAll(async () => {
+    await receiver.close();
+  });
+  return receiver;
+}

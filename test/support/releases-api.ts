@@ -24,6 +24,8 @@ export interface FakeBinary {
   /** the asset's name, e.g. `rmm-agent-linux-amd64` */
   name: string;
   content: Buffer | string;
+  /** the size the release announces, when it is not the content's */
+  size?: number;
 }
 
 export interface FakeRelease {
@@ -37,6 +39,8 @@ export interface FakeRelease {
   corrupt?: string[];
   /** assets that are not agent binaries (served, to be ignored) */
   extras?: string[];
+  /** binaries whose `browser_download_url` the release names with plain http */
+  plainHttp?: string[];
 }
 
 export interface RecordedRequest {
@@ -93,8 +97,8 @@ export async function startReleasesApi(): Promise<ReleasesApi> {
       const binary = release.binaries.find((b) => b.name === name);
       return {
         name,
-        browser_download_url: `${apiOrigin}/${REPO}/releases/download/${encodeURIComponent(release.tag)}/${encodeURIComponent(name)}`,
-        size: bytes.length,
+        browser_download_url: `${release.plainHttp?.includes(name) ? apiOrigin.replace(/^https:/, 'http:') : apiOrigin}/${REPO}/releases/download/${encodeURIComponent(release.tag)}/${encodeURIComponent(name)}`,
+        size: binary?.size ?? bytes.length,
         digest: release.checksums === 'digest' && binary ? `sha256:${sha256(binary.content)}` : null,
       };
     }),

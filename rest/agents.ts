@@ -22,7 +22,7 @@ export function agentsRouter(openapi: OpenApiRegistry): RestRouter {
   const agent = { agentId: pathId('Agent') };
   return new RestRouter(openapi, 'Agents')
     .post('/agents/enroll', { summary: 'Enroll a device with an enrollment key', body: EnrollSchema, status: 201, public: true, response: EnrollResultSchema }, (ctx, { body }) => enroll(ctx, body))
-    .post('/agents/:agentId/heartbeat', { summary: 'Report presence and metrics; answers the commands to run', params: agent, body: HeartbeatSchema, public: true, response: HeartbeatResultSchema }, (ctx, { params, body, req }) =>
+    .post('/agents/:agentId/heartbeat', { summary: 'Report presence and metrics; answers the commands to run', params: agent, body: HeartbeatSchema, public: true, hot: true, response: HeartbeatResultSchema }, (ctx, { params, body, req }) =>
       heartbeat(ctx, params.agentId, agentToken(req.headers.authorization), body),
     )
     .post(

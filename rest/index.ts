@@ -11,7 +11,7 @@ import { enrollmentKeysRouter } from './enrollment-keys.js';
 import { groupsRouter } from './groups.js';
 import { orgsRouter } from './orgs.js';
 import { rolesRouter } from './roles.js';
-import { mountRoutes, type RestRouter } from './router.js';
+import { mountRoutes, type HotRoute, type RestRouter } from './router.js';
 import { ssoRouter } from './sso.js';
 import { tagsRouter } from './tags.js';
 import { usersRouter } from './users.js';
@@ -22,12 +22,14 @@ type RouterFactory = (openapi: OpenApiRegistry) => RestRouter;
 /** Every domain's router, mounted under /api/v1 (the order does not matter: see mountRoutes). */
 const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter, groupsRouter, tagsRouter];
 
-export function apiRouter(openapi: OpenApiRegistry, version: string): express.Router {
+/** The REST API: the Express router for /api/v1, and the routes also served in front of Express. */
+export function apiRouter(openapi: OpenApiRegistry, version: string): { api: express.Router; hot: HotRoute[] } {
   const api = express.Router();
-  api.use(mountRoutes(routers.map((build) => build(openapi))));
+  const built = routers.map((build) => build(openapi));
+  api.use(mountRoutes(built));
   const document = openapi.document(version);
   api.get('/openapi.json', (_req, res) => {
     res.json(document);
   });
-  return api;
+  return { api, hot: built.flatMap((router) => router.hot) };
 }

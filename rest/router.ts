@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { z, type ZodType } from 'zod';
 import type { RequestContext } from '../src/auth/context.js';
@@ -40,6 +41,12 @@ interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined
   public?: boolean;
   /** a budget per client IP and route, counted before anything else */
   limit?: RateLimit;
+  /**
+   * Served in front of Express (`hotRoutes`) with the same schemas, handler and error envelope: for
+   * the agents' heartbeat, the one route fleets call thousands of times a second. Its handler gets
+   * the raw request (read only `req.headers`) and must not write to `res`.
+   */
+  hot?: boolean;
 }
 
 /** `params` is required exactly when the path has `:name` segments. */
@@ -93,6 +100,14 @@ interface RestRoute {
   handle: RequestHandler;
 }
 
+/** A route served in front of Express (`hot: true`): the raw request's path matched, then the route's own parsing and handler. */
+export interface HotRoute {
+  method: string;
+  /** the path parameters when `pathname` is this route's, else null */
+  match(pathname: string): Record<string, string> | null;
+  answer(ctx: RequestContext, raw: { body: unknown; query: unknown; params: unknown }, req: IncomingMessage, res: ServerResponse): Promise<{ status: number; body: unknown }>;
+}
+
 /**
  * One domain's routes. Each route: parse body, query and path parameters with their zod schemas,
  * call the service, send. The route lands in the OpenAPI document with the same schemas. A route
@@ -100,6 +115,7 @@ interface RestRoute {
  */
 export class RestRouter {
   readonly routes: RestRoute[] = [];
+  readonly hot: HotRoute[] = [];
 
   constructor(
     private readonly openapi: OpenApiRegistry,
@@ -125,21 +141,42 @@ export class RestRouter {
     const status = spec.status ?? 200;
     if (spec.response && status === 204) throw new Error(`${route}: a 204 route answers no body, so it takes no response schema`);
     this.openapi.add({ method, path: `/api/v1${path}`, summary: spec.summary, tag: this.tag, public: !!spec.public, status, body: spec.body, query: spec.query, params, response: spec.response });
-    const handle = async (req: Request, res: Response) => {
-      const ctx = req.ctx;
+    /** Parse, call the service, check the access decision: what both the Express route and the hot path run. */
+    const answer = async (ctx: RequestContext, raw: { body: unknown; query: unknown; params: unknown }, req: Request, res: Response) => {
       if (spec.limit) await consumeRateLimit(ctx.runtime, spec.limit, `${ctx.meta.ip ?? 'unknown'} ${route}`);
       if (!spec.public) requirePrincipal(ctx);
-      const body = spec.body ? parseInput(spec.body, req.body ?? {}) : undefined;
-      const query = spec.query ? parseInput(spec.query, req.query) : undefined;
+      const body = spec.body ? parseInput(spec.body, raw.body ?? {}) : undefined;
+      const query = spec.query ? parseInput(spec.query, raw.query) : undefined;
       // After body and query, as the service would find an id of another tenant after them.
-      const parsed = params ? params.safeParse(req.params) : { success: true as const, data: {} };
+      const parsed = params ? params.safeParse(raw.params) : { success: true as const, data: {} };
       if (!parsed.success) throw new AppError(404, 'NOT_FOUND', parsed.error.issues[0]!.message);
       const result = await handler(ctx, { body, query, params: parsed.data, req, res });
       if (!ctx.mark.checked) throw new Error(`${route} answered without an access decision (authorize or skipAuthorization)`);
+      return result;
+    };
+    const handle = async (req: Request, res: Response) => {
+      const result = await answer(req.ctx, req, req, res);
       if (res.headersSent) return;
       if (result === undefined) res.status(204).end();
       else res.status(status).json(result);
     };
+    if (spec.hot) {
+      if (status === 204 || spec.limit || !spec.public) throw new Error(`${route}: a hot route is public, unlimited and answers a body`);
+      const pattern = new RegExp(`^/api/v1${path.replace(PATH_PARAM, '([^/]+)')}$`);
+      this.hot.push({
+        method: method.toUpperCase(),
+        match: (pathname) => {
+          const found = pattern.exec(pathname);
+          if (!found) return null;
+          try {
+            return Object.fromEntries(names.map((name, i) => [name, decodeURIComponent(found[i + 1]!)]));
+          } catch {
+            return null;
+          }
+        },
+        answer: async (ctx, raw, req, res) => ({ status, body: await answer(ctx, raw, req as Request, res as Response) }),
+      });
+    }
     this.routes.push({ method, path, handle });
     return this;
   }

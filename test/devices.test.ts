@@ -126,6 +126,44 @@ describe('agent protocol', () => {
     expect((await rest(app, tech.as).get(`/devices/${agent.deviceId}`)).body.metrics).toEqual({ cpuPercent: 12 });
   });
 
+  test('heartbeats arriving together are each recorded on their own device; a forged one among them is refused alone', async () => {
+    const { api, key } = await fleet(app);
+    const agents = await Promise.all(Array.from({ length: 24 }, (_, i) => enroll(app, key, `batch-${i}`)));
+    const [first, second] = agents;
+    const beats = await Promise.all([
+      ...agents.map((agent, i) => agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0', metrics: { cpuPercent: i }, watchdogStatus: `ok-${i}` })),
+      agentCall(app, { agentId: first!.agentId, authToken: second!.authToken }, '/heartbeat', { agentVersion: '1.0.0', metrics: { cpuPercent: 99 } }),
+    ]);
+    expect(beats.map((b) => b.status)).toEqual([...agents.map(() => 200), 401]);
+    expect(beats.at(-1)!.body).toEqual({ code: 'UNAUTHENTICATED', message: 'Invalid agent credentials' });
+    const rows = await sql(app, 'select id, metrics, watchdog_status from device where id = any(string_to_array(?, \',\')::uuid[])', [agents.map((a) => a.deviceId).join(',')]);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    agents.forEach((agent, i) => expect(byId.get(agent.deviceId)).toMatchObject({ metrics: { cpuPercent: i }, watchdog_status: `ok-${i}` }));
+
+    // A field left out keeps its value; a null clears it.
+    expect((await agentCall(app, first!, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(200);
+    expect((await api.get(`/devices/${first!.deviceId}`)).body).toMatchObject({ metrics: { cpuPercent: 0 }, watchdogStatus: 'ok-0' });
+    expect((await agentCall(app, first!, '/heartbeat', { agentVersion: '1.0.0', watchdogStatus: null })).status).toBe(200);
+    expect((await api.get(`/devices/${first!.deviceId}`)).body).toMatchObject({ metrics: { cpuPercent: 0 }, watchdogStatus: null });
+  });
+
+  test('a heartbeat answers malformed and oversized bodies in the envelope, accepts a form body, and carries the usual headers', async () => {
+    const { key } = await fleet(app);
+    const agent = await enroll(app, key, 'bodies');
+    const auth = { authorization: `Bearer ${agent.authToken}` };
+    const malformed = await rest(app).post(`/agents/${agent.agentId}/heartbeat`, '{"agentVersion":', auth);
+    expect([malformed.status, malformed.body.code]).toEqual([400, 'VALIDATION_ERROR']);
+    expect(malformed.headers.get('x-request-id')).toEqual(expect.any(String));
+    expect(malformed.headers.get('x-content-type-options')).toBe('nosniff');
+    const huge = await rest(app).post(`/agents/${agent.agentId}/heartbeat`, { agentVersion: '1.0.0', metrics: { note: 'x'.repeat(2 * 1024 * 1024) } }, auth);
+    expect([huge.status, typeof huge.body.message]).toEqual([413, 'string']);
+    const form = await fetch(`${app.url}/api/v1/agents/${agent.agentId}/heartbeat`, { method: 'POST', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, body: 'agentVersion=1.0.0' });
+    // A form body is read by Express's form parser, as before the JSON fast path.
+    expect(form.status).toBe(200);
+    const answered = await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
+    expect([answered.status, answered.headers.get('content-type'), answered.headers.get('x-request-id')]).toEqual([200, 'application/json; charset=utf-8', expect.any(String)]);
+  });
+
   test('a second refresh_inventory while one is open is 409 ALREADY_PENDING; bulk reports commands, skipped and failed', async () => {
     const { tech, key } = await fleet(app);
     const a = await enroll(app, key, 'a');

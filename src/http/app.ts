@@ -4,11 +4,13 @@ import cors from 'cors';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import helmet from 'helmet';
 import { apiRouter } from '../../rest/index.js';
+import type { HotRoute } from '../../rest/router.js';
+import { RequestContext } from '../auth/context.js';
 import { AppError, badRequest, toAppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { healthRoutes, liveness } from './health.js';
 import { OpenApiRegistry } from './openapi.js';
-import { contextFor } from './request-context.js';
+import { contextFor, upgradeClientIp } from './request-context.js';
 
 /** A request as the front of the chain sees it: Express's, or the raw one the liveness path answers. */
 type Incoming = IncomingMessage & { requestId?: string };
@@ -64,17 +66,19 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
   app.use(corsHeaders);
 
   app.use(healthRoutes(runtime));
-  app.use(express.json({ limit: config.bodyLimit, verify: requireUtf8 }));
+  const jsonBody = express.json({ limit: config.bodyLimit, verify: requireUtf8 });
+  app.use(jsonBody);
   app.use(express.urlencoded({ extended: false, limit: config.bodyLimit }));
 
   const openapi = new OpenApiRegistry();
+  const { api, hot } = apiRouter(openapi, config.serviceVersion);
   app.use(
     '/api/v1',
     async (req, _res, next) => {
       req.ctx = await contextFor(runtime, req);
       next();
     },
-    apiRouter(openapi, config.serviceVersion),
+    api,
   );
   app.use('/graphql', graphql);
 
@@ -82,15 +86,46 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => sendError(runtime, req, res, error));
 
   const proceed = () => {};
-  return (req, res) => {
-    if (req.method !== 'GET' || req.url !== '/health') return void app(req, res);
+  /** What every answer carries, set as Express's middlewares would: request id and log line, security and CORS headers. */
+  const front = (req: Incoming, res: ServerResponse) => {
     stamp(req, res);
     // Both set their headers and go on synchronously (fixed headers; the CORS origin check is synchronous).
     securityHeaders(req as Request, res as Response, proceed);
     corsHeaders(req, res, proceed);
-    const body = JSON.stringify(liveness(runtime));
-    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) }).end(body);
   };
+  /** A hot route (rest/router.ts): the JSON body read by the same parser, then the route's own parsing, handler and envelope. */
+  const serveHot = (route: HotRoute, params: Record<string, string>, req: Incoming, res: ServerResponse) => {
+    front(req, res);
+    jsonBody(req as Request, res as Response, (parseError?: unknown) => {
+      const served = parseError
+        ? Promise.reject(parseError)
+        : route.answer(RequestContext.create(runtime, null, { requestId: req.requestId!, ip: upgradeClientIp(config, req), userAgent: req.headers['user-agent'] ?? null }), { body: (req as Request).body, query: {}, params }, req, res);
+      served.then(
+        (answer) => writeJson(res, answer.status, answer.body),
+        (error: unknown) => sendError(runtime, req, res, error),
+      );
+    });
+  };
+  return (req, res) => {
+    const url = req.url ?? '';
+    if (req.method === 'GET' && url === '/health') {
+      front(req, res);
+      return void writeJson(res, 200, liveness(runtime));
+    }
+    // Only JSON bodies without a query: anything else takes Express's path, whose parsers and answers the hot one mirrors.
+    if (req.method === 'POST' && !url.includes('?') && /^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
+      for (const route of hot) {
+        const params = route.method === 'POST' ? route.match(url) : null;
+        if (params) return serveHot(route, params, req, res);
+      }
+    }
+    app(req, res);
+  };
+}
+
+function writeJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) }).end(text);
 }
 
 /**
@@ -131,7 +166,8 @@ function requireUtf8(_req: IncomingMessage, _res: unknown, body: Buffer, encodin
   }
 }
 
-export function sendError(runtime: Runtime, req: Request, res: Response, error: unknown): void {
+/** The error envelope, for Express's answers and the hot path's alike. */
+export function sendError(runtime: Runtime, req: Incoming, res: ServerResponse, error: unknown): void {
   const { error: appError, expected } = toAppError(error);
   if (!expected) runtime.log.error({ reqId: req.requestId, err: error instanceof Error ? { message: error.message, stack: error.stack } : error }, 'unhandled error');
   if (res.headersSent) {
@@ -140,5 +176,5 @@ export function sendError(runtime: Runtime, req: Request, res: Response, error: 
   }
   const retryAfter = (appError.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
   if (appError.status === 429 && retryAfter) res.setHeader('Retry-After', String(retryAfter));
-  res.status(appError.status).json(appError.toBody());
+  writeJson(res, appError.status, appError.toBody());
 }

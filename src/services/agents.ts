@@ -4,10 +4,12 @@ import { z } from 'zod';
 import { Device, DeviceInventory, OS_TYPES } from '../../entities/device.js';
 import { EnrollmentKey } from '../../entities/enrollment-key.js';
 import type { RequestContext } from '../auth/context.js';
-import { skipAuthorization } from '../auth/policy.js';
+import { isUuid, skipAuthorization } from '../auth/policy.js';
+import { preparedRows, statement } from '../db/prepared.js';
 import { withTransaction } from '../db/transaction.js';
 import { emit } from '../events/outbox.js';
 import { unauthenticated } from '../errors.js';
+import type { Runtime } from '../runtime.js';
 import { randomToken, sha256Hex } from '../secrets.js';
 import { isoDateTime, parseInput, uuid } from '../validation.js';
 import { UpgradeToSchema, upgradeFor } from './agent-versions.js';
@@ -149,10 +151,8 @@ export type HeartbeatInput = z.input<typeof HeartbeatSchema>;
 
 type Heartbeat = z.output<typeof HeartbeatSchema>;
 
-type Reported = Partial<Pick<Device, 'lastSeenAt' | 'agentVersion' | 'metrics' | 'watchdogStatus' | 'mainAgentSilentSince'>>;
-
-/** What a heartbeat records on the device, whichever path takes it. */
-function reportedFields(input: Heartbeat, now: Date): Reported {
+/** What a heartbeat records on the device on the full path (the steady statement sets the same columns). */
+function reportedFields(input: Heartbeat, now: Date): Partial<Device> {
   return {
     lastSeenAt: now,
     agentVersion: input.agentVersion,
@@ -164,29 +164,131 @@ function reportedFields(input: Heartbeat, now: Date): Reported {
 
 type SteadyDevice = Pick<Device, 'id' | 'orgId' | 'status' | 'osType' | 'architecture' | 'autoUpdate'> & { hasPending: boolean };
 
+/** A heartbeat offered to the steady path: the agent, its token's hash, what it reports and when it arrived. */
+interface SteadyReport {
+  agentId: string;
+  tokenHash: string;
+  input: Heartbeat;
+  seenAt: Date;
+}
+
+// Optional fields are sent with a flag: an absent field leaves the column as it was, a null clears it.
+const STEADY_HEARTBEATS = statement(`
+  update device set
+    last_seen_at = report.seen_at,
+    agent_version = report.agent_version,
+    metrics = case when report.has_metrics then report.metrics else device.metrics end,
+    watchdog_status = case when report.has_watchdog then report.watchdog_status else device.watchdog_status end,
+    main_agent_silent_since = case when report.has_silent then report.silent_since else device.main_agent_silent_since end
+  from unnest(?::uuid[], ?::text[], ?::timestamptz[], ?::text[], ?::boolean[], ?::jsonb[], ?::boolean[], ?::text[], ?::boolean[], ?::timestamptz[])
+    as report(agent_id, token_hash, seen_at, agent_version, has_metrics, metrics, has_watchdog, watchdog_status, has_silent, silent_since)
+  where device.agent_id = report.agent_id and device.token_hash = report.token_hash and device.agent_version = report.agent_version
+    and (device.status = 'online' or (device.status = 'updating' and device.updating_to_version is distinct from report.agent_version))
+  returning device.agent_id, device.id, device.org_id, device.status, device.os_type, device.architecture, device.auto_update,
+    exists (select 1 from device_command c where c.device_id = device.id and c.status = 'pending') as has_pending`);
+
+interface SteadyRow {
+  agent_id: string;
+  id: string;
+  org_id: string;
+  status: Device['status'];
+  os_type: Device['osType'];
+  architecture: string | null;
+  auto_update: boolean;
+  has_pending: boolean;
+}
+
+/** Sorted by agent, so concurrent statements lock device rows in one order. */
+function steadyValues(reports: SteadyReport[]): unknown[] {
+  const sorted = [...reports].sort((a, b) => (a.agentId < b.agentId ? -1 : 1));
+  const column = <T>(pick: (report: SteadyReport) => T) => sorted.map(pick);
+  const given = (field: keyof Heartbeat) => column((r) => r.input[field] !== undefined);
+  return [
+    column((r) => r.agentId),
+    column((r) => r.tokenHash),
+    column((r) => r.seenAt.toISOString()),
+    column((r) => r.input.agentVersion),
+    given('metrics'),
+    column((r) => (r.input.metrics === undefined ? null : JSON.stringify(r.input.metrics))),
+    given('watchdogStatus'),
+    column((r) => r.input.watchdogStatus ?? null),
+    given('mainAgentSilentSince'),
+    column((r) => r.input.mainAgentSilentSince ?? null),
+  ];
+}
+
+const STEADY_BATCH = 200;
+const STEADY_IN_FLIGHT = 2;
+
+interface Waiting {
+  report: SteadyReport;
+  settle: (device: SteadyDevice | null) => void;
+  fail: (error: unknown) => void;
+}
+
 /**
- * Nearly every heartbeat comes from an online device reporting the version it reported before (or
- * from one still mid-update): nothing changes but what it reports, so one statement authenticates
- * it, records the report and says whether commands wait. Anything else (a wrong token, a status or
- * version change) answers null and takes the full path.
+ * This instance's steady heartbeats, coalesced: a heartbeat goes out at once when fewer than two
+ * statements are under way, else it waits for one to finish and goes with the others that arrived
+ * meanwhile, in one statement (at most 200; one agent at most once per statement and once in flight).
+ * At fleet scale that is one round trip and one commit for many heartbeats instead of one each.
  */
-async function steadyHeartbeat(ctx: RequestContext, agentId: string, tokenHash: string, input: Heartbeat, now: Date): Promise<SteadyDevice | null> {
-  const properties = ctx.em.getMetadata().find(Device)!.properties;
-  const reported = Object.entries(reportedFields(input, now)).map(([name, value]) => {
-    const json = value !== null && typeof value === 'object' && !(value instanceof Date);
-    return [properties[name as keyof Reported].fieldNames[0]!, json ? JSON.stringify(value) : value] as const;
-  });
-  const [row] = (await ctx.em.execute(
-    `update device set ${reported.map(([column]) => `${column} = ?`).join(', ')}
-      where agent_id = ? and token_hash = ? and agent_version = ?
-        and (status = 'online' or (status = 'updating' and updating_to_version is distinct from ?))
-      returning id, org_id, status, os_type, architecture, auto_update,
-        exists (select 1 from device_command c where c.device_id = device.id and c.status = 'pending') as has_pending`,
-    [...reported.map(([, value]) => value), agentId, tokenHash, input.agentVersion, input.agentVersion],
-  )) as { id: string; org_id: string; status: Device['status']; os_type: Device['osType']; architecture: string | null; auto_update: boolean; has_pending: boolean }[];
-  return row
-    ? { id: row.id, orgId: row.org_id, status: row.status, osType: row.os_type, architecture: row.architecture, autoUpdate: row.auto_update, hasPending: row.has_pending }
-    : null;
+class SteadyHeartbeats {
+  private waiting: Waiting[] = [];
+  private inFlight = new Set<string>();
+  private running = 0;
+
+  constructor(private readonly runtime: Runtime) {}
+
+  record(report: SteadyReport): Promise<SteadyDevice | null> {
+    return new Promise((settle, fail) => {
+      this.waiting.push({ report, settle, fail });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.running < STEADY_IN_FLIGHT && this.waiting.length > 0) {
+      const batch: Waiting[] = [];
+      const later: Waiting[] = [];
+      for (const entry of this.waiting) {
+        const free = batch.length < STEADY_BATCH && !this.inFlight.has(entry.report.agentId);
+        if (free) this.inFlight.add(entry.report.agentId);
+        (free ? batch : later).push(entry);
+      }
+      this.waiting = later;
+      if (batch.length === 0) return;
+      this.running += 1;
+      void this.run(batch).finally(() => {
+        this.running -= 1;
+        for (const entry of batch) this.inFlight.delete(entry.report.agentId);
+        this.pump();
+      });
+    }
+  }
+
+  private async run(batch: Waiting[]): Promise<void> {
+    let rows: SteadyRow[];
+    try {
+      rows = await preparedRows<SteadyRow>(this.runtime.orm, STEADY_HEARTBEATS, steadyValues(batch.map((entry) => entry.report)));
+    } catch (error) {
+      // A deadlock or other failure of the shared statement is not each heartbeat's: each tries alone once.
+      if (batch.length === 1) return batch[0]!.fail(error);
+      await Promise.all(batch.map((entry) => this.run([entry])));
+      return;
+    }
+    const byAgent = new Map(rows.map((row) => [row.agent_id, row]));
+    for (const { report, settle } of batch) {
+      const row = byAgent.get(report.agentId);
+      settle(row ? { id: row.id, orgId: row.org_id, status: row.status, osType: row.os_type, architecture: row.architecture, autoUpdate: row.auto_update, hasPending: row.has_pending } : null);
+    }
+  }
+}
+
+const steadyQueues = new WeakMap<Runtime, SteadyHeartbeats>();
+function steadyHeartbeats(runtime: Runtime): SteadyHeartbeats {
+  let queue = steadyQueues.get(runtime);
+  if (!queue) steadyQueues.set(runtime, (queue = new SteadyHeartbeats(runtime)));
+  return queue;
 }
 
 export const HeartbeatResultSchema = z
@@ -206,7 +308,11 @@ export type HeartbeatResult = z.output<typeof HeartbeatResultSchema>;
 export async function heartbeat(ctx: RequestContext, agentId: string, token: string | null, rawInput: HeartbeatInput): Promise<HeartbeatResult> {
   const input = parseInput(HeartbeatSchema, rawInput);
   const now = ctx.runtime.clock.now();
-  const steady = token && uuid().safeParse(agentId).success ? await steadyHeartbeat(ctx, agentId, sha256Hex(token), input, now) : null;
+  // Nearly every heartbeat comes from an online device reporting the version it reported before (or
+  // from one still mid-update): nothing changes but what it reports, so the steady path authenticates
+  // it, records the report and says whether commands wait, in one statement shared with others.
+  // Anything else (a wrong token, a status or version change) answers null and takes the full path.
+  const steady = token && isUuid(agentId) ? await steadyHeartbeats(ctx.runtime).record({ agentId, tokenHash: sha256Hex(token), input, seenAt: now }) : null;
   if (steady) {
     skipAuthorization(ctx, 'agent protocol: the agent token authenticates');
     const upgradeTo = await upgradeFor(ctx, steady, input.agentVersion);

@@ -145,3 +145,15 @@ test('an API key revoked on A is refused on B at once', async () => {
   expect(await refusedOnB(key, '/users?limit=5')).toBe(401);
   expect(await gqlCodeOnB(key, USERS)).toBe('UNAUTHENTICATED');
 });
+
+test('requests arriving together on B are each answered as their own caller; a logout among them refuses only that one', async () => {
+  const callers = await Promise.all([tenant(), tenant(), tenant()]);
+  const burst = () => Promise.all(Array.from({ length: 30 }, (_, i) => callers[i % 3]!).map(async (t) => ({ t, res: await rest(b, t.as).get('/users/me') })));
+  for (const { t, res } of await burst()) expect([res.status, res.body.email]).toEqual([200, t.member.user.email]);
+
+  expect((await rest(a, callers[1]!.as).post('/auth/logout', {})).status).toBe(204);
+  for (const { t, res } of await burst()) {
+    expect(res.status).toBe(t === callers[1] ? 401 : 200);
+    if (res.status === 200) expect(res.body.email).toBe(t.member.user.email);
+  }
+});

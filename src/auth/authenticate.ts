@@ -3,6 +3,7 @@ import { Organization } from '../../entities/organization.js';
 import { Partner } from '../../entities/partner.js';
 import { Role } from '../../entities/role.js';
 import { Membership, User } from '../../entities/user.js';
+import { Coalescer, coalescerFor } from '../db/coalesce.js';
 import { preparedRows, statement } from '../db/prepared.js';
 import { forbidden, unauthenticated } from '../errors.js';
 import type { Runtime } from '../runtime.js';
@@ -50,14 +51,38 @@ const ACCESS_JOINS = `join role r on r.id = m.role_id
   left join organization o on o.id = m.org_id
   left join partner p on p.id = coalesce(m.partner_id, o.partner_id)`;
 
-/** A bearer token's user (by id), its active membership, and its session: the family's token count, whether any is revoked, how it signed in. */
-const BEARER_ACCESS = statement(`select ${ACCESS_COLUMNS}, u.token_version, s.tokens, s.revoked, s.method
-  from "user" u
-  join membership m on m.id = ? and m.user_id = u.id and m.status = 'active'
+/**
+ * Bearer tokens' users (by id), their active memberships and their sessions (the family's token
+ * count, whether any is revoked, how it signed in), for the tokens of every request that arrived
+ * together: row `n` answers the n-th token.
+ */
+const BEARER_ACCESS = statement(`select t.n, ${ACCESS_COLUMNS}, u.token_version, s.tokens, s.revoked, s.method
+  from unnest(?::uuid[], ?::uuid[], ?::uuid[]) with ordinality as t(user_id, membership_id, family_id, n)
+  join "user" u on u.id = t.user_id
+  join membership m on m.id = t.membership_id and m.user_id = u.id and m.status = 'active'
   ${ACCESS_JOINS}
   cross join lateral (select count(*)::int as tokens, bool_or(revoked_at is not null) as revoked, min(method) as method
-    from refresh_token where family_id = ? and user_id = u.id) s
-  where u.id = ?`);
+    from refresh_token where family_id = t.family_id and user_id = u.id) s`);
+
+type BearerRow = AccessRow & { token_version: number; tokens: number; revoked: boolean | null; method: SessionMethod | null };
+interface BearerKeys {
+  userId: string;
+  membershipId: string;
+  familyId: string | null;
+}
+
+/** The bearer lookups of this instance's concurrent requests, one statement for all that arrived together (src/db/coalesce.ts). */
+const bearerAccess = coalescerFor(
+  (runtime: Runtime) =>
+    new Coalescer<BearerKeys, BearerRow | undefined>(
+      async (keys) => {
+        const rows = await preparedRows<BearerRow & { n: string }>(runtime.orm, BEARER_ACCESS, [keys.map((k) => k.userId), keys.map((k) => k.membershipId), keys.map((k) => k.familyId)]);
+        const byIndex = new Map(rows.map((row) => [Number(row.n) - 1, row]));
+        return keys.map((_, i) => byIndex.get(i));
+      },
+      { maxBatch: 200, inFlight: 2 },
+    ),
+);
 
 /** An API key by its prefix, with its owner and the owner's active membership it acts through. */
 const API_KEY_ACCESS = statement(`select ${ACCESS_COLUMNS}, k.id as key_id, k.key_hash, k.scopes, k.revoked_at, k.expires_at, k.last_used_at
@@ -72,7 +97,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /**
  * Turns a Bearer token or an X-API-Key into a Principal. Nothing is cached: each request reads the
  * user, membership, role, organization, partner and session again, in one prepared statement by
- * primary keys and the session-family index, so a logout, password change, disabled user, edited
+ * primary keys and the session-family index (shared with the requests that arrived with it, and sent
+ * after this one arrived), so a logout, password change, disabled user, edited
  * role or suspended tenant committed on any instance refuses the very next request everywhere.
  * No credentials → null (anonymous); bad credentials → 401.
  */
@@ -83,11 +109,7 @@ export async function authenticate(runtime: Runtime, credentials: Credentials): 
     if (!claims || !UUID.test(claims.sub) || !UUID.test(claims.mid) || (claims.sid !== undefined && !UUID.test(claims.sid))) {
       throw unauthenticated('Invalid or expired access token');
     }
-    const [row] = await preparedRows<AccessRow & { token_version: number; tokens: number; revoked: boolean | null; method: SessionMethod | null }>(
-      runtime.orm,
-      BEARER_ACCESS,
-      [claims.mid, claims.sid ?? null, claims.sub],
-    );
+    const row = await bearerAccess(runtime).submit({ userId: claims.sub, membershipId: claims.mid, familyId: claims.sid ?? null });
     if (!row || row.user_status !== 'active' || row.token_version !== claims.ver) throw unauthenticated('Invalid or expired access token');
     // A session ends when any token of its family is revoked (logout, reuse detection, password change).
     const method = claims.sid ? (row.tokens > 0 && !row.revoked ? row.method : null) : 'password';

@@ -5,6 +5,7 @@ import { Device, DeviceInventory, OS_TYPES } from '../../entities/device.js';
 import { EnrollmentKey } from '../../entities/enrollment-key.js';
 import type { RequestContext } from '../auth/context.js';
 import { isUuid, skipAuthorization } from '../auth/policy.js';
+import { Coalescer, coalescerFor } from '../db/coalesce.js';
 import { preparedRows, statement } from '../db/prepared.js';
 import { withTransaction } from '../db/transaction.js';
 import { emit } from '../events/outbox.js';
@@ -217,79 +218,24 @@ function steadyValues(reports: SteadyReport[]): unknown[] {
   ];
 }
 
-const STEADY_BATCH = 200;
-const STEADY_IN_FLIGHT = 2;
-
-interface Waiting {
-  report: SteadyReport;
-  settle: (device: SteadyDevice | null) => void;
-  fail: (error: unknown) => void;
-}
-
 /**
- * This instance's steady heartbeats, coalesced: a heartbeat goes out at once when fewer than two
- * statements are under way, else it waits for one to finish and goes with the others that arrived
- * meanwhile, in one statement (at most 200; one agent at most once per statement and once in flight).
- * At fleet scale that is one round trip and one commit for many heartbeats instead of one each.
+ * This instance's steady heartbeats, written together: at most 200 a statement, two statements under
+ * way, one agent once per statement and in flight (src/db/coalesce.ts).
  */
-class SteadyHeartbeats {
-  private waiting: Waiting[] = [];
-  private inFlight = new Set<string>();
-  private running = 0;
-
-  constructor(private readonly runtime: Runtime) {}
-
-  record(report: SteadyReport): Promise<SteadyDevice | null> {
-    return new Promise((settle, fail) => {
-      this.waiting.push({ report, settle, fail });
-      this.pump();
-    });
-  }
-
-  private pump(): void {
-    while (this.running < STEADY_IN_FLIGHT && this.waiting.length > 0) {
-      const batch: Waiting[] = [];
-      const later: Waiting[] = [];
-      for (const entry of this.waiting) {
-        const free = batch.length < STEADY_BATCH && !this.inFlight.has(entry.report.agentId);
-        if (free) this.inFlight.add(entry.report.agentId);
-        (free ? batch : later).push(entry);
-      }
-      this.waiting = later;
-      if (batch.length === 0) return;
-      this.running += 1;
-      void this.run(batch).finally(() => {
-        this.running -= 1;
-        for (const entry of batch) this.inFlight.delete(entry.report.agentId);
-        this.pump();
-      });
-    }
-  }
-
-  private async run(batch: Waiting[]): Promise<void> {
-    let rows: SteadyRow[];
-    try {
-      rows = await preparedRows<SteadyRow>(this.runtime.orm, STEADY_HEARTBEATS, steadyValues(batch.map((entry) => entry.report)));
-    } catch (error) {
-      // A deadlock or other failure of the shared statement is not each heartbeat's: each tries alone once.
-      if (batch.length === 1) return batch[0]!.fail(error);
-      await Promise.all(batch.map((entry) => this.run([entry])));
-      return;
-    }
-    const byAgent = new Map(rows.map((row) => [row.agent_id, row]));
-    for (const { report, settle } of batch) {
-      const row = byAgent.get(report.agentId);
-      settle(row ? { id: row.id, orgId: row.org_id, status: row.status, osType: row.os_type, architecture: row.architecture, autoUpdate: row.auto_update, hasPending: row.has_pending } : null);
-    }
-  }
-}
-
-const steadyQueues = new WeakMap<Runtime, SteadyHeartbeats>();
-function steadyHeartbeats(runtime: Runtime): SteadyHeartbeats {
-  let queue = steadyQueues.get(runtime);
-  if (!queue) steadyQueues.set(runtime, (queue = new SteadyHeartbeats(runtime)));
-  return queue;
-}
+const steadyHeartbeats = coalescerFor(
+  (runtime: Runtime) =>
+    new Coalescer<SteadyReport, SteadyDevice | null>(
+      async (reports) => {
+        const rows = await preparedRows<SteadyRow>(runtime.orm, STEADY_HEARTBEATS, steadyValues(reports));
+        const byAgent = new Map(rows.map((row) => [row.agent_id, row]));
+        return reports.map(({ agentId }) => {
+          const row = byAgent.get(agentId);
+          return row ? { id: row.id, orgId: row.org_id, status: row.status, osType: row.os_type, architecture: row.architecture, autoUpdate: row.auto_update, hasPending: row.has_pending } : null;
+        });
+      },
+      { maxBatch: 200, inFlight: 2, key: (report) => report.agentId },
+    ),
+);
 
 export const HeartbeatResultSchema = z
   .object({
@@ -312,7 +258,7 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
   // from one still mid-update): nothing changes but what it reports, so the steady path authenticates
   // it, records the report and says whether commands wait, in one statement shared with others.
   // Anything else (a wrong token, a status or version change) answers null and takes the full path.
-  const steady = token && isUuid(agentId) ? await steadyHeartbeats(ctx.runtime).record({ agentId, tokenHash: sha256Hex(token), input, seenAt: now }) : null;
+  const steady = token && isUuid(agentId) ? await steadyHeartbeats(ctx.runtime).submit({ agentId, tokenHash: sha256Hex(token), input, seenAt: now }) : null;
   if (steady) {
     skipAuthorization(ctx, 'agent protocol: the agent token authenticates');
     const upgradeTo = await upgradeFor(ctx, steady, input.agentVersion);

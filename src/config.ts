@@ -80,6 +80,7 @@ const EnvSchema = z.object({
   GRAPHQL_MAX_DEPTH: int(12, 2),
   GRAPHQL_MAX_COST: int(10000, 10),
   GRAPHQL_WS_RECHECK_SECONDS: int(30, 1),
+  GRAPHQL_PERSISTED_QUERIES_MAX: int(10000, 0),
   DEVICE_OFFLINE_AFTER_SECONDS: int(300, 1),
   DEVICE_UPDATING_TIMEOUT_SECONDS: int(300, 1),
   DEVICE_COMMAND_TIMEOUT_SECONDS: int(3600, 1),
@@ -119,7 +120,8 @@ export interface Config {
   saml: { spEntityId: string; privateKey: string | null; certificate: string | null };
   smtp: { url: string; from: string } | null;
   /** wsRecheckSeconds: how often every open WebSocket's credentials are re-checked, behind the revocation events */
-  graphql: { maxDepth: number; maxCost: number; wsRecheckSeconds: number };
+  /** persistedQueriesMax: automatic persisted queries kept in the database; past it, new ones run but are not kept */
+  graphql: { maxDepth: number; maxCost: number; wsRecheckSeconds: number; persistedQueriesMax: number };
   /** offlineAfterSeconds: no heartbeat nor channel for this long turns a device offline; updatingTimeoutSeconds: an update that takes longer does too */
   devices: { offlineAfterSeconds: number; updatingTimeoutSeconds: number; commandTimeoutSeconds: number; heartbeatIntervalSeconds: number };
   /**
@@ -191,7 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       certificate: e.SAML_SP_CERTIFICATE ?? null,
     },
     smtp: e.SMTP_URL ? { url: e.SMTP_URL, from: e.SMTP_FROM } : null,
-    graphql: { maxDepth: e.GRAPHQL_MAX_DEPTH, maxCost: e.GRAPHQL_MAX_COST, wsRecheckSeconds: e.GRAPHQL_WS_RECHECK_SECONDS },
+    graphql: { maxDepth: e.GRAPHQL_MAX_DEPTH, maxCost: e.GRAPHQL_MAX_COST, wsRecheckSeconds: e.GRAPHQL_WS_RECHECK_SECONDS, persistedQueriesMax: e.GRAPHQL_PERSISTED_QUERIES_MAX },
     devices: {
       offlineAfterSeconds: e.DEVICE_OFFLINE_AFTER_SECONDS,
       updatingTimeoutSeconds: e.DEVICE_UPDATING_TIMEOUT_SECONDS,

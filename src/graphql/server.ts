@@ -16,6 +16,7 @@ import type { Runtime } from '../runtime.js';
 import type { GraphqlContext } from './context.js';
 import { DocumentCache } from './documents.js';
 import { queryLimits } from './limits.js';
+import { PersistedQueryStore } from './persisted-queries.js';
 import { REVOKED_CLOSE_CODE, SocketSessions, type SocketSession } from './socket-sessions.js';
 
 // Apollo's own codes for malformed operations map onto the API's envelope codes.
@@ -29,11 +30,15 @@ const APOLLO_CODES: Record<string, string> = {
   BAD_REQUEST: 'VALIDATION_ERROR',
 };
 
+/** graphql-js's "Did you mean …?" hints name fields and types: in production, where introspection is off, they are cut. */
+const SUGGESTION = / Did you mean .*\?$/;
+
 export function formatGraphqlError(runtime: Runtime, formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
   const original = error instanceof GraphQLError ? error.originalError : error;
   const known = formatted.extensions?.code as string | undefined;
   if (!original || original instanceof GraphQLError) {
-    return { ...formatted, extensions: { code: (known && APOLLO_CODES[known]) ?? known ?? 'VALIDATION_ERROR' } };
+    const message = runtime.config.isProduction ? formatted.message.replace(SUGGESTION, '') : formatted.message;
+    return { ...formatted, message, extensions: { code: (known && APOLLO_CODES[known]) ?? known ?? 'VALIDATION_ERROR' } };
   }
   const { error: appError, expected } = toAppError(original);
   if (!expected) runtime.log.error({ err: original instanceof Error ? { message: original.message, stack: original.stack } : original }, 'unhandled GraphQL error');
@@ -68,7 +73,8 @@ function envelopeError(runtime: Runtime, error: unknown): GraphQLError {
  * Apollo Server over HTTP at /graphql and graphql-ws subscriptions on the same path and port.
  * Credentials: Bearer or X-API-Key headers on HTTP; `authorization`/`apiKey` in connection_init
  * on WebSocket, authenticated again on every `subscribe` and kept in check while the socket is open
- * (SocketSessions). Automatic persisted queries (the mobile app's) are Apollo's built-in APQ.
+ * (SocketSessions). Automatic persisted queries (the mobile app's) are Apollo's APQ protocol over a
+ * store in PostgreSQL (PersistedQueryStore), so every instance knows every registered hash.
  */
 export async function startGraphql(
   runtime: Runtime,
@@ -134,6 +140,7 @@ export async function startGraphql(
     schema,
     introspection: !config.isProduction,
     validationRules: [limits],
+    persistedQueries: { cache: new PersistedQueryStore(runtime.orm, config.graphql.persistedQueriesMax) },
     formatError: (formatted, error) => formatGraphqlError(runtime, formatted, error),
     includeStacktraceInErrorResponses: false,
     plugins: [

@@ -24,6 +24,8 @@ export class JobQueue implements JobScheduler {
     private readonly closeStore: () => Promise<void>,
     private readonly recurring: JobDefinition<never>[],
     private readonly runtime: () => Runtime,
+    /** runs the store's start-up (its schema creation) so that two instances starting together do not race */
+    private readonly oneAtATime: (start: () => Promise<void>) => Promise<void>,
   ) {}
 
   static async create(options: {
@@ -38,6 +40,7 @@ export class JobQueue implements JobScheduler {
     let backend: PostgresBackend | MongoBackend;
     let pingStore: () => Promise<void>;
     let closeStore = async () => {};
+    let oneAtATime = (start: () => Promise<void>) => start();
     let processEvery = options.processEveryMs ?? 5000;
     if (options.mongodbUrl) {
       // Agenda's own Mongo connect never settles when the server is down: connect first, briefly.
@@ -68,6 +71,17 @@ export class JobQueue implements JobScheduler {
         await pool.query('select 1');
       };
       closeStore = () => pool.end();
+      // The backend creates its table, trigger and function on start: two instances doing so at once
+      // fail with "tuple concurrently updated", so a session advisory lock takes them in turn.
+      oneAtATime = async (start) => {
+        const holder = await pool.connect();
+        try {
+          await holder.query(`select pg_advisory_lock(hashtext('agenda_jobs schema'))`);
+          await start();
+        } finally {
+          await holder.query(`select pg_advisory_unlock(hashtext('agenda_jobs schema'))`).finally(() => holder.release());
+        }
+      };
     }
     const agenda = new Agenda({ backend, processEvery, defaultLockLifetime: DEFAULT_LOCK_LIFETIME_MS, maxConcurrency: 50 });
     agenda.on('error', (error: Error) => log.error({ err: error.message }, 'job store error'));
@@ -83,11 +97,11 @@ export class JobQueue implements JobScheduler {
         { lockLifetime: def.lockLifetimeMs ?? DEFAULT_LOCK_LIFETIME_MS, concurrency: def.concurrency ?? 5 },
       );
     }
-    return new JobQueue(agenda, log, pingStore, closeStore, options.definitions.filter((def) => def.every), options.runtime);
+    return new JobQueue(agenda, log, pingStore, closeStore, options.definitions.filter((def) => def.every), options.runtime, oneAtATime);
   }
 
   async start(): Promise<void> {
-    await this.agenda.start();
+    await this.oneAtATime(() => this.agenda.start());
     // One stored record per name, so every instance registering it still runs it once per interval.
     for (const def of this.recurring) await this.agenda.every(typeof def.every === 'function' ? def.every(this.runtime().config) : def.every!, def.name);
   }

@@ -15,7 +15,7 @@ const ENTRY_POINTS = '^(rest|resolvers|src/jobs|src/subscribers)/';
 const PLUMBING = '^src/(graphql|http)/';
 const WIRING = '^src/(server|main)\\.ts$|^src/scripts/|^src/http/app\\.ts$|^src/graphql/(schema|print)\\.ts$';
 const BELOW_SERVICES = '^src/(auth|db|events|migrations)/|^src/runtime\\.ts$|^mikro-orm\\.config\\.ts$';
-const HELPERS = '^src/(errors|validation|pagination|canonical-json|config|logger|paths|secrets)\\.ts$|^src/net/';
+const HELPERS = '^src/(errors|validation|pagination|canonical-json|config|logger|memo|paths|secrets)\\.ts$|^src/net/';
 
 module.exports = {
   forbidden: [

@@ -42,9 +42,10 @@ interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined
   /** a budget per client IP and route, counted before anything else */
   limit?: RateLimit;
   /**
-   * Served in front of Express (`hotRoutes`) with the same schemas, handler and error envelope: for
-   * the agents' heartbeat, the one route fleets call thousands of times a second. Its handler gets
-   * the raw request (read only `req.headers`) and must not write to `res`.
+   * Also served in front of Express (src/http/app.ts) with the same schemas, handler and error
+   * envelope, for POSTs with a JSON body and no query: the agents' heartbeat, the one route fleets
+   * call thousands of times a second. A public POST; its handler gets the raw request (read only
+   * `req.headers`) and must not write to `res`.
    */
   hot?: boolean;
 }
@@ -100,9 +101,8 @@ interface RestRoute {
   handle: RequestHandler;
 }
 
-/** A route served in front of Express (`hot: true`): the raw request's path matched, then the route's own parsing and handler. */
+/** A POST route also served in front of Express (`hot: true`): the raw request's path matched, then the route's own parsing and handler. */
 export interface HotRoute {
-  method: string;
   /** the path parameters when `pathname` is this route's, else null */
   match(pathname: string): Record<string, string> | null;
   answer(ctx: RequestContext, raw: { body: unknown; query: unknown; params: unknown }, req: IncomingMessage, res: ServerResponse): Promise<{ status: number; body: unknown }>;
@@ -161,10 +161,9 @@ export class RestRouter {
       else res.status(status).json(result);
     };
     if (spec.hot) {
-      if (status === 204 || spec.limit || !spec.public) throw new Error(`${route}: a hot route is public, unlimited and answers a body`);
+      if (method !== 'post' || status === 204 || spec.limit || !spec.public) throw new Error(`${route}: a hot route is a public POST, unlimited, that answers a body`);
       const pattern = new RegExp(`^/api/v1${path.replace(PATH_PARAM, '([^/]+)')}$`);
       this.hot.push({
-        method: method.toUpperCase(),
         match: (pathname) => {
           const found = pattern.exec(pathname);
           if (!found) return null;

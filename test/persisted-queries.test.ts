@@ -1,22 +1,11 @@
 import crypto from 'node:crypto';
-import { createTestApp, type TestApp } from './support/app.js';
+import { createTestApp, useInstancePair, type TestApp } from './support/app.js';
 import { sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { gql } from './support/clients.js';
 
 /** Automatic persisted queries: a hash registered through one instance is answered by the other. */
-let a: TestApp;
-let b: TestApp;
-
-beforeAll(async () => {
-  a = await createTestApp();
-  b = await createTestApp({ databaseUrl: a.databaseUrl });
-});
-
-afterAll(async () => {
-  await b?.server.stop();
-  await a?.stop();
-});
+const pair = useInstancePair();
 
 const QUERY = '{ serviceInfo { version } }';
 const hashOf = (query: string) => crypto.createHash('sha256').update(query).digest('hex');
@@ -30,41 +19,41 @@ async function getByHash(app: TestApp, query: string) {
 }
 
 test('a hash unknown everywhere is PERSISTED_QUERY_NOT_FOUND; registered on A, B answers it by hash alone', async () => {
-  const miss = await getByHash(b, QUERY);
+  const miss = await getByHash(pair.b, QUERY);
   expect(miss.body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
 
-  const registered = await fetch(`${a.url}/graphql`, {
+  const registered = await fetch(`${pair.a.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ query: QUERY, extensions: persisted(QUERY) }),
   });
   expect(((await registered.json()) as { data: unknown }).data).toEqual({ serviceInfo: { version: expect.any(String) } });
-  await eventually(async () => (await sql(a, 'select count(*)::int as n from persisted_query'))[0]!.n === 1, 10_000, 'the registration to be stored');
+  await eventually(async () => (await sql(pair.a, 'select count(*)::int as n from persisted_query'))[0]!.n === 1, 10_000, 'the registration to be stored');
 
-  const hit = await getByHash(b, QUERY);
+  const hit = await getByHash(pair.b, QUERY);
   expect([hit.status, hit.body.data]).toEqual([200, { serviceInfo: { version: expect.any(String) } }]);
 });
 
 test('a query that fails validation, or whose hash does not match, is not kept', async () => {
   const invalid = '{ serviceInfo { nope } }';
-  const refused = await fetch(`${a.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: invalid, extensions: persisted(invalid) }) });
+  const refused = await fetch(`${pair.a.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: invalid, extensions: persisted(invalid) }) });
   expect(refused.status).toBe(400);
-  const mismatched = await fetch(`${a.url}/graphql`, {
+  const mismatched = await fetch(`${pair.a.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ query: '{ serviceInfo { version } __typename }', extensions: persisted(QUERY.replace('version', 'name')) }),
   });
   expect(mismatched.status).toBe(400);
-  expect((await getByHash(b, invalid)).body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
-  expect(await sql(a, 'select key from persisted_query where key like ?', [`%${hashOf(invalid)}`])).toEqual([]);
+  expect((await getByHash(pair.b, invalid)).body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+  expect(await sql(pair.a, 'select key from persisted_query where key like ?', [`%${hashOf(invalid)}`])).toEqual([]);
 });
 
 test('in production, validation errors name no field through "Did you mean" hints', async () => {
-  const production = await createTestApp({ databaseUrl: a.databaseUrl, env: { NODE_ENV: 'production' } });
+  const production = await createTestApp({ databaseUrl: pair.a.databaseUrl, env: { NODE_ENV: 'production' } });
   try {
     const res = await gql(production, null, '{ serviceInf { version } }');
     expect(res.body.errors?.[0]?.message).toBe('Cannot query field "serviceInf" on type "Query".');
-    expect((await gql(a, null, '{ serviceInf { version } }')).body.errors?.[0]?.message).toMatch(/Did you mean "serviceInfo"/);
+    expect((await gql(pair.a, null, '{ serviceInf { version } }')).body.errors?.[0]?.message).toMatch(/Did you mean "serviceInfo"/);
   } finally {
     await production.server.stop();
   }

@@ -3,9 +3,10 @@ import { Organization } from '../../entities/organization.js';
 import { Partner } from '../../entities/partner.js';
 import { Role } from '../../entities/role.js';
 import { Membership, User } from '../../entities/user.js';
-import { Coalescer, coalescerFor } from '../db/coalesce.js';
+import { Coalescer } from '../db/coalesce.js';
 import { preparedRows, statement } from '../db/prepared.js';
 import { forbidden, unauthenticated } from '../errors.js';
+import { onePer } from '../memo.js';
 import type { Runtime } from '../runtime.js';
 import { safeEqual } from '../secrets.js';
 import { apiKeyPrefix, hashApiKey } from './api-key-format.js';
@@ -72,7 +73,7 @@ interface BearerKeys {
 }
 
 /** The bearer lookups of this instance's concurrent requests, one statement for all that arrived together (src/db/coalesce.ts). */
-const bearerAccess = coalescerFor(
+const bearerAccess = onePer(
   (runtime: Runtime) =>
     new Coalescer<BearerKeys, BearerRow | undefined>(
       async (keys) => {

@@ -1,6 +1,7 @@
 import { SignJWT, jwtVerify, errors as joseErrors, type JWTPayload } from 'jose';
 import type { Scope } from '../../entities/role.js';
 import type { Config } from '../config.js';
+import { onePer } from '../memo.js';
 
 /** Claims of an access token. `ver` is the user's token version: bumping it revokes every outstanding token at once. */
 export interface AccessClaims {
@@ -64,12 +65,11 @@ export async function signAccessToken(config: Config, claims: AccessClaims): Pro
 // the signature's verdict is kept: the expiry is checked on every use, and whether the token's user,
 // membership and session still grant anything is read from the database on every request.
 const VERIFIED_CACHE_SIZE = 10_000;
-const verifiedTokens = new WeakMap<Config, Map<string, AccessClaims & { exp: number }>>();
+const verifiedTokens = onePer((_config: Config) => new Map<string, AccessClaims & { exp: number }>());
 
 /** Returns the claims, or null for any invalid, expired or foreign token. */
 export async function verifyAccessToken(config: Config, token: string): Promise<AccessClaims | null> {
-  let verified = verifiedTokens.get(config);
-  if (!verified) verifiedTokens.set(config, (verified = new Map()));
+  const verified = verifiedTokens(config);
   const known = verified.get(token);
   if (known) {
     if (Date.now() / 1000 < known.exp) return known;

@@ -74,13 +74,3 @@ export class Coalescer<In, Out> {
     batch.forEach((call, i) => call.settle(outputs[i]!));
   }
 }
-
-/** One coalescer per owner (a runtime): made on first use. */
-export function coalescerFor<Owner extends object, In, Out>(make: (owner: Owner) => Coalescer<In, Out>): (owner: Owner) => Coalescer<In, Out> {
-  const made = new WeakMap<Owner, Coalescer<In, Out>>();
-  return (owner) => {
-    let coalescer = made.get(owner);
-    if (!coalescer) made.set(owner, (coalescer = make(owner)));
-    return coalescer;
-  };
-}

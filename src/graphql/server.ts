@@ -11,7 +11,7 @@ import type { RequestHandler } from 'express';
 import { authenticate, type Credentials } from '../auth/authenticate.js';
 import { RequestContext } from '../auth/context.js';
 import { toAppError } from '../errors.js';
-import { contextFor, upgradeClientIp } from '../http/request-context.js';
+import { contextFor, rawClientIp } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
 import type { GraphqlContext } from './context.js';
 import { DocumentCache } from './documents.js';
@@ -118,7 +118,7 @@ export async function startGraphql(
         if (socket.extra.session) sessions.forget(socket.extra.session);
       },
       context: (socket): GraphqlContext => ({
-        ctx: RequestContext.create(runtime, socket.extra.principal ?? null, { ip: upgradeClientIp(runtime.config, socket.extra.request) }),
+        ctx: RequestContext.create(runtime, socket.extra.principal ?? null, { ip: rawClientIp(runtime.config, socket.extra.request) }),
       }),
       // Subscribe messages: parsed and validated once per query text (HTTP: Apollo's document store).
       parse: documents.parse,

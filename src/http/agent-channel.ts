@@ -1,13 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import { RequestContext } from '../auth/context.js';
 import { AppError, notFound, toAppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { agentToken, authenticateAgent } from '../services/agents.js';
 import { MAX_CHANNEL_MESSAGE_BYTES, type AgentChannelHub } from '../services/agent-channel.js';
 import { uuid } from '../validation.js';
-import { upgradeClientIp } from './request-context.js';
+import { publicContext } from './request-context.js';
 
 const CHANNEL_PATH = /^\/api\/v1\/agents\/([^/]+)\/ws$/;
 
@@ -43,10 +42,10 @@ export function agentChannelRoute(runtime: Runtime, hub: AgentChannelHub): Upgra
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, agentId: string): Promise<void> {
     const token = agentToken(req.headers.authorization);
-    const meta = { ip: upgradeClientIp(runtime.config, req), userAgent: req.headers['user-agent'] ?? null };
+    const ctx = publicContext(runtime, req);
     let device;
     try {
-      device = await authenticateAgent(RequestContext.create(runtime, null, meta), agentId, token);
+      device = await authenticateAgent(ctx, agentId, token);
     } catch (error) {
       const { error: appError, expected } = toAppError(error);
       if (!expected) runtime.log.error({ err: (error as Error).message }, 'agent channel upgrade failed');
@@ -54,7 +53,7 @@ export function agentChannelRoute(runtime: Runtime, hub: AgentChannelHub): Upgra
     }
     if (socket.destroyed) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const conn = hub.attach(device, token!, ws, meta);
+      const conn = hub.attach(device, token!, ws, ctx.meta);
       ws.on('message', (data, isBinary) => hub.receive(conn, data as Buffer, isBinary));
       ws.on('pong', () => hub.pong(conn));
       ws.on('error', (error) => runtime.log.debug({ err: error.message, deviceId: conn.deviceId }, 'agent channel socket error'));

@@ -5,12 +5,11 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import helmet from 'helmet';
 import { apiRouter } from '../../rest/index.js';
 import type { HotRoute } from '../../rest/router.js';
-import { RequestContext } from '../auth/context.js';
 import { AppError, badRequest, toAppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { healthRoutes, liveness } from './health.js';
 import { OpenApiRegistry } from './openapi.js';
-import { contextFor, upgradeClientIp } from './request-context.js';
+import { contextFor, publicContext } from './request-context.js';
 
 /** A request as the front of the chain sees it: Express's, or the raw one the liveness path answers. */
 type Incoming = IncomingMessage & { requestId?: string };
@@ -99,7 +98,7 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
     jsonBody(req as Request, res as Response, (parseError?: unknown) => {
       const served = parseError
         ? Promise.reject(parseError)
-        : route.answer(RequestContext.create(runtime, null, { requestId: req.requestId!, ip: upgradeClientIp(config, req), userAgent: req.headers['user-agent'] ?? null }), { body: (req as Request).body, query: {}, params }, req, res);
+        : route.answer(publicContext(runtime, req), { body: (req as Request).body, query: {}, params }, req, res);
       served.then(
         (answer) => writeJson(res, answer.status, answer.body),
         (error: unknown) => sendError(runtime, req, res, error),
@@ -115,7 +114,7 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
     // Only JSON bodies without a query: anything else takes Express's path, whose parsers and answers the hot one mirrors.
     if (req.method === 'POST' && !url.includes('?') && /^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
       for (const route of hot) {
-        const params = route.method === 'POST' ? route.match(url) : null;
+        const params = route.match(url);
         if (params) return serveHot(route, params, req, res);
       }
     }

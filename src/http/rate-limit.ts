@@ -2,6 +2,7 @@ import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import { rateLimited } from '../errors.js';
 import type { Runtime } from '../runtime.js';
+import { onePer } from '../memo.js';
 
 /** Created by Migration20261124111000_rate_limits in the shape rate-limiter-flexible expects; its rows are counters, not entities. */
 const RATE_LIMIT_TABLE = 'rate_limit';
@@ -12,11 +13,10 @@ export interface RateLimit {
   perMinute: (config: Config) => number;
 }
 
-const limiters = new WeakMap<Runtime, Map<string, RateLimiterPostgres>>();
+const limitersOf = onePer((_runtime: Runtime) => new Map<string, RateLimiterPostgres>());
 
 function limiterFor(runtime: Runtime, limit: RateLimit): RateLimiterPostgres {
-  let byName = limiters.get(runtime);
-  if (!byName) limiters.set(runtime, (byName = new Map()));
+  const byName = limitersOf(runtime);
   let limiter = byName.get(limit.name);
   if (!limiter) {
     const points = limit.perMinute(runtime.config);

@@ -13,6 +13,7 @@ import { withTransaction } from '../db/transaction.js';
 import { AppError, badRequest, forbidden, mfaRequired, notFound } from '../errors.js';
 import { createGuardedFetch, UnsafeUrlError } from '../net/outbound-guard.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
+import { onePer } from '../memo.js';
 import type { Runtime } from '../runtime.js';
 import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
@@ -198,12 +199,7 @@ class PromotedTargets {
   }
 }
 
-const targetCaches = new WeakMap<Runtime, PromotedTargets>();
-function promotedTargets(runtime: Runtime): PromotedTargets {
-  let cache = targetCaches.get(runtime);
-  if (!cache) targetCaches.set(runtime, (cache = new PromotedTargets(runtime)));
-  return cache;
-}
+const promotedTargets = onePer((runtime: Runtime) => new PromotedTargets(runtime));
 
 /** After a commit that changed promotions: this instance forgets at once, the others on the NOTIFY. */
 function announcePromotions(runtime: Runtime): void {

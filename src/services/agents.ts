@@ -5,11 +5,12 @@ import { Device, DeviceInventory, OS_TYPES } from '../../entities/device.js';
 import { EnrollmentKey } from '../../entities/enrollment-key.js';
 import type { RequestContext } from '../auth/context.js';
 import { isUuid, skipAuthorization } from '../auth/policy.js';
-import { Coalescer, coalescerFor } from '../db/coalesce.js';
+import { Coalescer } from '../db/coalesce.js';
 import { preparedRows, statement } from '../db/prepared.js';
 import { withTransaction } from '../db/transaction.js';
 import { emit } from '../events/outbox.js';
 import { unauthenticated } from '../errors.js';
+import { onePer } from '../memo.js';
 import type { Runtime } from '../runtime.js';
 import { randomToken, sha256Hex } from '../secrets.js';
 import { isoDateTime, parseInput, uuid } from '../validation.js';
@@ -222,7 +223,7 @@ function steadyValues(reports: SteadyReport[]): unknown[] {
  * This instance's steady heartbeats, written together: at most 200 a statement, two statements under
  * way, one agent once per statement and in flight (src/db/coalesce.ts).
  */
-const steadyHeartbeats = coalescerFor(
+const steadyHeartbeats = onePer(
   (runtime: Runtime) =>
     new Coalescer<SteadyReport, SteadyDevice | null>(
       async (reports) => {

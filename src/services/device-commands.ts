@@ -12,6 +12,7 @@ import { MAX_LIMIT, PageQuery, pageSchema, toPage, type Page } from '../paginati
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 import { AutoUpdateSchema, accessibleDevice, authorizeDevice, deviceDecommissioned, setAutoUpdate, type AutoUpdateInput, type DeviceView } from './devices.js';
+import { onePer } from '../memo.js';
 
 /** How deep free-form JSON (command payloads and results, agent reports) may nest. */
 const MAX_JSON_DEPTH = 64;
@@ -164,7 +165,7 @@ export async function listCommands(ctx: RequestContext, deviceId: string, rawQue
 }
 
 /** Per request (its Loaders), one batching loader per page shape (page, limit, status). */
-const pageLoaders = new WeakMap<Loaders, Map<string, DataLoader<string, Page<CommandView>>>>();
+const pageLoadersOf = onePer((_loaders: Loaders) => new Map<string, DataLoader<string, Page<CommandView>>>());
 
 /**
  * A device's commands paged like `GET /devices/:id/commands`, for a device the caller has already
@@ -182,8 +183,7 @@ export async function deviceCommandPage(ctx: RequestContext, device: Pick<Device
 }
 
 function pageLoader(ctx: RequestContext, query: CommandQuery): DataLoader<string, Page<CommandView>> {
-  let byShape = pageLoaders.get(ctx.loaders);
-  if (!byShape) pageLoaders.set(ctx.loaders, (byShape = new Map()));
+  const byShape = pageLoadersOf(ctx.loaders);
   const shape = JSON.stringify([query.page, query.limit, query.status ?? null]);
   let loader = byShape.get(shape);
   // No cache: a later mutation in the same request must not be answered from an earlier read.

@@ -22,6 +22,7 @@ import { CursorQuery, decodeCursor, encodeCursor, pageOptions, PageQuery, toPage
 import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { effectiveRetryPolicy, guardOptions, isReservedHeader, requireWebhook, unsealWebhook, WEBHOOK_PERMISSION, type WebhookView } from './webhooks.js';
+import { onePer } from '../memo.js';
 
 export const DELIVER_JOB = 'webhooks.deliver';
 export const SWEEP_JOB = 'webhooks.sweep';
@@ -210,11 +211,10 @@ interface ConnectionLoaders {
 }
 
 /** Per request (its Loaders), the batching loaders of each argument shape (first, after, status). */
-const connectionLoadersOf = new WeakMap<Loaders, Map<string, ConnectionLoaders>>();
+const connectionLoadersOf = onePer((_loaders: Loaders) => new Map<string, ConnectionLoaders>());
 
 function connectionLoaders(ctx: RequestContext, args: ConnectionArgs): ConnectionLoaders {
-  let byShape = connectionLoadersOf.get(ctx.loaders);
-  if (!byShape) connectionLoadersOf.set(ctx.loaders, (byShape = new Map()));
+  const byShape = connectionLoadersOf(ctx.loaders);
   const shape = JSON.stringify([args.first, args.after, args.status ?? null]);
   let loaders = byShape.get(shape);
   // No cache: a later mutation in the same request must not be answered from an earlier read.

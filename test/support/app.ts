@@ -61,3 +61,20 @@ export async function createTestApp(options: { env?: Record<string, string>; dat
     },
   };
 }
+
+/**
+ * Two instances on one database for a file's tests, as a fleet behind a load balancer runs: started
+ * before them and stopped after (Jest hooks registered here). Call at the top level of the file.
+ */
+export function useInstancePair(): { a: TestApp; b: TestApp } {
+  const pair = {} as { a: TestApp; b: TestApp };
+  beforeAll(async () => {
+    pair.a = await createTestApp();
+    pair.b = await createTestApp({ databaseUrl: pair.a.databaseUrl });
+  });
+  afterAll(async () => {
+    await pair.b?.server.stop();
+    await pair.a?.stop();
+  });
+  return pair;
+}

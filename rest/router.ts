@@ -43,9 +43,10 @@ interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined
   limit?: RateLimit;
   /**
    * Also served in front of Express (src/http/app.ts) with the same schemas, handler and error
-   * envelope, for POSTs with a JSON body and no query: the agents' heartbeat, the one route fleets
-   * call thousands of times a second. A public POST; its handler gets the raw request (read only
-   * `req.headers`) and must not write to `res`.
+   * envelope, for requests without a query string (and POSTs with a JSON body): the routes called
+   * thousands of times a second (the agents' heartbeat, the dashboard's own profile). A GET or POST
+   * that answers a body; its handler gets the raw request (read only `req.headers`) and must not
+   * write to `res`.
    */
   hot?: boolean;
 }
@@ -101,8 +102,9 @@ interface RestRoute {
   handle: RequestHandler;
 }
 
-/** A POST route also served in front of Express (`hot: true`): the raw request's path matched, then the route's own parsing and handler. */
+/** A route also served in front of Express (`hot: true`): the raw request's path matched, then the route's own parsing and handler. */
 export interface HotRoute {
+  method: 'GET' | 'POST';
   /** the path parameters when `pathname` is this route's, else null */
   match(pathname: string): Record<string, string> | null;
   answer(ctx: RequestContext, raw: { body: unknown; query: unknown; params: unknown }, req: IncomingMessage, res: ServerResponse): Promise<{ status: number; body: unknown }>;
@@ -161,9 +163,10 @@ export class RestRouter {
       else res.status(status).json(result);
     };
     if (spec.hot) {
-      if (method !== 'post' || status === 204 || spec.limit || !spec.public) throw new Error(`${route}: a hot route is a public POST, unlimited, that answers a body`);
+      if ((method !== 'post' && method !== 'get') || status === 204) throw new Error(`${route}: a hot route is a GET or POST that answers a body`);
       const pattern = new RegExp(`^/api/v1${path.replace(PATH_PARAM, '([^/]+)')}$`);
       this.hot.push({
+        method: method === 'get' ? 'GET' : 'POST',
         match: (pathname) => {
           const found = pattern.exec(pathname);
           if (!found) return null;

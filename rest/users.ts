@@ -42,7 +42,7 @@ export function usersRouter(openapi: OpenApiRegistry): RestRouter {
     acceptInvite(ctx, body),
   );
 
-  r.get('/users/me', { summary: 'The caller: profile, effective permissions and memberships', response: MeViewSchema }, (ctx) => getMe(ctx));
+  r.get('/users/me', { summary: 'The caller: profile, effective permissions and memberships', hot: true, response: MeViewSchema }, (ctx) => getMe(ctx));
   r.patch('/users/me', { summary: "Update the caller's own profile", body: UpdateMeSchema, response: UserViewSchema }, (ctx, { body }) => updateMe(ctx, body));
   r.get('/users/me/invitations', { summary: 'Memberships other organizations or partners offered the caller, not accepted yet', response: InvitationListSchema }, (ctx) => listMyInvitations(ctx));
   r.post('/users/me/invitations/:id/accept', { summary: 'Accept a pending invitation (an SSO session also gives currentPassword)', params: invitation, body: AcceptMyInvitationSchema, response: MembershipViewSchema }, (ctx, { params, body }) =>

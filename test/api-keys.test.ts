@@ -33,6 +33,21 @@ async function createKey(as: { token: string }, body: Record<string, unknown> = 
 }
 
 describe('creating and using a key', () => {
+  test('GET /users/me answers alike in front of Express (no query string) and through it (a query string): token, key, none, revoked key', async () => {
+    const { owner } = await orgMember([...KEY_USER, 'api_keys:delete']);
+    const created = await createKey(owner.as);
+    const both = async (as: Parameters<typeof rest>[1]) => {
+      const [hot, routed] = await Promise.all([rest(app, as).get('/users/me'), rest(app, as).get('/users/me?via=express')]);
+      expect([routed.status, routed.body]).toEqual([hot.status, hot.body]);
+      return hot;
+    };
+    expect((await both(owner.as)).body).toMatchObject({ email: owner.user.email });
+    expect((await both({ apiKey: created.key })).body).toMatchObject({ email: owner.user.email });
+    expect((await both(null)).body).toEqual({ code: 'UNAUTHENTICATED', message: expect.any(String) });
+    expect((await rest(app, owner.as).delete(`/api-keys/${created.id}`)).status).toBe(204);
+    expect((await both({ apiKey: created.key })).status).toBe(401);
+  });
+
   test('the full key is answered once; only its prefix and hash are kept, and it works as X-API-Key on REST and GraphQL', async () => {
     const { org, owner } = await orgMember();
     const api = rest(app, owner.as);

@@ -3,7 +3,7 @@ import { Organization } from '../../entities/organization.js';
 import { Partner } from '../../entities/partner.js';
 import { Role } from '../../entities/role.js';
 import { Membership, User } from '../../entities/user.js';
-import { Coalescer } from '../db/coalesce.js';
+import { lookupCoalescer } from '../db/coalesce.js';
 import { preparedRows, statement } from '../db/prepared.js';
 import { forbidden, unauthenticated } from '../errors.js';
 import { onePer } from '../memo.js';
@@ -73,16 +73,8 @@ interface BearerKeys {
 }
 
 /** The bearer lookups of this instance's concurrent requests, one statement for all that arrived together (src/db/coalesce.ts). */
-const bearerAccess = onePer(
-  (runtime: Runtime) =>
-    new Coalescer<BearerKeys, BearerRow | undefined>(
-      async (keys) => {
-        const rows = await preparedRows<BearerRow & { n: string }>(runtime.orm, BEARER_ACCESS, [keys.map((k) => k.userId), keys.map((k) => k.membershipId), keys.map((k) => k.familyId)]);
-        const byIndex = new Map(rows.map((row) => [Number(row.n) - 1, row]));
-        return keys.map((_, i) => byIndex.get(i));
-      },
-      { maxBatch: 200, inFlight: 2 },
-    ),
+const bearerAccess = onePer((runtime: Runtime) =>
+  lookupCoalescer<BearerKeys, BearerRow>(runtime.orm, BEARER_ACCESS, (keys) => [keys.map((k) => k.userId), keys.map((k) => k.membershipId), keys.map((k) => k.familyId)]),
 );
 
 /** An API key by its prefix, with its owner and the owner's active membership it acts through. */

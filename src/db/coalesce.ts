@@ -1,3 +1,6 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { preparedRows, type PreparedStatement } from './prepared.js';
+
 /** How a `Coalescer` groups calls. */
 export interface CoalesceOptions<In> {
   /** the most calls one statement carries */
@@ -73,4 +76,20 @@ export class Coalescer<In, Out> {
     }
     batch.forEach((call, i) => call.settle(outputs[i]!));
   }
+}
+
+/**
+ * A coalesced lookup: `prepared` selects from `unnest(…) with ordinality as k(…, n)` (the columns
+ * `columns` builds from the inputs) and answers at most one row per input, tagged with its `n`; each
+ * call gets its own row, or undefined.
+ */
+export function lookupCoalescer<In, Row extends object>(orm: MikroORM, prepared: PreparedStatement, columns: (inputs: In[]) => unknown[]): Coalescer<In, Row | undefined> {
+  return new Coalescer<In, Row | undefined>(
+    async (inputs) => {
+      const rows = await preparedRows<Row & { n: string }>(orm, prepared, columns(inputs));
+      const byInput = new Map(rows.map(({ n, ...row }) => [Number(n) - 1, row as unknown as Row]));
+      return inputs.map((_, i) => byInput.get(i));
+    },
+    { maxBatch: 200, inFlight: 2 },
+  );
 }

@@ -9,7 +9,7 @@ import { AppError, badRequest, toAppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { healthRoutes, liveness } from './health.js';
 import { OpenApiRegistry } from './openapi.js';
-import { contextFor, publicContext } from './request-context.js';
+import { contextFor } from './request-context.js';
 
 /** A request as the front of the chain sees it: Express's, or the raw one the liveness path answers. */
 type Incoming = IncomingMessage & { requestId?: string };
@@ -92,18 +92,17 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
     securityHeaders(req as Request, res as Response, proceed);
     corsHeaders(req, res, proceed);
   };
-  /** A hot route (rest/router.ts): the JSON body read by the same parser, then the route's own parsing, handler and envelope. */
+  /** A hot route (rest/router.ts): a POST's JSON body read by the same parser, the caller by the same `contextFor`, then the route's own parsing, handler and envelope. */
   const serveHot = (route: HotRoute, params: Record<string, string>, req: Incoming, res: ServerResponse) => {
     front(req, res);
-    jsonBody(req as Request, res as Response, (parseError?: unknown) => {
-      const served = parseError
-        ? Promise.reject(parseError)
-        : route.answer(publicContext(runtime, req), { body: (req as Request).body, query: {}, params }, req, res);
+    const answer = async (body: unknown) => route.answer(await contextFor(runtime, req), { body, query: {}, params }, req, res);
+    const respond = (served: Promise<{ status: number; body: unknown }>) =>
       served.then(
-        (answer) => writeJson(res, answer.status, answer.body),
+        (answered) => writeJson(res, answered.status, answered.body),
         (error: unknown) => sendError(runtime, req, res, error),
       );
-    });
+    if (route.method === 'GET') return void respond(answer(undefined));
+    jsonBody(req as Request, res as Response, (parseError?: unknown) => respond(parseError ? Promise.reject(parseError) : answer((req as Request).body)));
   };
   return (req, res) => {
     const url = req.url ?? '';
@@ -111,10 +110,11 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
       front(req, res);
       return void writeJson(res, 200, liveness(runtime));
     }
-    // Only JSON bodies without a query: anything else takes Express's path, whose parsers and answers the hot one mirrors.
-    if (req.method === 'POST' && !url.includes('?') && /^application\/json\b/i.test(req.headers['content-type'] ?? '')) {
+    // Without a query string, and a POST only with a JSON body: anything else takes Express's path, whose parsers and answers the hot one mirrors.
+    const hotShaped = !url.includes('?') && (req.method === 'GET' || (req.method === 'POST' && /^application\/json\b/i.test(req.headers['content-type'] ?? '')));
+    if (hotShaped) {
       for (const route of hot) {
-        const params = route.match(url);
+        const params = route.method === req.method ? route.match(url) : null;
         if (params) return serveHot(route, params, req, res);
       }
     }

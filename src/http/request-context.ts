@@ -12,21 +12,25 @@ import { onePer } from '../memo.js';
  * request here: a stale token must not stop a public operation (login, refresh, SSO); the first
  * operation that needs a caller raises the refusal (`requirePrincipal`).
  */
-export async function contextFor(runtime: Runtime, req: Request): Promise<RequestContext> {
+export async function contextFor(runtime: Runtime, req: RawRequest): Promise<RequestContext> {
   // Agent routes are public or authenticated by the agent's own token (the agents service): read as a
   // user credential it could only fail, at the cost of two thrown errors per heartbeat.
-  if (req.originalUrl.startsWith('/api/v1/agents/')) return publicContext(runtime, req);
+  if ((req.originalUrl ?? req.url ?? '').startsWith('/api/v1/agents/')) return publicContext(runtime, req);
+  const apiKey = req.headers['x-api-key'];
   try {
-    const principal = await authenticate(runtime, { authorization: req.get('authorization'), apiKey: req.get('x-api-key') });
-    return RequestContext.create(runtime, principal, clientMeta(req));
+    const principal = await authenticate(runtime, { authorization: req.headers.authorization, apiKey: typeof apiKey === 'string' ? apiKey : null });
+    return RequestContext.create(runtime, principal, clientMeta(runtime, req));
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
-    return RequestContext.create(runtime, null, { ...clientMeta(req), authError: error });
+    return RequestContext.create(runtime, null, { ...clientMeta(runtime, req), authError: error });
   }
 }
 
-function clientMeta(req: Request) {
-  return { requestId: req.requestId, ip: req.ip ?? null, userAgent: req.get('user-agent') ?? null };
+/** A request as Express hands it over, or as it arrives (the hot path in front of Express, WebSocket upgrades). */
+type RawRequest = IncomingMessage & { requestId?: string; originalUrl?: string };
+
+function clientMeta(runtime: Runtime, req: RawRequest) {
+  return { requestId: req.requestId, ip: rawClientIp(runtime.config, req), userAgent: req.headers['user-agent'] ?? null };
 }
 
 /**
@@ -34,15 +38,15 @@ function clientMeta(req: Request) {
  * own token authenticates in the service), from the raw request: Express's, the hot path's or a
  * WebSocket upgrade's.
  */
-export function publicContext(runtime: Runtime, req: IncomingMessage & { requestId?: string }): RequestContext {
-  return RequestContext.create(runtime, null, { requestId: req.requestId, ip: rawClientIp(runtime.config, req), userAgent: req.headers['user-agent'] ?? null });
+export function publicContext(runtime: Runtime, req: RawRequest): RequestContext {
+  return RequestContext.create(runtime, null, clientMeta(runtime, req));
 }
 
 /** An Express app that only answers `req.ip` under the configured TRUST_PROXY. */
 const trustingApp = onePer((config: Config) => express().set('trust proxy', config.trustProxy));
 
 /**
- * The client address of a request Express does not route (the hot path, WebSocket upgrades): Express's own
+ * The client address of any request, routed by Express or not (the hot path, WebSocket upgrades): Express's own
  * `req.ip`, read through a view of the raw request under the same TRUST_PROXY setting as every other
  * request, so X-Forwarded-For cannot be believed on one path and ignored on another.
  */

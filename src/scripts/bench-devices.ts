@@ -31,7 +31,6 @@ import { useServer } from 'graphql-ws/use/ws';
 import pg from 'pg';
 import WebSocket, { WebSocketServer } from 'ws';
 import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
-import type { Runtime } from '../runtime.js';
 import { sha256Hex } from '../secrets.js';
 import type { RunningServer } from '../server.js';
 import { percentiles, runLoad, type LoadRequest } from './bench-load.js';
@@ -52,6 +51,7 @@ import {
   signedInUser,
   statementShapes,
   withPlainServer,
+  withPool,
   type BenchSection,
   type Statement,
 } from './bench-support.js';
@@ -72,16 +72,6 @@ export const DEVICE_SECTIONS = {
   'device-list': (server) => withPool(server.runtime, (pool) => deviceList(server, pool)),
   'device-events': (server) => withPool(server.runtime, (pool) => deviceEvents(server, pool)),
 } satisfies Record<string, BenchSection>;
-
-/** The bench's own `pg` pool on the server's database (its statements are not the server's). */
-async function withPool<T>(runtime: Runtime, fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
-  const pool = new pg.Pool({ connectionString: runtime.databaseUrl, max: 20 });
-  try {
-    return await fn(pool);
-  } finally {
-    await pool.end();
-  }
-}
 
 // ── heartbeats ──────────────────────────────────────────────────────────────────────────────────
 

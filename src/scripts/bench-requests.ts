@@ -19,13 +19,14 @@
  */
 import crypto from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import pg from 'pg';
 import { GraphQLObjectType, GraphQLSchema, GraphQLString, execute, parse, validate, type DocumentNode } from 'graphql';
 import { Membership, User } from '../../entities/user.js';
 import { SYSTEM_ROLES } from '../auth/permissions.js';
 import type { Runtime } from '../runtime.js';
 import type { RunningServer } from '../server.js';
 import { runLoad, type LoadRequest, type LoadResult } from './bench-load.js';
-import { benchOrg, bounded, captureQueries, failures, loadFigures, portOf, print, request, signedInUser, statementShapes, withPlainServer } from './bench-support.js';
+import { benchOrg, bounded, captureQueries, failures, loadFigures, metered, portOf, print, request, round, signedInUser, statementShapes, withPlainServer, withPool } from './bench-support.js';
 
 const CONNECTIONS = bounded('BENCH_REQUEST_CONNECTIONS', 50, 1000);
 const SECONDS = bounded('BENCH_REQUEST_SECONDS', 3, 300);
@@ -33,7 +34,11 @@ const ROUNDS = bounded('BENCH_REQUEST_ROUNDS', 3, 20);
 const USERS = bounded('BENCH_REQUEST_USERS', 60, 10_000);
 const ORG_VIEWER_ROLE = SYSTEM_ROLES.find((r) => r.name === 'Organization Viewer')!.id;
 
-export async function runRequestSection(server: RunningServer): Promise<boolean> {
+export function runRequestSection(server: RunningServer): Promise<boolean> {
+  return withPool(server.runtime, (pool) => requestSection(server, pool));
+}
+
+async function requestSection(server: RunningServer, pool: pg.Pool): Promise<boolean> {
   const { runtime } = server;
   const port = portOf(server);
   const token = await seed(runtime, port);
@@ -60,13 +65,18 @@ export async function runRequestSection(server: RunningServer): Promise<boolean>
     const statements = await statementsPerRequest(port, route.request);
     // Rounds of the ceiling and the route back to back: a load that comes and goes on the machine
     // (other processes) weighs on both sides of the ratio.
-    const pairs: { ceiling: LoadResult; result: LoadResult }[] = [];
-    for (let i = 0; i < ROUNDS; i++) pairs.push({ ceiling: await ceilingOf(route.ceiling), result: await runLoad({ ...load, port, requests: [route.request] }) });
+    const pairs: { ceiling: LoadResult; result: LoadResult; usage: CpuUsage }[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const ceiling = await ceilingOf(route.ceiling);
+      const { result, usage } = await metered(pool, (onWindow) => runLoad({ ...load, port, requests: [route.request] }, onWindow));
+      pairs.push({ ceiling, result, usage });
+    }
     ceilings[route.ceiling].push(...pairs.map((p) => p.ceiling));
     const result = combined(pairs.map((p) => p.result));
     const ceiling = combined(pairs.map((p) => p.ceiling));
     figures[route.name] = {
       ...loadFigures(result),
+      ...meanUsage(pairs.map((p) => p.usage)),
       ofCeiling: `${((result.perSecond / ceiling.perSecond) * 100).toFixed(1)} %`,
       ceilingPerSecond: ceiling.perSecond,
       ...(route.goal ? { goal: route.goal } : {}),
@@ -113,6 +123,18 @@ async function statementsPerRequest(port: number, req: LoadRequest): Promise<num
     for (let i = 0; i < samples; i++) await request(port, req);
   });
   return statementShapes(queries, samples).perUnit;
+}
+
+type CpuUsage = Awaited<ReturnType<typeof metered>>['usage'];
+
+/** The rounds' CPU per request, averaged: where a route's time goes (server, PostgreSQL, the load generator). */
+function meanUsage(usages: CpuUsage[]) {
+  const mean = (pick: (usage: CpuUsage) => number | null) => round(usages.reduce((sum, usage) => sum + (pick(usage) ?? 0), 0) / usages.length);
+  return {
+    serverCpuMsPerRequest: mean((u) => u.processCpuMsPerRequest),
+    postgresCpuMsPerRequest: mean((u) => u.postgresCpuMsPerRequest),
+    loadGeneratorCpuMsPerRequest: mean((u) => u.loadGeneratorCpuMsPerRequest),
+  };
 }
 
 /** The HTTP ceiling's answer: a small JSON body, as `/health` answers. */

@@ -245,6 +245,16 @@ export class Meter {
 }
 
 /** A load's result and the CPU used (see Meter) over its measured window. */
+/** The bench's own `pg` pool on the server's database (its statements are not the server's). */
+export async function withPool<T>(runtime: Runtime, fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const pool = new pg.Pool({ connectionString: runtime.databaseUrl, max: 20 });
+  try {
+    return await fn(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
 export async function metered(pool: pg.Pool, load: (onWindow: (edge: 'open' | 'close') => void) => Promise<LoadResult>) {
   const meter = new Meter(pool);
   let opened: Promise<void> = Promise.resolve();

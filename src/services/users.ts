@@ -310,6 +310,18 @@ function membershipRow(row: MembershipRow): MembershipRow {
   return { ...row, createdAt: date(row.createdAt), updatedAt: date(row.updatedAt) };
 }
 
+/** What a list row carries of one reached membership (null columns: the user has none the list reaches). */
+interface ListedMembership {
+  mStatus: Membership['status'] | null;
+  mScope: Membership['scope'] | null;
+  mInvitedName: string | null;
+  mCreatedAt: string | null;
+  mUpdatedAt: string | null;
+  mPartnerId: string | null;
+  mOrgId: string | null;
+  mRoleId: string | null;
+}
+
 /** A membership as the lean reads return it (with its role's name where the read joins it). */
 type MembershipRow = MembershipFields &
   Pick<Membership, 'id' | 'userId' | 'scope' | 'orgAccess' | 'orgIds' | 'siteIds' | 'status'> & { roleName?: string | null };
@@ -382,23 +394,31 @@ async function userPage(ctx: RequestContext, principal: Principal, query: z.outp
   }
   const filter = where.length > 0 ? `where ${where.join(' and ')}` : '';
   const { limit, offset } = pageOptions(query);
-  // One statement: the page of users with the total riding along, each with the memberships the list
-  // reaches (the primary one is picked below). A page past the end has no row to carry the total, so it is counted apart.
+  // One statement: the page of users with the total riding along, a row for each membership the list
+  // reaches (what the view shows of it, as plain columns; the primary one is picked below). A page past
+  // the end has no row to carry the total, so it is counted apart.
   const page = statement(
-    `select p.*, (select coalesce(json_agg(json_build_object(${MEMBERSHIP_JSON}) order by m.created_at, m.id), '[]')
-        from membership m where m.user_id = p.id and ${reached.sql}) as memberships
+    `select p.*, m.status as "mStatus", m.scope as "mScope", m.invited_name as "mInvitedName", m.created_at as "mCreatedAt",
+        m.updated_at as "mUpdatedAt", m.partner_id as "mPartnerId", m.org_id as "mOrgId", m.role_id as "mRoleId"
      from (select ${USER_COLUMNS}, count(*) over () as "total" from "user" u ${filter} order by u.name asc, u.id asc limit ? offset ?) p
-     order by p.name asc, p.id asc`,
+     left join membership m on m.user_id = p.id and ${reached.sql}
+     order by p.name asc, p.id asc, m.created_at, m.id`,
   );
-  const users = await requestRows<UserFields & { total: string; memberships: MembershipRow[] }>(ctx.em, page, [...reached.params, ...params, limit, offset]);
+  const rows = await requestRows<UserFields & { total: string } & ListedMembership>(ctx.em, page, [...params, limit, offset, ...reached.params]);
   const total = Number(
-    users.length > 0 ? users[0]!.total : (await requestRows<{ total: string }>(ctx.em, statement(`select count(*) as "total" from "user" u ${filter}`), params))[0]!.total,
+    rows.length > 0 ? rows[0]!.total : (await requestRows<{ total: string }>(ctx.em, statement(`select count(*) as "total" from "user" u ${filter}`), params))[0]!.total,
   );
+  // Rows come grouped by user, in page order.
+  const users = new Map<string, { user: UserFields; memberships: MembershipFields[] }>();
+  for (const { total: _total, mStatus, mScope, mInvitedName, mCreatedAt, mUpdatedAt, mPartnerId, mOrgId, mRoleId, ...user } of rows) {
+    let listed = users.get(user.id);
+    if (!listed) users.set(user.id, (listed = { user: userRow(user), memberships: [] }));
+    if (mStatus !== null) {
+      listed.memberships.push({ status: mStatus, scope: mScope!, invitedName: mInvitedName, createdAt: date(mCreatedAt!), updatedAt: date(mUpdatedAt!), partnerId: mPartnerId, orgId: mOrgId, roleId: mRoleId! });
+    }
+  }
   return toPage(
-    users.map(({ total: _total, memberships, ...user }) => {
-      const primary = primaryMembership(principal, memberships);
-      return userView(userRow(user), primary && membershipRow(primary));
-    }),
+    [...users.values()].map(({ user, memberships }) => userView(user, primaryMembership(principal, memberships))),
     total,
     query,
   );

@@ -6,7 +6,7 @@ import type { DomainEvent } from '../src/events/types.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { sql } from './support/db.js';
+import { sql, statementsOn } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { agentCall, agentInfo, enroll, fleet as devicesFleet } from './support/devices.js';
 import { buildOrg, buildSite, buildUser, type BuiltUser } from './support/factories.js';
@@ -33,22 +33,6 @@ async function refused(app: TestApp, user: BuiltUser, query: string, variables?:
   const res = await gql(app, user.as, query, variables);
   expect(res.body.errors).toBeDefined();
   return res.body.errors!.map((e) => e.extensions?.code ?? e.message);
-}
-
-/** Runs `work`, counting the SQL statements that read device_command meanwhile (on this instance). */
-async function countingCommandQueries<T extends object>(app: TestApp, work: () => Promise<T>): Promise<T & { commandQueries: number }> {
-  const connection = app.server.runtime.orm.em.getDriver().getConnection() as unknown as { execute: (query: unknown, ...rest: unknown[]) => Promise<unknown> };
-  const execute = connection.execute;
-  let commandQueries = 0;
-  connection.execute = function (this: unknown, query: unknown, ...rest: unknown[]) {
-    if (/\bdevice_command\b/.test(String(typeof query === 'object' && query && 'sql' in query ? (query as { sql: string }).sql : query))) commandQueries++;
-    return execute.call(this, query, ...rest);
-  };
-  try {
-    return { ...(await work()), commandQueries };
-  } finally {
-    connection.execute = execute;
-  }
 }
 
 // ── subscriptions ───────────────────────────────────────────────────────────────────────────────
@@ -188,7 +172,7 @@ describe('queries and mutations', () => {
     expect(second.device.commands).toEqual({ data: [{ id: first.id }], pagination: { total: 3 } });
 
     await enroll(app, key, 'cmd-c');
-    const list = await countingCommandQueries(app, () =>
+    const { result: list, statements } = await statementsOn(app, 'device_command', () =>
       ok(app, viewer, '{ devices(sort: hostname) { edges { node { hostname commands(limit: 5, status: pending) { data { deviceId type } pagination { total } } } } } }'),
     );
     expect(list.devices.edges.map((e: any) => [e.node.hostname, e.node.commands.pagination.total, e.node.commands.data.map((c: any) => c.type)])).toEqual([
@@ -197,7 +181,7 @@ describe('queries and mutations', () => {
       ['cmd-c', 0, []],
     ]);
     // Totals, ranked ids, rows: three queries for the whole list, not some per device.
-    expect(list.commandQueries).toBe(3);
+    expect(statements).toBe(3);
     expect(list.devices.edges.every((e: any) => e.node.commands.data.every((c: any) => c.deviceId === (e.node.hostname === 'cmd-a' ? a.deviceId : b.deviceId)))).toBe(true);
 
     // A viewer reads but does not act; a second refresh_inventory is refused as over REST.

@@ -3,7 +3,7 @@ import { redactUrl } from '../src/services/webhooks.js';
 import type { Permission } from '../src/auth/permissions.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
-import { auditOf, sql } from './support/db.js';
+import { auditOf, sql, statementsOn } from './support/db.js';
 import { buildOrg, buildUser, type BuiltUser } from './support/factories.js';
 
 const SECRET = 'whsec-super-secret-value';
@@ -56,22 +56,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await app.stop();
 });
-
-/** What `fn` answers, and how many statements it sent that read webhook deliveries. */
-async function deliveryStatements<T>(fn: () => Promise<T>): Promise<{ result: T; statements: number }> {
-  const connection = app.server.runtime.orm.em.getDriver().getConnection() as unknown as { execute: (query: unknown, ...rest: unknown[]) => Promise<unknown> };
-  const execute = connection.execute;
-  let statements = 0;
-  connection.execute = function (this: unknown, query: unknown, ...rest: unknown[]) {
-    if (/\bwebhook_delivery\b/.test(String(typeof query === 'object' && query && 'sql' in query ? (query as { sql: string }).sql : query))) statements++;
-    return execute.call(this, query, ...rest);
-  };
-  try {
-    return { result: await fn(), statements };
-  } finally {
-    connection.execute = execute;
-  }
-}
 
 const valid = (extra: Record<string, unknown> = {}) => ({
   name: 'Ops hook',
@@ -389,7 +373,7 @@ describe('GraphQL', () => {
         );
       }
     }
-    const { result: listed, statements } = await deliveryStatements(() =>
+    const { result: listed, statements } = await statementsOn(app, 'webhook_delivery', () =>
       gql(app, editor.as, `{ webhooks(limit: 10) { data { id deliveryStats { total delivered failed lastDeliveredAt } } } }`),
     );
     expect(listed.body.errors).toBeUndefined();
@@ -400,7 +384,7 @@ describe('GraphQL', () => {
     expect(statements).toBe(1);
 
     // Each webhook's own newest delivered delivery, and whether it has more: ranked ids, rows and totals, three statements for the list.
-    const { result: paged, statements: pageStatements } = await deliveryStatements(() =>
+    const { result: paged, statements: pageStatements } = await statementsOn(app, 'webhook_delivery', () =>
       gql(app, editor.as, `{ webhooks(limit: 10) { data { id deliveries(first: 1, status: delivered) { totalCount edges { node { webhookId status } } pageInfo { hasNextPage } } } } }`),
     );
     expect(paged.body.errors).toBeUndefined();

@@ -47,3 +47,24 @@ export function useTestDatabase(): { url: string } {
   });
   return db;
 }
+
+/**
+ * What `work` answers, and how many SQL statements naming `table` this instance sent meanwhile (through
+ * the ORM's connection, where the services' reads go): for checking that a list's relation fields cost
+ * a fixed number of statements, not some per row.
+ */
+export async function statementsOn<T>(app: TestApp, table: string, work: () => Promise<T>): Promise<{ result: T; statements: number }> {
+  const connection = app.server.runtime.orm.em.getDriver().getConnection() as unknown as { execute: (query: unknown, ...rest: unknown[]) => Promise<unknown> };
+  const execute = connection.execute;
+  const names = new RegExp(`\\b${table}\\b`);
+  let statements = 0;
+  connection.execute = function (this: unknown, query: unknown, ...rest: unknown[]) {
+    if (names.test(String(typeof query === 'object' && query && 'sql' in query ? (query as { sql: string }).sql : query))) statements++;
+    return execute.call(this, query, ...rest);
+  };
+  try {
+    return { result: await work(), statements };
+  } finally {
+    connection.execute = execute;
+  }
+}

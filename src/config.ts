@@ -79,6 +79,8 @@ const EnvSchema = z.object({
   SMTP_FROM: z.string().default('rmm-service <no-reply@localhost>'),
   GRAPHQL_MAX_DEPTH: int(12, 2),
   GRAPHQL_MAX_COST: int(10000, 10),
+  GRAPHQL_MAX_ALIASES: int(100, 1),
+  GRAPHQL_MAX_BATCH: int(10, 1),
   GRAPHQL_WS_RECHECK_SECONDS: int(30, 1),
   GRAPHQL_PERSISTED_QUERIES_MAX: int(10000, 0),
   DEVICE_OFFLINE_AFTER_SECONDS: int(300, 1),
@@ -121,7 +123,8 @@ export interface Config {
   smtp: { url: string; from: string } | null;
   /** wsRecheckSeconds: how often every open WebSocket's credentials are re-checked, behind the revocation events */
   /** persistedQueriesMax: automatic persisted queries kept in the database; past it, new ones run but are not kept */
-  graphql: { maxDepth: number; maxCost: number; wsRecheckSeconds: number; persistedQueriesMax: number };
+  /** maxAliases: aliased fields in one operation; maxBatch: operations in one HTTP request (a JSON array) */
+  graphql: { maxDepth: number; maxCost: number; maxAliases: number; maxBatch: number; wsRecheckSeconds: number; persistedQueriesMax: number };
   /** offlineAfterSeconds: no heartbeat nor channel for this long turns a device offline; updatingTimeoutSeconds: an update that takes longer does too */
   devices: { offlineAfterSeconds: number; updatingTimeoutSeconds: number; commandTimeoutSeconds: number; heartbeatIntervalSeconds: number };
   /**
@@ -193,7 +196,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       certificate: e.SAML_SP_CERTIFICATE ?? null,
     },
     smtp: e.SMTP_URL ? { url: e.SMTP_URL, from: e.SMTP_FROM } : null,
-    graphql: { maxDepth: e.GRAPHQL_MAX_DEPTH, maxCost: e.GRAPHQL_MAX_COST, wsRecheckSeconds: e.GRAPHQL_WS_RECHECK_SECONDS, persistedQueriesMax: e.GRAPHQL_PERSISTED_QUERIES_MAX },
+    graphql: { maxDepth: e.GRAPHQL_MAX_DEPTH, maxCost: e.GRAPHQL_MAX_COST, maxAliases: e.GRAPHQL_MAX_ALIASES, maxBatch: e.GRAPHQL_MAX_BATCH, wsRecheckSeconds: e.GRAPHQL_WS_RECHECK_SECONDS, persistedQueriesMax: e.GRAPHQL_PERSISTED_QUERIES_MAX },
     devices: {
       offlineAfterSeconds: e.DEVICE_OFFLINE_AFTER_SECONDS,
       updatingTimeoutSeconds: e.DEVICE_UPDATING_TIMEOUT_SECONDS,

@@ -59,3 +59,33 @@ test('a dashboard-sized query is accepted and answered', async () => {
   expect(res.body.data.users.pagination.total).toBe(1);
   expect(res.body.data.webhooks.data).toEqual([]);
 });
+
+test('aliases are capped at 100 per operation, counted through fragments as often as they are spread', async () => {
+  const allowed = await gql(app, viewer.as, aliases(100, 'serviceInfo { version }'));
+  expect(allowed.body.errors).toBeUndefined();
+  expect(Object.keys(allowed.body.data)).toHaveLength(100);
+
+  const tooMany = { message: 'Query has too many aliases: 101 exceeds the limit of 100', extensions: { code: 'VALIDATION_ERROR' } };
+  expect((await gql(app, viewer.as, aliases(101, 'serviceInfo { version }'))).body).toEqual({ errors: [tooMany] });
+  const fragment = `fragment many on ServiceInfo { ${Array.from({ length: 50 }, (_, i) => `v${i}: version`).join(' ')} }`;
+  const spread = await gql(app, viewer.as, `{ one: serviceInfo { ...many } two: serviceInfo { ...many } } ${fragment}`);
+  expect(spread.body).toEqual({ errors: [{ ...tooMany, message: 'Query has too many aliases: 102 exceeds the limit of 100' }] });
+});
+
+test('a request may batch up to 10 operations, each answered in order; more are refused with one error', async () => {
+  const batch = (n: number) =>
+    fetch(`${app.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${(viewer.as as { token: string }).token}` },
+      body: JSON.stringify(Array.from({ length: n }, (_, i) => ({ query: i % 2 ? '{ me { email } }' : '{ serviceInfo { version } }' }))),
+    });
+  const ten = await batch(10);
+  expect(ten.status).toBe(200);
+  const results = (await ten.json()) as { data: Record<string, unknown> }[];
+  expect(results).toHaveLength(10);
+  expect(results[1]).toEqual({ data: { me: { email: viewer.user.email } } });
+  expect(results[2]).toEqual({ data: { serviceInfo: { version: expect.any(String) } } });
+
+  const eleven = await batch(11);
+  expect([eleven.status, await eleven.json()]).toEqual([400, { errors: [{ message: 'Too many operations in one request: 11 exceeds the limit of 10', extensions: { code: 'VALIDATION_ERROR' } }] }]);
+});

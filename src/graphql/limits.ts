@@ -47,22 +47,31 @@ function fetchCount(field: GraphQLField<unknown, unknown>, node: FieldNode, pare
   return typeof sizeArg?.defaultValue === 'number' ? Math.max(1, sizeArg.defaultValue) : DEFAULT_LIMIT;
 }
 
+export interface QueryLimits {
+  maxDepth: number;
+  maxCost: number;
+  /** aliased fields, counted through fragments as often as they are spread */
+  maxAliases: number;
+}
+
 /**
- * Query depth and cost limits, as validation rules. Cost counts every selected field, multiplied
- * by how many times the lists above it are fetched (`fetchCount`), so one query cannot ask for a
- * million nested rows.
+ * Query depth, cost and alias limits, as validation rules. Cost counts every selected field,
+ * multiplied by how many times the lists above it are fetched (`fetchCount`), so one query cannot ask
+ * for a million nested rows; aliases are counted apart, as each one asks for its field again.
  */
-export function queryLimits(maxDepth: number, maxCost: number) {
+export function queryLimits({ maxDepth, maxCost, maxAliases }: QueryLimits) {
   return (context: ValidationContext): ASTVisitor => {
     const schema = context.getSchema();
     const fragments = new Map<string, FragmentDefinitionNode>();
     for (const def of context.getDocument().definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
 
-    const measure = (set: SelectionSetNode, parent: GraphQLNamedType | undefined, depth: number, seen: Set<string>): { depth: number; cost: number } => {
+    const measure = (set: SelectionSetNode, parent: GraphQLNamedType | undefined, depth: number, seen: Set<string>): { depth: number; cost: number; aliases: number } => {
       let maxSeen = depth;
       let cost = 0;
+      let aliases = 0;
       for (const sel of set.selections) {
         if (sel.kind === Kind.FIELD) {
+          if (sel.alias) aliases += 1;
           if (sel.name.value.startsWith('__')) continue;
           // Unknown fields are reported by the standard rules; here they count as single objects.
           const field = isObjectType(parent) || isInterfaceType(parent) ? parent.getFields()[sel.name.value] : undefined;
@@ -70,6 +79,7 @@ export function queryLimits(maxDepth: number, maxCost: number) {
             const inner = measure(sel.selectionSet, field && getNamedType(field.type), depth + 1, seen);
             maxSeen = Math.max(maxSeen, inner.depth);
             cost += 1 + (field ? fetchCount(field, sel, parent) : 1) * inner.cost;
+            aliases += inner.aliases;
           } else {
             cost += 1;
           }
@@ -77,25 +87,30 @@ export function queryLimits(maxDepth: number, maxCost: number) {
           const inner = measure(sel.selectionSet, sel.typeCondition ? schema.getType(sel.typeCondition.name.value) : parent, depth, seen);
           maxSeen = Math.max(maxSeen, inner.depth);
           cost += inner.cost;
+          aliases += inner.aliases;
         } else {
           const fragment = fragments.get(sel.name.value);
           if (!fragment || seen.has(sel.name.value)) continue;
           const inner = measure(fragment.selectionSet, schema.getType(fragment.typeCondition.name.value), depth, new Set([...seen, sel.name.value]));
           maxSeen = Math.max(maxSeen, inner.depth);
           cost += inner.cost;
+          aliases += inner.aliases;
         }
       }
-      return { depth: maxSeen, cost };
+      return { depth: maxSeen, cost, aliases };
     };
 
     return {
       OperationDefinition(node) {
-        const { depth, cost } = measure(node.selectionSet, schema.getRootType(node.operation) ?? undefined, 1, new Set());
+        const { depth, cost, aliases } = measure(node.selectionSet, schema.getRootType(node.operation) ?? undefined, 1, new Set());
         if (depth > maxDepth) {
           context.reportError(new GraphQLError(`Query is too deep: depth ${depth} exceeds the limit of ${maxDepth}`, { extensions: { code: 'VALIDATION_ERROR' } }));
         }
         if (cost > maxCost) {
           context.reportError(new GraphQLError(`Query is too expensive: cost ${cost} exceeds the limit of ${maxCost}`, { extensions: { code: 'VALIDATION_ERROR' } }));
+        }
+        if (aliases > maxAliases) {
+          context.reportError(new GraphQLError(`Query has too many aliases: ${aliases} exceeds the limit of ${maxAliases}`, { extensions: { code: 'VALIDATION_ERROR' } }));
         }
       },
     };

@@ -82,7 +82,7 @@ export async function startGraphql(
   schema: GraphQLSchema,
 ): Promise<{ middleware: RequestHandler; upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void; stop(): Promise<void> }> {
   const { config } = runtime;
-  const limits = queryLimits(config.graphql.maxDepth, config.graphql.maxCost);
+  const limits = queryLimits(config.graphql);
   const documents = new DocumentCache([limits]);
   // The HTTP server's upgrades are routed by path (src/server.ts): this one takes those to /graphql.
   const wsServer = new WebSocketServer({ noServer: true });
@@ -140,6 +140,8 @@ export async function startGraphql(
     schema,
     introspection: !config.isProduction,
     validationRules: [limits],
+    // A JSON array of operations answers an array of results; how many one request may carry is capped below.
+    allowBatchedHttpRequests: true,
     persistedQueries: { cache: new PersistedQueryStore(runtime.orm, config.graphql.persistedQueriesMax) },
     formatError: (formatted, error) => formatGraphqlError(runtime, formatted, error),
     includeStacktraceInErrorResponses: false,
@@ -171,9 +173,17 @@ export async function startGraphql(
   });
   await apollo.start();
   sessions.start();
-  const middleware = expressMiddleware(apollo, {
+  const apolloMiddleware = expressMiddleware(apollo, {
     context: async ({ req }) => ({ ctx: await contextFor(runtime, req) }),
   });
+  // Each operation of a batch passes the depth, cost and alias limits on its own: the batch's size is
+  // what keeps one request from asking for GRAPHQL_MAX_BATCH times that.
+  const middleware: RequestHandler = (req, res, next) => {
+    const operations = Array.isArray(req.body) ? req.body.length : 1;
+    if (operations <= config.graphql.maxBatch) return apolloMiddleware(req, res, next);
+    const message = `Too many operations in one request: ${operations} exceeds the limit of ${config.graphql.maxBatch}`;
+    res.status(400).json({ errors: [{ message, extensions: { code: 'VALIDATION_ERROR' } }] });
+  };
   return {
     middleware,
     upgrade: (req, socket, head) => wsServer.handleUpgrade(req, socket, head, (ws) => wsServer.emit('connection', ws, req)),

@@ -115,7 +115,7 @@ async function heartbeats(server: RunningServer, pool: pg.Pool): Promise<boolean
 }
 
 /** A heartbeat as an agent sends it: its version and a few metrics (the same for a device every time). */
-function heartbeatRequest(agent: SeededAgent): LoadRequest {
+export function heartbeatRequest(agent: SeededAgent): LoadRequest {
   const metrics = { cpuPercent: (agent.index * 7) % 100, ramPercent: (agent.index * 13) % 100, diskPercent: (agent.index * 29) % 100 };
   return {
     method: 'POST',
@@ -484,7 +484,7 @@ async function plainSubscriptionLatency(samples: number) {
 
 // ── fixtures ────────────────────────────────────────────────────────────────────────────────────
 
-interface SeededAgent {
+export interface SeededAgent {
   index: number;
   deviceId: string;
   agentId: string;
@@ -495,7 +495,7 @@ interface SeededAgent {
  * `count` online devices as enrollment leaves them (linux/amd64, agent 1.0.0, auto-update on), written in
  * one statement; agent i's token is `<prefix><i>`, stored as its SHA-256 hex like the server's.
  */
-async function seedAgents(pool: pg.Pool, orgId: string, count: number): Promise<SeededAgent[]> {
+export async function seedAgents(pool: pg.Pool, orgId: string, count: number): Promise<SeededAgent[]> {
   const prefix = `agt_bench${crypto.randomBytes(8).toString('base64url')}_`;
   const { rows } = await pool.query(
     `insert into device (id, created_at, updated_at, org_id, agent_id, hostname, status, os_type, os_version, architecture, agent_version,

@@ -26,7 +26,7 @@ import { SYSTEM_ROLES } from '../auth/permissions.js';
 import type { Runtime } from '../runtime.js';
 import type { RunningServer } from '../server.js';
 import { runLoad, type LoadRequest, type LoadResult } from './bench-load.js';
-import { benchOrg, bounded, captureQueries, failures, loadFigures, metered, portOf, print, request, round, signedInUser, statementShapes, withPlainServer, withPool } from './bench-support.js';
+import { benchOrg, bounded, captureQueries, combined, failures, loadFigures, meanUsage, metered, portOf, print, request, signedInUser, statementShapes, withPlainServer, withPool, type CpuUsage } from './bench-support.js';
 
 const CONNECTIONS = bounded('BENCH_REQUEST_CONNECTIONS', 50, 1000);
 const SECONDS = bounded('BENCH_REQUEST_SECONDS', 3, 300);
@@ -125,18 +125,6 @@ async function statementsPerRequest(port: number, req: LoadRequest): Promise<num
   return statementShapes(queries, samples).perUnit;
 }
 
-type CpuUsage = Awaited<ReturnType<typeof metered>>['usage'];
-
-/** The rounds' CPU per request, averaged: where a route's time goes (server, PostgreSQL, the load generator). */
-function meanUsage(usages: CpuUsage[]) {
-  const mean = (pick: (usage: CpuUsage) => number | null) => round(usages.reduce((sum, usage) => sum + (pick(usage) ?? 0), 0) / usages.length);
-  return {
-    serverCpuMsPerRequest: mean((u) => u.processCpuMsPerRequest),
-    postgresCpuMsPerRequest: mean((u) => u.postgresCpuMsPerRequest),
-    loadGeneratorCpuMsPerRequest: mean((u) => u.loadGeneratorCpuMsPerRequest),
-  };
-}
-
 /** The HTTP ceiling's answer: a small JSON body, as `/health` answers. */
 const plainHealth = () => JSON.stringify({ status: 'ok', version: '0.0.0', uptime: Math.round(performance.now() / 1000) });
 
@@ -165,27 +153,5 @@ function plainGraphql(): (body: string) => Promise<string> {
       documents.set(query, document);
     }
     return JSON.stringify(await execute({ schema, document }));
-  };
-}
-
-/**
- * Equal-length runs as one: the mean rate, the median run's p50, the worst run's p99 and max (the
- * generator reports percentiles, not samples), every request and status counted (other figures: the first run's).
- */
-function combined(runs: LoadResult[]): LoadResult {
-  const by = (pick: (r: LoadResult) => number) => [...runs].sort((x, y) => pick(x) - pick(y));
-  const statuses: Record<string, number> = {};
-  for (const run of runs) for (const [status, n] of Object.entries(run.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
-  return {
-    ...runs[0]!,
-    perSecond: Math.round(runs.reduce((sum, r) => sum + r.perSecond, 0) / runs.length),
-    latencyMs: {
-      p50: by((r) => r.latencyMs.p50)[Math.floor(runs.length / 2)]!.latencyMs.p50,
-      p99: Math.max(...runs.map((r) => r.latencyMs.p99)),
-      max: Math.max(...runs.map((r) => r.latencyMs.max)),
-      samples: runs.reduce((sum, r) => sum + r.latencyMs.samples, 0),
-    },
-    statuses,
-    firstFailure: runs.find((r) => r.firstFailure)?.firstFailure ?? null,
   };
 }

@@ -85,16 +85,17 @@ export function request(port: number, req: LoadRequest): Promise<{ status: numbe
 
 /**
  * A plain `node:http` server, the HTTP ceiling: each request's body is read whole, `answer` turns it
- * into a JSON text, sent with 200 (500 if `answer` throws). Runs `fn` with its port, then closes.
+ * (and the request's headers, for a ceiling that authenticates) into a JSON text, sent with 200 (500
+ * if `answer` throws). Runs `fn` with its port, then closes.
  */
-export async function withPlainServer<T>(answer: (body: string) => string | Promise<string>, fn: (port: number) => Promise<T>): Promise<T> {
+export async function withPlainServer<T>(answer: (body: string, req: http.IncomingMessage) => string | Promise<string>, fn: (port: number) => Promise<T>): Promise<T> {
   const plain = http.createServer((req, res) => {
     let body = '';
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (body += chunk));
     req.on('end', async () => {
       try {
-        const text = await answer(body);
+        const text = await answer(body, req);
         res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) }).end(text);
       } catch (error) {
         res.writeHead(500).end((error as Error).message);
@@ -317,5 +318,39 @@ export function loadFigures(result: LoadResult, withRate = true) {
     maxMs: result.latencyMs.max,
     requests: result.latencyMs.samples,
     ...(failures(result) > 0 ? { failures: failures(result), firstFailure: result.firstFailure } : {}),
+  };
+}
+
+export type CpuUsage = Awaited<ReturnType<typeof metered>>['usage'];
+
+/** The rounds' CPU per request, averaged: where a route's time goes (server, PostgreSQL, the load generator). */
+export function meanUsage(usages: CpuUsage[]) {
+  const mean = (pick: (usage: CpuUsage) => number | null) => round(usages.reduce((sum, usage) => sum + (pick(usage) ?? 0), 0) / usages.length);
+  return {
+    serverCpuMsPerRequest: mean((u) => u.processCpuMsPerRequest),
+    postgresCpuMsPerRequest: mean((u) => u.postgresCpuMsPerRequest),
+    loadGeneratorCpuMsPerRequest: mean((u) => u.loadGeneratorCpuMsPerRequest),
+  };
+}
+
+/**
+ * Equal-length runs as one: the mean rate, the median run's p50, the worst run's p99 and max (the
+ * generator reports percentiles, not samples), every request and status counted (other figures: the first run's).
+ */
+export function combined(runs: LoadResult[]): LoadResult {
+  const by = (pick: (r: LoadResult) => number) => [...runs].sort((x, y) => pick(x) - pick(y));
+  const statuses: Record<string, number> = {};
+  for (const run of runs) for (const [status, n] of Object.entries(run.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+  return {
+    ...runs[0]!,
+    perSecond: Math.round(runs.reduce((sum, r) => sum + r.perSecond, 0) / runs.length),
+    latencyMs: {
+      p50: by((r) => r.latencyMs.p50)[Math.floor(runs.length / 2)]!.latencyMs.p50,
+      p99: Math.max(...runs.map((r) => r.latencyMs.p99)),
+      max: Math.max(...runs.map((r) => r.latencyMs.max)),
+      samples: runs.reduce((sum, r) => sum + r.latencyMs.samples, 0),
+    },
+    statuses,
+    firstFailure: runs.find((r) => r.firstFailure)?.firstFailure ?? null,
   };
 }

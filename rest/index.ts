@@ -8,6 +8,7 @@ import { auditRouter } from './audit.js';
 import { authRouter } from './auth.js';
 import { devicesRouter } from './devices.js';
 import { enrollmentKeysRouter } from './enrollment-keys.js';
+import { graphqlRouter } from './graphql.js';
 import { groupsRouter } from './groups.js';
 import { orgsRouter } from './orgs.js';
 import { rolesRouter } from './roles.js';
@@ -20,7 +21,7 @@ import { webhooksRouter } from './webhooks.js';
 type RouterFactory = (openapi: OpenApiRegistry) => RestRouter;
 
 /** Every domain's router, mounted under /api/v1 (the order does not matter: see mountRoutes). */
-const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter, groupsRouter, tagsRouter];
+const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter, groupsRouter, tagsRouter, graphqlRouter];
 
 /** The REST API: the Express router for /api/v1, and the routes also served in front of Express. */
 export function apiRouter(openapi: OpenApiRegistry, version: string): { api: express.Router; hot: HotRoute[] } {

@@ -83,6 +83,10 @@ const EnvSchema = z.object({
   GRAPHQL_MAX_BATCH: int(10, 1),
   GRAPHQL_WS_RECHECK_SECONDS: int(30, 1),
   GRAPHQL_PERSISTED_QUERIES_MAX: int(10000, 0),
+  PERSISTED_QUERIES: z.enum(['off', 'apq', 'trusted']).default('apq'),
+  GRAPHQL_TIMEOUT_MS: int(10000, 1),
+  GRAPHQL_GET_MAX_AGE_SECONDS: int(30, 0),
+  API_RATE_LIMIT_PER_MINUTE: int(1200, 0),
   DEVICE_OFFLINE_AFTER_SECONDS: int(300, 1),
   DEVICE_UPDATING_TIMEOUT_SECONDS: int(300, 1),
   DEVICE_COMMAND_TIMEOUT_SECONDS: int(3600, 1),
@@ -124,7 +128,25 @@ export interface Config {
   /** wsRecheckSeconds: how often every open WebSocket's credentials are re-checked, behind the revocation events */
   /** persistedQueriesMax: automatic persisted queries kept in the database; past it, new ones run but are not kept */
   /** maxAliases: aliased fields in one operation; maxBatch: operations in one HTTP request (a JSON array) */
-  graphql: { maxDepth: number; maxCost: number; maxAliases: number; maxBatch: number; wsRecheckSeconds: number; persistedQueriesMax: number };
+  /**
+   * persistedQueries: `off` refuses the persistedQuery extension, `apq` registers any valid query by its
+   * hash, `trusted` answers only the documents of an imported manifest; timeoutMs: an HTTP operation
+   * still running then is answered 504 TIMEOUT and abandoned; getMaxAgeSeconds: how long a successful
+   * GET by persisted-query hash may be kept by the caller's own cache (0: never)
+   */
+  graphql: {
+    maxDepth: number;
+    maxCost: number;
+    maxAliases: number;
+    maxBatch: number;
+    wsRecheckSeconds: number;
+    persistedQueriesMax: number;
+    persistedQueries: 'off' | 'apq' | 'trusted';
+    timeoutMs: number;
+    getMaxAgeSeconds: number;
+  };
+  /** requests per minute and caller (user or API key), REST and GraphQL (HTTP and each subscribe) alike; 0: no limit */
+  apiRateLimitPerMinute: number;
   /** offlineAfterSeconds: no heartbeat nor channel for this long turns a device offline; updatingTimeoutSeconds: an update that takes longer does too */
   devices: { offlineAfterSeconds: number; updatingTimeoutSeconds: number; commandTimeoutSeconds: number; heartbeatIntervalSeconds: number };
   /**
@@ -196,7 +218,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       certificate: e.SAML_SP_CERTIFICATE ?? null,
     },
     smtp: e.SMTP_URL ? { url: e.SMTP_URL, from: e.SMTP_FROM } : null,
-    graphql: { maxDepth: e.GRAPHQL_MAX_DEPTH, maxCost: e.GRAPHQL_MAX_COST, maxAliases: e.GRAPHQL_MAX_ALIASES, maxBatch: e.GRAPHQL_MAX_BATCH, wsRecheckSeconds: e.GRAPHQL_WS_RECHECK_SECONDS, persistedQueriesMax: e.GRAPHQL_PERSISTED_QUERIES_MAX },
+    graphql: {
+      maxDepth: e.GRAPHQL_MAX_DEPTH,
+      maxCost: e.GRAPHQL_MAX_COST,
+      maxAliases: e.GRAPHQL_MAX_ALIASES,
+      maxBatch: e.GRAPHQL_MAX_BATCH,
+      wsRecheckSeconds: e.GRAPHQL_WS_RECHECK_SECONDS,
+      persistedQueriesMax: e.GRAPHQL_PERSISTED_QUERIES_MAX,
+      persistedQueries: e.PERSISTED_QUERIES,
+      timeoutMs: e.GRAPHQL_TIMEOUT_MS,
+      getMaxAgeSeconds: e.GRAPHQL_GET_MAX_AGE_SECONDS,
+    },
+    apiRateLimitPerMinute: e.API_RATE_LIMIT_PER_MINUTE,
     devices: {
       offlineAfterSeconds: e.DEVICE_OFFLINE_AFTER_SECONDS,
       updatingTimeoutSeconds: e.DEVICE_UPDATING_TIMEOUT_SECONDS,

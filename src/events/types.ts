@@ -215,6 +215,7 @@ export const AUDIT_ACTIONS = {
   'device_group.unpin': null,
   'agent_version.sync': 'agent_version.synced',
   'agent_version.promote': 'agent_version.promoted',
+  'graphql.trusted_documents.import': null,
   'access.denied': null,
   'audit.read': null,
   'audit.export': null,

@@ -1,22 +1,23 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ApolloServer } from '@apollo/server';
-import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServer, HeaderMap, type HTTPGraphQLResponse } from '@apollo/server';
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import { expressMiddleware } from '@as-integrations/express5';
 import { GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { authenticate, type Credentials } from '../auth/authenticate.js';
 import { RequestContext } from '../auth/context.js';
-import { toAppError } from '../errors.js';
+import { AppError, badRequest, toAppError } from '../errors.js';
+import { consumeCallerBudget } from '../http/rate-limit.js';
 import { contextFor, rawClientIp } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
 import type { GraphqlContext } from './context.js';
 import { DocumentCache } from './documents.js';
 import { queryLimits } from './limits.js';
-import { PersistedQueryStore } from './persisted-queries.js';
+import { persistedQueryKey } from '../services/trusted-documents.js';
+import { PersistedQueryStore, persistedQueryRefusal, type SentOperation } from './persisted-queries.js';
 import { REVOKED_CLOSE_CODE, SocketSessions, type SocketSession } from './socket-sessions.js';
 
 // Apollo's own codes for malformed operations map onto the API's envelope codes.
@@ -63,6 +64,57 @@ function credentialsOf(params: Record<string, unknown>): Credentials {
   };
 }
 
+/** The media type an answer is written in: GraphQL over HTTP's own when the client accepts it. */
+function responseType(req: Request): string {
+  return req.accepts(['application/json', 'application/graphql-response+json']) === 'application/graphql-response+json'
+    ? 'application/graphql-response+json; charset=utf-8'
+    : 'application/json; charset=utf-8';
+}
+
+/** A request refused before any operation ran, as GraphQL over HTTP answers: `{errors}` with the envelope's status (and Retry-After). */
+function sendRefusal(runtime: Runtime, req: Request, res: Response, error: unknown): void {
+  const { error: appError, expected } = toAppError(error);
+  if (!expected) runtime.log.error({ reqId: req.requestId, err: error instanceof Error ? { message: error.message, stack: error.stack } : error }, 'unhandled GraphQL error');
+  if (res.headersSent) return void res.end();
+  const retryAfter = (appError.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
+  if (appError.status === 429 && retryAfter) res.setHeader('Retry-After', String(retryAfter));
+  const extensions = { code: appError.code, ...(appError.details === undefined ? {} : { details: appError.details }) };
+  res.status(appError.status).setHeader('cache-control', 'no-store').type(responseType(req)).send(JSON.stringify({ errors: [{ message: appError.message, extensions }] }));
+}
+
+/** The operations of an HTTP request as sent: GET's search parameters, a POST's body or each of its batch. */
+function sentOperations(req: Request): SentOperation[] {
+  if (req.method !== 'GET') return Array.isArray(req.body) ? (req.body as SentOperation[]) : [(req.body ?? {}) as SentOperation];
+  const { query, extensions } = req.query as Record<string, unknown>;
+  try {
+    return [{ query, extensions: typeof extensions === 'string' ? JSON.parse(extensions) : extensions }];
+  } catch {
+    // Apollo answers the malformed parameter itself.
+    return [{ query }];
+  }
+}
+
+function headerMap(req: Request): HeaderMap {
+  const headers = new HeaderMap();
+  for (const [key, value] of Object.entries(req.headers)) if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
+  return headers;
+}
+
+const timedOut = (ms: number) => new AppError(504, 'TIMEOUT', `The operation did not finish within ${ms} ms and was abandoned`);
+
+/** Settles only when the signal aborts: rejected with its reason. */
+function rejectedOn(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
+}
+
+async function writeApolloResponse(res: Response, response: HTTPGraphQLResponse): Promise<void> {
+  for (const [key, value] of response.headers) res.setHeader(key, value);
+  res.statusCode = response.status ?? 200;
+  if (response.body.kind === 'complete') return void res.send(response.body.string);
+  for await (const chunk of response.body.asyncIterator) res.write(chunk);
+  res.end();
+}
+
 /** An AppError (or anything thrown) as a GraphQL error in the API's envelope. */
 function envelopeError(runtime: Runtime, error: unknown): GraphQLError {
   const formatted = formatGraphqlError(runtime, { message: String(error) }, error);
@@ -73,8 +125,11 @@ function envelopeError(runtime: Runtime, error: unknown): GraphQLError {
  * Apollo Server over HTTP at /graphql and graphql-ws subscriptions on the same path and port.
  * Credentials: Bearer or X-API-Key headers on HTTP; `authorization`/`apiKey` in connection_init
  * on WebSocket, authenticated again on every `subscribe` and kept in check while the socket is open
- * (SocketSessions). Automatic persisted queries (the mobile app's) are Apollo's APQ protocol over a
- * store in PostgreSQL (PersistedQueryStore), so every instance knows every registered hash.
+ * (SocketSessions). Persisted queries (PERSISTED_QUERIES): Apollo's APQ protocol over a store in
+ * PostgreSQL (PersistedQueryStore), so every instance knows every registered hash; in `trusted` mode
+ * only the documents of imported manifests run, over HTTP and WebSocket alike. Every HTTP request and
+ * every subscribe counts against its caller's budget (API_RATE_LIMIT_PER_MINUTE), shared with REST;
+ * an HTTP operation still running after GRAPHQL_TIMEOUT_MS is answered 504 TIMEOUT and abandoned.
  */
 export async function startGraphql(
   runtime: Runtime,
@@ -87,6 +142,8 @@ export async function startGraphql(
   // The HTTP server's upgrades are routed by path (src/server.ts): this one takes those to /graphql.
   const wsServer = new WebSocketServer({ noServer: true });
   const sessions = new SocketSessions(runtime, config.graphql.wsRecheckSeconds * 1000);
+  const mode = config.graphql.persistedQueries;
+  const store = new PersistedQueryStore(runtime.orm, config.graphql.persistedQueriesMax, mode === 'trusted');
   const wsCleanup = useServer<Record<string, unknown>, { principal?: RequestContext['principal']; session?: SocketSession }>(
     {
       schema,
@@ -98,18 +155,34 @@ export async function startGraphql(
           return false;
         }
         const { principal, socket: ws } = socket.extra;
-        if (principal) socket.extra.session = sessions.open(credentials, principal, (reason) => ws.close(REVOKED_CLOSE_CODE, reason));
+        // Every operation over the socket is a caller's: none is refused as bad credentials are (4403 Forbidden).
+        if (!principal) return false;
+        socket.extra.session = sessions.open(credentials, principal, (reason) => ws.close(REVOKED_CLOSE_CODE, reason));
         return true;
       },
-      onSubscribe: async (socket) => {
-        const { session } = socket.extra;
-        if (!session) return undefined;
+      onSubscribe: async (socket, _id, payload) => {
+        const { session, principal } = socket.extra;
         try {
-          const refusal = await sessions.refusal(session);
-          if (!refusal) return undefined;
-          // Closed once the refusal below has been sent, so the client reads why.
-          setImmediate(() => sessions.revoke(session));
-          return [envelopeError(runtime, refusal)];
+          if (session) {
+            const refusal = await sessions.refusal(session);
+            if (refusal) {
+              // Closed once the refusal below has been sent, so the client reads why.
+              setImmediate(() => sessions.revoke(session));
+              return [envelopeError(runtime, refusal)];
+            }
+          }
+          const refusal = await persistedQueryRefusal(mode, store, payload);
+          if (refusal) return [envelopeError(runtime, refusal)];
+          await consumeCallerBudget(RequestContext.create(runtime, principal ?? null, {}));
+          // graphql-ws requires a query string: an empty one with the persistedQuery extension asks by hash.
+          const hash = (payload.extensions as { persistedQuery?: { sha256Hash?: unknown } } | undefined)?.persistedQuery?.sha256Hash;
+          if (payload.query || typeof hash !== 'string') return undefined;
+          const text = await store.get(persistedQueryKey(hash));
+          if (text === undefined) return [new GraphQLError('PersistedQueryNotFound', { extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } })];
+          const document = documents.parse(text);
+          const invalid = documents.validate(schema, document);
+          if (invalid.length > 0) return invalid.map((error) => envelopeError(runtime, error));
+          return { schema, document, operationName: payload.operationName, variableValues: payload.variables };
         } catch (error) {
           return [envelopeError(runtime, error)];
         }
@@ -142,7 +215,7 @@ export async function startGraphql(
     validationRules: [limits],
     // A JSON array of operations answers an array of results; how many one request may carry is capped below.
     allowBatchedHttpRequests: true,
-    persistedQueries: { cache: new PersistedQueryStore(runtime.orm, config.graphql.persistedQueriesMax) },
+    persistedQueries: mode === 'off' ? false : { cache: store },
     formatError: (formatted, error) => formatGraphqlError(runtime, formatted, error),
     includeStacktraceInErrorResponses: false,
     plugins: [
@@ -151,11 +224,33 @@ export async function startGraphql(
       // never gives (no @cacheControl): every answer comes out uncacheable. That answer is given here
       // directly, without the per-field hook.
       ApolloServerPluginCacheControlDisabled(),
+      // Apollo's landing page loads its scripts from a CDN: the explorer (explorer.ts) replaces it.
+      ApolloServerPluginLandingPageDisabled(),
       {
         async requestDidStart() {
           return {
-            async willSendResponse({ response }) {
-              response.http.headers.set('cache-control', 'no-store');
+            // Work of an operation answered TIMEOUT is abandoned: no field resolves after the deadline.
+            async executionDidStart({ contextValue }) {
+              return {
+                willResolveField() {
+                  if (contextValue.signal?.aborted) throw contextValue.signal.reason;
+                },
+              };
+            },
+            // A query's answer fetched by hash alone (GET) may be kept by the caller's own cache for
+            // GRAPHQL_GET_MAX_AGE_SECONDS: never by a shared one, as it may hold the caller's data.
+            // Anything else (mutations, errors, POSTs, queries sent in full) is never stored.
+            async willSendResponse({ request, response, operation, metrics }) {
+              const cacheable =
+                getMaxAge > 0 &&
+                request.http?.method === 'GET' &&
+                metrics.persistedQueryHit &&
+                operation?.operation === 'query' &&
+                response.body.kind === 'single' &&
+                !response.body.singleResult.errors &&
+                (response.http.status ?? 200) === 200;
+              response.http.headers.set('cache-control', cacheable ? `private, max-age=${getMaxAge}` : 'no-store');
+              if (cacheable) response.http.headers.set('vary', 'Authorization, X-API-Key');
             },
           };
         },
@@ -173,16 +268,37 @@ export async function startGraphql(
   });
   await apollo.start();
   sessions.start();
-  const apolloMiddleware = expressMiddleware(apollo, {
-    context: async ({ req }) => ({ ctx: await contextFor(runtime, req) }),
-  });
-  // Each operation of a batch passes the depth, cost and alias limits on its own: the batch's size is
-  // what keeps one request from asking for GRAPHQL_MAX_BATCH times that.
-  const middleware: RequestHandler = (req, res, next) => {
-    const operations = Array.isArray(req.body) ? req.body.length : 1;
-    if (operations <= config.graphql.maxBatch) return apolloMiddleware(req, res, next);
-    const message = `Too many operations in one request: ${operations} exceeds the limit of ${config.graphql.maxBatch}`;
-    res.status(400).json({ errors: [{ message, extensions: { code: 'VALIDATION_ERROR' } }] });
+  const { maxBatch, timeoutMs, getMaxAgeSeconds: getMaxAge } = config.graphql;
+  /** Apollo over Express, with what comes before an operation runs: batch size, persisted-query mode, the caller's budget; and the deadline. */
+  const middleware: RequestHandler = async (req, res) => {
+    try {
+      const operations = sentOperations(req);
+      // Each operation of a batch passes the depth, cost and alias limits on its own: the batch's size
+      // is what keeps one request from asking for GRAPHQL_MAX_BATCH times that.
+      if (operations.length > maxBatch) throw badRequest(`Too many operations in one request: ${operations.length} exceeds the limit of ${maxBatch}`);
+      for (const operation of operations) {
+        const refusal = await persistedQueryRefusal(mode, store, operation);
+        if (refusal) throw refusal;
+      }
+      const ctx = await contextFor(runtime, req);
+      await consumeCallerBudget(ctx);
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(timedOut(timeoutMs)), timeoutMs);
+      try {
+        const answered = apollo.executeHTTPGraphQLRequest({
+          httpGraphQLRequest: { method: req.method.toUpperCase(), headers: headerMap(req), search: new URL(req.url, 'http://graphql').search, body: req.body },
+          context: async () => ({ ctx, signal: deadline.signal }),
+        });
+        // Past the deadline the answer is the TIMEOUT: the operation's own outcome, whenever it comes, is dropped.
+        answered.catch(() => undefined);
+        const response = await Promise.race([answered, rejectedOn(deadline.signal)]);
+        await writeApolloResponse(res, response);
+      } finally {
+        clearTimeout(timer);
+      }
+    } catch (error) {
+      sendRefusal(runtime, req, res, error);
+    }
   };
   return {
     middleware,

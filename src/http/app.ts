@@ -9,6 +9,7 @@ import { AppError, badRequest, toAppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { healthRoutes, liveness } from './health.js';
 import { OpenApiRegistry } from './openapi.js';
+import { consumeCallerBudget } from './rate-limit.js';
 import { contextFor } from './request-context.js';
 
 /** A request as the front of the chain sees it: Express's, or the raw one the liveness path answers. */
@@ -75,6 +76,7 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
     '/api/v1',
     async (req, _res, next) => {
       req.ctx = await contextFor(runtime, req);
+      await consumeCallerBudget(req.ctx);
       next();
     },
     api,
@@ -95,7 +97,11 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
   /** A hot route (rest/router.ts): a POST's JSON body read by the same parser, the caller by the same `contextFor`, then the route's own parsing, handler and envelope. */
   const serveHot = (route: HotRoute, params: Record<string, string>, req: Incoming, res: ServerResponse) => {
     front(req, res);
-    const answer = async (body: unknown) => route.answer(await contextFor(runtime, req), { body, query: {}, params }, req, res);
+    const answer = async (body: unknown) => {
+      const ctx = await contextFor(runtime, req);
+      await consumeCallerBudget(ctx);
+      return route.answer(ctx, { body, query: {}, params }, req, res);
+    };
     const respond = (served: Promise<{ status: number; body: unknown }>) =>
       served.then(
         (answered) => writeJson(res, answered.status, answered.body),

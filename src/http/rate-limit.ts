@@ -1,4 +1,5 @@
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RequestContext } from '../auth/context.js';
 import type { Config } from '../config.js';
 import { rateLimited } from '../errors.js';
 import type { Runtime } from '../runtime.js';
@@ -50,4 +51,18 @@ export async function consumeRateLimit(runtime: Runtime, limit: RateLimit, key: 
     if (error instanceof RateLimiterRes) throw rateLimited(undefined, Math.max(1, Math.ceil(error.msBeforeNext / 1000)));
     throw error;
   }
+}
+
+/** Every caller's own budget (API_RATE_LIMIT_PER_MINUTE), drawn on by REST requests, GraphQL requests and subscribes alike. */
+const CALLER_LIMIT: RateLimit = { name: 'caller', perMinute: (config) => config.apiRateLimitPerMinute };
+
+/**
+ * Counts one request against its authenticated caller's budget (a user's, or an API key's): one
+ * budget whichever front door the request came through. Anonymous requests and the service's own
+ * work are not counted here (the public routes have their per-IP limits).
+ */
+export async function consumeCallerBudget(ctx: RequestContext): Promise<void> {
+  const { principal } = ctx;
+  if (!principal || principal.kind === 'system' || ctx.runtime.config.apiRateLimitPerMinute === 0) return;
+  await consumeRateLimit(ctx.runtime, CALLER_LIMIT, `${principal.kind}:${principal.id}`);
 }

@@ -1,0 +1,16 @@
+import type { OpenApiRegistry } from '../src/http/openapi.js';
+import { TrustedDocumentsImportSchema, TrustedManifestSchema, importTrustedDocuments } from '../src/services/trusted-documents.js';
+import { RestRouter } from './router.js';
+
+/** The GraphQL endpoint's administration: the trusted documents PERSISTED_QUERIES=trusted answers. */
+export function graphqlRouter(openapi: OpenApiRegistry): RestRouter {
+  return new RestRouter(openapi, 'GraphQL').post(
+    '/graphql/persisted-queries',
+    {
+      summary: "Load a client build's persisted-query manifest (Apollo's format, or a map of SHA-256 to query) as trusted documents; platform administrators",
+      body: TrustedManifestSchema,
+      response: TrustedDocumentsImportSchema,
+    },
+    (ctx, { body }) => importTrustedDocuments(ctx, body),
+  );
+}

@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { arg, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
   AccessReviewDetailSchema,
   AccessReviewItemViewSchema,
@@ -13,9 +13,10 @@ import {
   getAccessReview,
   listAccessReviews,
 } from '../src/services/access-reviews.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 export const AccessReviewResolver = operations({
-  accessReviews: query(AccessReviewPageSchema, [args('AccessReviewListArgs', AccessReviewListQuery)], listAccessReviews),
+  accessReviews: query(pageConnectionOf(AccessReviewPageSchema), [pageArgs('AccessReviewListArgs', AccessReviewListQuery)], paged(listAccessReviews)),
   accessReview: query(AccessReviewDetailSchema, [id], getAccessReview),
   createAccessReview: mutation(AccessReviewDetailSchema, [input('CreateAccessReviewInput', CreateAccessReviewSchema)], createAccessReview, {
     description: 'Snapshots the current memberships as pending items.',

@@ -1,4 +1,4 @@
-import { args, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { args, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
   AgentReleaseSyncSchema,
   AgentVersionListQuery,
@@ -13,14 +13,15 @@ import {
   promoteAgentVersion,
   syncAgentRelease,
 } from '../src/services/agent-versions.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 
 export const AgentVersionResolver = operations({
   agentVersions: query(
-    AgentVersionPageSchema,
+    pageConnectionOf(AgentVersionPageSchema),
     // `promoted` takes "true"/"false" in a REST query string too; GraphQL has real booleans.
-    [args('AgentVersionListArgs', AgentVersionListQuery, { fields: { promoted: { type: () => Boolean } } })],
-    listAgentVersions,
+    [pageArgs('AgentVersionListArgs', AgentVersionListQuery, { fields: { promoted: { type: () => Boolean } } })],
+    paged(listAgentVersions),
     { description: 'Registered agent binaries, newest release first' },
   ),
   latestAgentVersions: query([AgentVersionViewSchema], [args('LatestAgentVersionArgs', LatestAgentVersionQuery)], async (ctx, filter) => (await latestAgentVersions(ctx, filter)).data, {

@@ -1,4 +1,4 @@
-import { args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
   ApiKeyListQuery,
   ApiKeyPageSchema,
@@ -13,9 +13,10 @@ import {
   rotateApiKey,
   updateApiKey,
 } from '../src/services/api-keys.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 export const ApiKeyResolver = operations({
-  apiKeys: query(ApiKeyPageSchema, [args('ApiKeyListArgs', ApiKeyListQuery)], listApiKeys, {
+  apiKeys: query(pageConnectionOf(ApiKeyPageSchema), [pageArgs('ApiKeyListArgs', ApiKeyListQuery)], paged(listApiKeys), {
     description: 'Your API keys; with api_keys:read also those of the tenants you can see.',
   }),
   apiKey: query(ApiKeyViewSchema, [id], getApiKey),

@@ -1,12 +1,13 @@
-import { arg, args, id, inputType, operations, query } from '../src/graphql/contract.js';
-import { PageQuery } from '../src/pagination.js';
+import { arg, args, id, inputType, operations, pageArgs, query } from '../src/graphql/contract.js';
+import { PageQuery, type PageInput } from '../src/pagination.js';
 import { AuditFilters, AuditLogPageSchema, AuditLogViewSchema, AuditPeriodQuery, AuditStatsSchema, auditStats, getAuditLog, listAuditLogs } from '../src/services/audit.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 export const AuditResolver = operations({
   auditLogs: query(
-    AuditLogPageSchema,
-    [args('PageArgs', PageQuery), arg('filters', inputType('AuditLogFilter', AuditFilters), { nullable: true })],
-    (ctx, page, filters) => listAuditLogs(ctx, { ...filters, ...page }),
+    pageConnectionOf(AuditLogPageSchema),
+    [arg('filters', inputType('AuditLogFilter', AuditFilters), { nullable: true }), pageArgs('AuditLogListArgs', PageQuery)],
+    paged((ctx, filters: AuditFilters | null | undefined, page: PageInput) => listAuditLogs(ctx, { ...filters, ...page })),
     { description: 'Audit entries of the tenants you can see, newest first.' },
   ),
   auditLog: query(AuditLogViewSchema, [id], getAuditLog),

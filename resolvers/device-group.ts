@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { arg, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
   AddGroupDevicesResultSchema,
   AddGroupDevicesSchema,
@@ -30,17 +30,18 @@ import {
   updateGroup,
 } from '../src/services/device-groups.js';
 import { TagListQuery, TagPageSchema, listTags } from '../src/services/tags.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 const deviceId = arg('deviceId', ID);
 
 export const DeviceGroupResolver = operations({
-  groups: query(DeviceGroupPageSchema, [args('GroupListArgs', GroupListQuery)], listGroups, { description: 'Device groups the caller can see (users limited to some sites: those of their sites).' }),
+  groups: query(pageConnectionOf(DeviceGroupPageSchema), [pageArgs('GroupListArgs', GroupListQuery)], paged(listGroups), { description: 'Device groups the caller can see (users limited to some sites: those of their sites).' }),
   group: query(DeviceGroupViewSchema, [id], getGroup),
-  groupDevices: query(DevicePageSchema, [id, args('GroupDeviceListArgs', GroupDeviceListQuery)], listGroupDevices, { description: 'The group’s devices, by hostname' }),
-  groupMembershipLog: query(GroupLogPageSchema, [id, args('GroupMembershipLogArgs', MembershipLogQuery)], listMembershipLog, {
+  groupDevices: query(pageConnectionOf(DevicePageSchema, 'GroupDevice'), [id, pageArgs('GroupDeviceListArgs', GroupDeviceListQuery)], paged(listGroupDevices), { description: 'The group’s devices, by hostname' }),
+  groupMembershipLog: query(pageConnectionOf(GroupLogPageSchema), [id, pageArgs('GroupMembershipLogArgs', MembershipLogQuery)], paged(listMembershipLog), {
     description: 'Joins and leaves of the group with their reasons, newest first',
   }),
-  tags: query(TagPageSchema, [args('TagListArgs', TagListQuery)], listTags, { description: 'Every tag on the devices the caller can see, with device counts' }),
+  tags: query(pageConnectionOf(TagPageSchema), [pageArgs('TagListArgs', TagListQuery)], paged(listTags), { description: 'Every tag on the devices the caller can see, with device counts' }),
   createGroup: mutation(DeviceGroupViewSchema, [input('CreateGroupInput', CreateGroupSchema)], createGroup),
   updateGroup: mutation(DeviceGroupViewSchema, [id, input('UpdateGroupInput', UpdateGroupSchema)], updateGroup, {
     description: 'Renames a group or changes a dynamic group’s filter (membership is recomputed)',

@@ -1,16 +1,18 @@
 import { ID } from 'type-graphql';
-import { arg, args, field, id, input, mutation, operations, query, subscription } from '../src/graphql/contract.js';
+import { arg, args, field, id, input, mutation, operations, pageArgs, query, subscription } from '../src/graphql/contract.js';
 import {
   BulkCommandResultSchema,
   BulkCommandSchema,
   CommandListQuery,
   CommandPageSchema,
   CommandViewSchema,
+  type CommandListInput,
   CreateCommandSchema,
   bulkCommands,
   createCommand,
   deviceCommandPage,
 } from '../src/services/device-commands.js';
+import { DeviceGroupViewSchema, deviceGroups } from '../src/services/device-groups.js';
 import { DeviceStatusChangeSchema, subscribeCommandUpdates, subscribeDeviceStatus } from '../src/services/device-events.js';
 import {
   AutoUpdateSchema,
@@ -29,7 +31,9 @@ import {
   updateDevice,
   type DeviceView,
 } from '../src/services/devices.js';
-import { connectionOf } from './shared.js';
+import { OrganizationViewSchema, visibleOrganization } from '../src/services/organizations.js';
+import { SiteViewSchema, visibleSite } from '../src/services/sites.js';
+import { connectionOf, pageConnectionOf, paged } from './shared.js';
 
 // REST takes id lists comma-separated and flags as "true"/"false" in a query string; GraphQL has lists and booleans.
 const ids = (what: string) => ({ type: () => [ID], description: `only devices of these ${what}` });
@@ -51,7 +55,18 @@ export const DeviceResolver = operations(DeviceViewSchema, {
     { description: 'Devices the caller can see (users limited to some sites see theirs only): the keyset pages, filters and sorts of `GET /devices`' },
   ),
   device: query(DeviceViewSchema, [id], getDevice),
-  commands: field(CommandPageSchema, [args('DeviceCommandListArgs', CommandListQuery)], (ctx, device: DeviceView, page) => deviceCommandPage(ctx, device, page), {
+  organization: field(OrganizationViewSchema, [], (ctx, device: DeviceView) => visibleOrganization(ctx, device.orgId), {
+    nullable: true,
+    description: "The device's organization; null unless the caller may read it (organizations:read).",
+  }),
+  site: field(SiteViewSchema, [], (ctx, device: DeviceView) => visibleSite(ctx, device.orgId, device.siteId), {
+    nullable: true,
+    description: 'The site the device belongs to; null when it has none or the caller may not read it (sites:read).',
+  }),
+  groups: field([DeviceGroupViewSchema], [], deviceGroups, {
+    description: 'The device groups the device is a member of, by name (site-limited callers: those of their sites).',
+  }),
+  commands: field(pageConnectionOf(CommandPageSchema), [pageArgs('DeviceCommandListArgs', CommandListQuery)], paged((ctx, device: DeviceView, page: CommandListInput) => deviceCommandPage(ctx, device, page)), {
     description: 'The device’s commands, newest first',
   }),
   queueDeviceCommand: mutation(CommandViewSchema, [arg('deviceId', ID), input('DeviceCommandInput', CreateCommandSchema)], createCommand, {

@@ -1,4 +1,4 @@
-import { args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
   CreateEnrollmentKeySchema,
   EnrollmentKeyListQuery,
@@ -11,9 +11,10 @@ import {
   listEnrollmentKeys,
   rotateEnrollmentKey,
 } from '../src/services/enrollment-keys.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 export const EnrollmentKeyResolver = operations({
-  enrollmentKeys: query(EnrollmentKeyPageSchema, [args('EnrollmentKeyListArgs', EnrollmentKeyListQuery)], listEnrollmentKeys, {
+  enrollmentKeys: query(pageConnectionOf(EnrollmentKeyPageSchema), [pageArgs('EnrollmentKeyListArgs', EnrollmentKeyListQuery)], paged(listEnrollmentKeys), {
     description: 'Enrollment keys of the organizations (and sites) the caller can see, newest first',
   }),
   enrollmentKey: query(EnrollmentKeyViewSchema, [id], getEnrollmentKey, { description: 'One enrollment key (never the key itself)' }),

@@ -1,4 +1,4 @@
-import { args, field, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { args, field, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
   CreateOrganizationSchema,
   OrganizationListQuery,
@@ -15,12 +15,13 @@ import {
   type OrganizationView,
 } from '../src/services/organizations.js';
 import { PartnerViewSchema, visiblePartner } from '../src/services/partners.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 const listArgs = args('OrganizationListArgs', OrganizationListQuery);
 
 export const OrganizationResolver = operations(OrganizationViewSchema, {
   tenancy: query(TenancyViewSchema, [listArgs], getTenancy),
-  organizations: query(OrganizationPageSchema, [listArgs], listOrganizations, {
+  organizations: query(pageConnectionOf(OrganizationPageSchema), [pageArgs('OrganizationConnectionArgs', OrganizationListQuery)], paged(listOrganizations), {
     description: 'Organizations the caller can see.',
   }),
   organization: query(OrganizationViewSchema, [id], getOrganization),

@@ -1,4 +1,4 @@
-import { args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
   CreatePartnerSchema,
   PartnerListQuery,
@@ -12,10 +12,11 @@ import {
   listPartners,
   updatePartner,
 } from '../src/services/partners.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 export const PartnerResolver = operations({
   myPartner: query(PartnerViewSchema, [], getMyPartner, { description: "The partner-scoped caller's own partner." }),
-  partners: query(PartnerPageSchema, [args('PartnerListArgs', PartnerListQuery)], listPartners, {
+  partners: query(pageConnectionOf(PartnerPageSchema), [pageArgs('PartnerListArgs', PartnerListQuery)], paged(listPartners), {
     description: 'Platform administrators: every partner; partner users: their own.',
   }),
   partner: query(PartnerViewSchema, [id], getPartner),

@@ -1,5 +1,5 @@
 import { FieldResolver, Resolver, Root } from 'type-graphql';
-import { args, id, input, mutation, objectType, operations, query } from '../src/graphql/contract.js';
+import { id, input, mutation, objectType, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
   CloneRoleSchema,
   CreateRoleSchema,
@@ -18,10 +18,11 @@ import {
   updateRole,
   type RoleView,
 } from '../src/services/roles.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 @Resolver(() => objectType('Role', RoleViewSchema))
 export class RoleResolver extends operations({
-  roles: query(RolePageSchema, [args('RoleListArgs', RoleListQuery)], listRoles, {
+  roles: query(pageConnectionOf(RolePageSchema), [pageArgs('RoleListArgs', RoleListQuery)], paged(listRoles), {
     description: 'System roles and the custom roles the caller sees.',
   }),
   role: query(RoleViewSchema, [id], getRole),

@@ -1,10 +1,11 @@
-import { args, field, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { field, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import { pageSchema } from '../src/pagination.js';
 import { OrganizationViewSchema, visibleOrganization } from '../src/services/organizations.js';
 import { CreateSiteSchema, SiteListQuery, SiteViewSchema, UpdateSiteSchema, createSite, deleteSite, getSite, listSites, updateSite, type SiteView } from '../src/services/sites.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 export const SiteResolver = operations(SiteViewSchema, {
-  sites: query(pageSchema(SiteViewSchema, 'SitePage'), [args('SiteListArgs', SiteListQuery)], listSites, {
+  sites: query(pageConnectionOf(pageSchema(SiteViewSchema, 'SitePage')), [pageArgs('SiteListArgs', SiteListQuery)], paged(listSites), {
     description: 'Sites the caller can see (organization users limited to some sites see only those).',
   }),
   site: query(SiteViewSchema, [id], getSite),

@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { arg, args, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import { SsoCheckSchema, checkSso } from '../src/services/sso.js';
 import { SsoLinkStartSchema, startSsoLink } from '../src/services/sso-links.js';
 import {
@@ -20,11 +20,12 @@ import {
   testSsoProvider,
   updateSsoProvider,
 } from '../src/services/sso-providers.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 export const SsoResolver = operations({
   ssoCheck: query(SsoCheckSchema, [arg('orgId', ID)], checkSso, { description: 'Public: whether the organization signs in through SSO.' }),
   // Before ssoPresets: a type several schemas share takes its description from the first to derive it (SsoAttributeMapping: the provider view's).
-  ssoProviders: query(SsoProviderPageSchema, [args('SsoProviderListArgs', ListSsoProvidersQuery)], listSsoProviders),
+  ssoProviders: query(pageConnectionOf(SsoProviderPageSchema), [pageArgs('SsoProviderListArgs', ListSsoProvidersQuery)], paged(listSsoProviders)),
   ssoProvider: query(SsoProviderViewSchema, [id], getSsoProvider),
   ssoPresets: query([SsoPresetSchema], [], listSsoPresets),
   createSsoProvider: mutation(SsoProviderViewSchema, [input('CreateSsoProviderInput', CreateSsoProviderSchema)], createSsoProvider),

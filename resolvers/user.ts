@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { arg, args, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import { AuthSessionSchema } from '../src/services/auth.js';
 import { AssignableRolesQuery, RoleViewSchema, assignableRoles } from '../src/services/roles.js';
 import { UserPageSchema, UserViewSchema } from '../src/services/user-view.js';
@@ -27,10 +27,11 @@ import {
   updateMe,
   updateUser,
 } from '../src/services/users.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 export const UserResolver = operations({
   me: query(MeViewSchema, [], getMe),
-  users: query(UserPageSchema, [args('UserListArgs', UserListQuery)], listUsers, {
+  users: query(pageConnectionOf(UserPageSchema), [pageArgs('UserListArgs', UserListQuery)], paged(listUsers), {
     description: 'Users with a membership the caller reaches.',
   }),
   user: query(UserViewSchema, [id], getUser),

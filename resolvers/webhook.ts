@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, field, id, input, mutation, operations, query, subscription } from '../src/graphql/contract.js';
+import { arg, args, field, id, input, mutation, operations, pageArgs, query, subscription } from '../src/graphql/contract.js';
 import { pageSchema } from '../src/pagination.js';
 import {
   DeliveriesConnectionArgs,
@@ -29,18 +29,18 @@ import {
   webhookDeliveryStats,
   type WebhookView,
 } from '../src/services/webhooks.js';
-import { connectionOf } from './shared.js';
+import { connectionOf, pageConnectionOf, paged } from './shared.js';
 
 export const WebhookResolver = operations(WebhookViewSchema, {
-  webhooks: query(pageSchema(WebhookViewSchema, 'WebhookPage'), [args('WebhookListArgs', ListWebhooksQuery)], listWebhooks, {
+  webhooks: query(pageConnectionOf(pageSchema(WebhookViewSchema, 'WebhookPage')), [pageArgs('WebhookListArgs', ListWebhooksQuery)], paged(listWebhooks), {
     description: "An organization's webhooks",
   }),
   webhook: query(WebhookViewSchema, [id], getWebhook),
   webhookDeadLetters: query(
-    pageSchema(WebhookDeliveryViewSchema, 'WebhookDeliveryPage'),
+    pageConnectionOf(pageSchema(WebhookDeliveryViewSchema, 'WebhookDeliveryPage'), 'WebhookDeadLetter'),
     // `redriven` takes "true"/"false" in a REST query string too; GraphQL has real booleans.
-    [args('DeadLetterArgs', ListDeadLettersQuery, { fields: { redriven: { type: () => Boolean } } })],
-    listDeadLetters,
+    [pageArgs('DeadLetterArgs', ListDeadLettersQuery, { fields: { redriven: { type: () => Boolean } } })],
+    paged(listDeadLetters),
     { description: 'Failed deliveries (the dead-letter queue), newest first; re-drive with retryWebhookDelivery' },
   ),
   deliveryStats: field(DeliveryStatsSchema, [], (ctx, webhook: WebhookView) => webhookDeliveryStats(ctx, webhook)),

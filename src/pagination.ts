@@ -1,6 +1,6 @@
 import { z, type ZodType } from 'zod';
 import { badRequest } from './errors.js';
-import { isoDateTime, uuid } from './validation.js';
+import { isoDateTime, parseInput, uuid } from './validation.js';
 
 /** Spec: list endpoints default to 100 items. */
 export const DEFAULT_LIMIT = 100;
@@ -117,6 +117,88 @@ export function finishCursorPage<T extends { id: string }>(rows: T[], limit: num
  */
 export interface Connection<T> {
   edges: { node: T; cursor: string }[];
-  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  pageInfo: PageInfo;
   totalCount: number | (() => Promise<number>);
+}
+
+/**
+ * Relay's page info. Lists are read forwards (`first`/`after`): `hasPreviousPage` says whether items
+ * come before this page (an `after` was given), `startCursor`/`endCursor` are its first and last edges'.
+ */
+export interface PageInfo {
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+  startCursor: string | null;
+  endCursor: string | null;
+}
+
+export function pageInfoOf(edges: readonly { cursor: string }[], hasNextPage: boolean, hasPreviousPage: boolean): PageInfo {
+  return { hasNextPage, hasPreviousPage, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null };
+}
+
+/**
+ * GraphQL's arguments of a page/limit list, a connection like every list there: `first`/`after`, the
+ * `after` cursor being the position of an item in the list's order. `page`/`limit` are the older
+ * arguments, kept so existing queries still run.
+ */
+export const ConnectionPageArgs = z.object({
+  first: z.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`How many items to return: 1 to ${MAX_LIMIT}.`),
+  after: z.string().optional().describe("Returns the items after this cursor (the previous page's `pageInfo.endCursor`, or any edge's `cursor`); from the start when left out."),
+  page: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .meta({ deprecationReason: 'Use first and after.' })
+    .describe('Page number (1-based) of `limit`-sized pages; given with or instead of `limit`, `first` and `after` are ignored.'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_LIMIT)
+    .optional()
+    .meta({ deprecationReason: 'Use first and after.' })
+    .describe(`Page size for \`page\`: 1 to ${MAX_LIMIT}, ${DEFAULT_LIMIT} by default.`),
+});
+export type ConnectionPageInput = z.input<typeof ConnectionPageArgs>;
+
+/** A page/limit list answered as a connection; `data` and `pagination` stay for queries written against the page. */
+export interface PagedConnection<T> extends Connection<T>, Page<T> {}
+
+const OFFSET_CURSOR = /^offset:(0|[1-9]\d{0,8})$/;
+const encodeOffset = (offset: number) => Buffer.from(`offset:${offset}`).toString('base64url');
+
+function decodeOffset(cursor: string): number {
+  const decoded = cursor.length <= 40 && /^[A-Za-z0-9_-]+$/.test(cursor) ? OFFSET_CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8')) : null;
+  if (!decoded) throw badRequest('Invalid cursor');
+  return Number(decoded[1]);
+}
+
+/**
+ * A page/limit list read as a connection: `fetch` answers pages of the service's own list. With
+ * `first`/`after`, the page that holds the next item is read (and the one after it when `first` changed
+ * mid-list and the items straddle two pages).
+ */
+export async function pageConnection<T>(raw: ConnectionPageInput, fetch: (page: PageInput) => Promise<Page<T>>): Promise<PagedConnection<T>> {
+  const args = parseInput(ConnectionPageArgs, raw);
+  if (args.page !== undefined || args.limit !== undefined) {
+    const page = await fetch({ page: args.page ?? 1, limit: args.limit ?? DEFAULT_LIMIT });
+    const offset = (page.pagination.page - 1) * page.pagination.limit;
+    return connectionOfPage(page, offset, page.data, offset > 0);
+  }
+  const start = args.after === undefined ? 0 : decodeOffset(args.after) + 1;
+  const size = args.first;
+  const number = Math.floor(start / size) + 1;
+  const page = await fetch({ page: number, limit: size });
+  let items = page.data.slice(start - (number - 1) * size);
+  if (items.length < size && start % size !== 0 && (number - 1) * size + page.data.length < page.pagination.total) {
+    items = items.concat((await fetch({ page: number + 1, limit: size })).data).slice(0, size);
+  }
+  return connectionOfPage(page, start, items, args.after !== undefined);
+}
+
+function connectionOfPage<T>(page: Page<T>, offset: number, items: T[], afterGiven: boolean): PagedConnection<T> {
+  const edges = items.map((node, i) => ({ node, cursor: encodeOffset(offset + i) }));
+  const hasNextPage = offset + items.length < page.pagination.total;
+  return { data: items, pagination: page.pagination, edges, pageInfo: pageInfoOf(edges, hasNextPage, afterGiven), totalCount: page.pagination.total };
 }

@@ -3,6 +3,7 @@ import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
 import { GraphQLJSON, GraphQLJSONObject } from 'graphql-scalars';
 import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, Float, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root, Subscription, registerEnumType, type ClassType } from 'type-graphql';
 import { z, type ZodType } from 'zod';
+import { ConnectionPageArgs, type ConnectionPageInput } from '../pagination.js';
 import { isDateTimeSchema, isoDateTime } from '../validation.js';
 import type { GraphqlContext } from './context.js';
 
@@ -48,10 +49,18 @@ interface Described {
   nullable: boolean;
   defaultValue?: unknown;
   description?: string;
+  deprecationReason?: string;
 }
 
-function metaOf(schema: ZodType): { title?: string; description?: string } {
-  return (z.globalRegistry.get(schema) as { title?: string; description?: string } | undefined) ?? {};
+interface Meta {
+  title?: string;
+  description?: string;
+  /** marks a field deprecated in GraphQL (`deprecated` in OpenAPI) */
+  deprecationReason?: string;
+}
+
+function metaOf(schema: ZodType): Meta {
+  return (z.globalRegistry.get(schema) as Meta | undefined) ?? {};
 }
 
 /** The GraphQL type of one zod field: wrappers become nullability and defaults, the rest a named type. */
@@ -60,6 +69,7 @@ function describe(schema: ZodType, kind: DerivedKind, name: string): Described {
   let nullable = false;
   let defaultValue: unknown;
   let description = metaOf(schema).description;
+  let deprecationReason = metaOf(schema).deprecationReason;
   // A title given on a wrapper (`z.enum([...]).default('a').meta({ title })`) names the type inside.
   let title = metaOf(schema).title;
   for (;;) {
@@ -75,11 +85,12 @@ function describe(schema: ZodType, kind: DerivedKind, name: string): Described {
     } else if (def.type !== 'readonly' && def.type !== 'catch') break;
     current = def.innerType!;
     description ??= metaOf(current).description;
+    deprecationReason ??= metaOf(current).deprecationReason;
     title ??= metaOf(current).title;
   }
   // A field with a default may be left out of an input.
   if (defaultValue !== undefined) nullable = false;
-  return { type: baseType(current, kind, name, title), nullable, defaultValue, description };
+  return { type: baseType(current, kind, name, title), nullable, defaultValue, description, deprecationReason };
 }
 
 function baseType(schema: ZodType, kind: DerivedKind, name: string, title = metaOf(schema).title): TypeThunk {
@@ -146,6 +157,7 @@ function derive(kind: DerivedKind, name: string, schema: z.ZodObject, options: C
       nullable: d.nullable,
       ...(d.defaultValue !== undefined ? { defaultValue: d.defaultValue } : {}),
       ...(override?.description ?? d.description ? { description: override?.description ?? d.description } : {}),
+      ...(d.deprecationReason ? { deprecationReason: d.deprecationReason } : {}),
     })(Target.prototype, field);
   }
   const description = metaOf(schema).description;
@@ -248,6 +260,14 @@ export function args<S extends z.ZodObject>(name: string, schema: S, options: Co
     },
     pick: (raw) => raw as z.input<S>,
   };
+}
+
+/**
+ * The arguments of a page/limit list read as a connection (`paged` in resolvers/shared.ts): the list
+ * query's filters with `first`/`after` (and the deprecated `page`/`limit`) for its page.
+ */
+export function pageArgs<S extends z.ZodObject>(name: string, schema: S, options: ContractOptions = {}): Param<Omit<z.input<S>, 'page' | 'limit'> & ConnectionPageInput> {
+  return args(name, schema.omit({ page: true, limit: true } as never).extend(ConnectionPageArgs.shape), options) as unknown as Param<Omit<z.input<S>, 'page' | 'limit'> & ConnectionPageInput>;
 }
 
 /** A view schema (its `meta({ title })` names the object type), a derived or hand-written class, a list of one, or Boolean. */

@@ -19,15 +19,16 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from '../pagination.js';
 const SIZE_ARGS = ['first', 'limit'];
 
 /**
- * The items list of a page type (`pageSchema`'s `data` next to `pagination`) or a connection type
- * (connectionOf's `edges` next to `pageInfo`), or null for any other type.
+ * The items lists of a page type (`pageSchema`'s `data` next to `pagination`) or a connection type
+ * (connectionOf's `edges` next to `pageInfo`; a page list's connection has both), none for any other type.
  */
-function pageItems(type: GraphQLNamedType | undefined): string | null {
-  if (!isObjectType(type)) return null;
+function pageItems(type: GraphQLNamedType | undefined): string[] {
+  if (!isObjectType(type)) return [];
   const fields = type.getFields();
-  if (fields.pagination && fields.data && isListType(getNullableType(fields.data.type))) return 'data';
-  if (fields.pageInfo && fields.edges && isListType(getNullableType(fields.edges.type))) return 'edges';
-  return null;
+  const items: string[] = [];
+  if (fields.pagination && fields.data && isListType(getNullableType(fields.data.type))) items.push('data');
+  if (fields.pageInfo && fields.edges && isListType(getNullableType(fields.edges.type))) items.push('edges');
+  return items;
 }
 
 /**
@@ -38,13 +39,15 @@ function pageItems(type: GraphQLNamedType | undefined): string | null {
  */
 function fetchCount(field: GraphQLField<unknown, unknown>, node: FieldNode, parent: GraphQLNamedType | undefined): number {
   const returnsList = isListType(getNullableType(field.type));
-  if (returnsList && pageItems(parent) === field.name) return 1;
-  if (!returnsList && !pageItems(getNamedType(field.type))) return 1;
-  const sizeArg = field.args.find((a) => SIZE_ARGS.includes(a.name));
-  const given = sizeArg && node.arguments?.find((a) => a.name.value === sizeArg.name)?.value;
+  if (returnsList && pageItems(parent).includes(field.name)) return 1;
+  if (!returnsList && !pageItems(getNamedType(field.type)).length) return 1;
+  // A page list's connection takes `first` and the deprecated `limit`: the one written counts.
+  const sizeArgs = field.args.filter((a) => SIZE_ARGS.includes(a.name));
+  const given = node.arguments?.find((a) => sizeArgs.some((s) => s.name === a.name.value))?.value;
   if (given?.kind === Kind.INT) return Math.max(1, Number(given.value));
   if (given?.kind === Kind.VARIABLE) return MAX_LIMIT;
-  return typeof sizeArg?.defaultValue === 'number' ? Math.max(1, sizeArg.defaultValue) : DEFAULT_LIMIT;
+  const byDefault = sizeArgs.find((a) => typeof a.defaultValue === 'number')?.defaultValue;
+  return typeof byDefault === 'number' ? Math.max(1, byDefault) : DEFAULT_LIMIT;
 }
 
 export interface QueryLimits {

@@ -1,4 +1,5 @@
 import { LockMode, raw, UniqueConstraintViolationException, type FilterQuery, type QBFilterQuery } from '@mikro-orm/core';
+import DataLoader from 'dataloader';
 import { z } from 'zod';
 import { Device } from '../../entities/device.js';
 import {
@@ -15,6 +16,7 @@ import {
 } from '../../entities/device-group.js';
 import { Site } from '../../entities/site.js';
 import type { RequestContext } from '../auth/context.js';
+import type { Loaders } from '../auth/loaders.js';
 import type { Permission } from '../auth/permissions.js';
 import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
 import { escapeLike, containsPattern } from '../db/like.js';
@@ -22,9 +24,10 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
+import { onePer } from '../memo.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
-import { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, deviceView, type DeviceView } from './devices.js';
+import { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, deviceView, type DeviceView } from './devices.js';
 import { checkTargetSite } from './enrollment-keys.js';
 import { TagSchema } from './tags.js';
 
@@ -246,6 +249,62 @@ async function memberCounts(ctx: RequestContext, groupIds: string[]): Promise<Ma
     n: number;
   }[];
   return new Map(rows.map((r) => [r.group_id, r.n]));
+}
+
+interface DeviceGroupLoaders {
+  groups: DataLoader<string, DeviceGroup[]>;
+  counts: DataLoader<string, number>;
+}
+
+/** Per request (its Loaders): the loaders of `deviceGroups`, made on first use. */
+const deviceGroupLoadersOf = onePer((_loaders: Loaders): { made?: DeviceGroupLoaders } => ({}));
+
+function deviceGroupLoaders(ctx: RequestContext): DeviceGroupLoaders {
+  const slot = deviceGroupLoadersOf(ctx.loaders);
+  // No cache: a later mutation in the same request must not be answered from an earlier read.
+  return (slot.made ??= {
+    groups: new DataLoader((deviceIds) => groupsOfDevices(ctx, deviceIds), { cache: false }),
+    counts: new DataLoader(
+      async (groupIds) => {
+        const counts = await memberCounts(ctx, [...groupIds]);
+        return groupIds.map((id) => counts.get(id) ?? 0);
+      },
+      { cache: false },
+    ),
+  });
+}
+
+/** Each device's groups, by name: its memberships, then their groups. */
+async function groupsOfDevices(ctx: RequestContext, deviceIds: readonly string[]): Promise<DeviceGroup[][]> {
+  const members = await ctx.em.find(DeviceGroupMember, { deviceId: { $in: [...deviceIds] }, source: { $ne: null } }, { fields: ['groupId', 'deviceId'] });
+  const groupIds = [...new Set(members.map((m) => m.groupId))];
+  const groups = new Map((groupIds.length ? await ctx.em.find(DeviceGroup, { id: { $in: groupIds } }) : []).map((g) => [g.id, g]));
+  return deviceIds.map((id) =>
+    members
+      .flatMap((m) => (m.deviceId === id && groups.has(m.groupId) ? [groups.get(m.groupId)!] : []))
+      .sort((a, b) => a.name.localeCompare(b.name)),
+  );
+}
+
+/**
+ * The groups a device the caller has been shown belongs to, by name (GraphQL `Device.groups`).
+ * Request-scoped DataLoaders read the groups of a whole page of devices at once: the memberships, the
+ * groups and their member counts, three statements however many devices. Users limited to some sites
+ * see only the groups of their sites, as in `GET /groups`.
+ */
+export async function deviceGroups(ctx: RequestContext, device: Pick<DeviceView, 'id' | 'orgId' | 'siteId'>): Promise<DeviceGroupView[]> {
+  const loaders = deviceGroupLoaders(ctx);
+  // Queued before the decision so that every device of a list joins one batch; nothing is answered unless the decision allows it.
+  const loaded = loaders.groups.load(device.id);
+  loaded.catch(() => {});
+  await authorizeDevice(ctx, device, 'devices:read');
+  const sites = visibleSiteIds(ctx, device.orgId);
+  const groups = (await loaded).filter((g) => sites === null || (g.siteId !== null && sites.includes(g.siteId)));
+  const counts = await loaders.counts.loadMany(groups.map((g) => g.id));
+  return groups.map((g, i) => {
+    const count = counts[i];
+    return groupView(g, typeof count === 'number' ? count : 0);
+  });
 }
 
 async function viewOf(ctx: RequestContext, group: DeviceGroup): Promise<DeviceGroupView> {

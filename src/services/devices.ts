@@ -11,7 +11,7 @@ import { withTransaction } from '../db/transaction.js';
 import { AppError, badRequest, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import type { DeviceEventData } from '../events/types.js';
-import { MAX_LIMIT, PaginationSchema, encodeCursor, keysetWhere, type Connection, type CursorKind } from '../pagination.js';
+import { MAX_LIMIT, PaginationSchema, encodeCursor, keysetWhere, pageInfoOf, type Connection, type CursorKind } from '../pagination.js';
 import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit, recordChange } from './audit.js';
 import { applyChanges } from './changes.js';
@@ -415,7 +415,7 @@ export async function devicesConnection(ctx: RequestContext, rawArgs: DeviceConn
   const edges = page.rows.map((device) => ({ node: deviceView(device), cursor: cursorAfter(device, query) }));
   return {
     edges,
-    pageInfo: { hasNextPage: page.hasMore, endCursor: edges.at(-1)?.cursor ?? null },
+    pageInfo: pageInfoOf(edges, page.hasMore, after !== undefined),
     totalCount: () => ctx.em.count(Device, filter),
   };
 }

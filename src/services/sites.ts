@@ -2,7 +2,7 @@ import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Site } from '../../entities/site.js';
 import type { RequestContext } from '../auth/context.js';
-import { authorize, loadOwned, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
+import { authorize, loadOwned, permits, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
 import type { Permission } from '../auth/permissions.js';
 import { withTransaction } from '../db/transaction.js';
 import { forbidden } from '../errors.js';
@@ -80,6 +80,19 @@ export async function listSites(ctx: RequestContext, rawQuery: SiteListInput): P
 
 export async function getSite(ctx: RequestContext, id: string): Promise<SiteView> {
   return siteView(await accessibleSite(ctx, id, 'sites:read'));
+}
+
+/**
+ * The site of a record the caller has been shown (GraphQL `Device.site`), or null unless the caller
+ * may read it (sites:read in its organization, and one of the caller's sites when limited to some).
+ * A page of records reads its sites in one statement (the request's loader).
+ */
+export async function visibleSite(ctx: RequestContext, orgId: string, siteId: string | null): Promise<SiteView | null> {
+  if (!siteId || !(await permits(ctx, 'sites:read', { orgId }))) return null;
+  const sites = visibleSiteIds(ctx, orgId);
+  if (sites && !sites.includes(siteId)) return null;
+  const site = await ctx.loaders.byId(Site).load(siteId);
+  return site && site.orgId === orgId ? siteView(site) : null;
 }
 
 /** Users limited to some sites cannot create one: it would be outside their sites. */

@@ -18,7 +18,7 @@ import { publishOnCommit } from '../events/pubsub.js';
 import { filterIterable } from '../events/subscriptions.js';
 import type { DomainEvent } from '../events/types.js';
 import { guardedRequest, UnsafeUrlError, type PinnedConnectionPool } from '../net/outbound-guard.js';
-import { CursorQuery, decodeCursor, encodeCursor, pageOptions, PageQuery, toPage, type Connection, type CursorPosition, type Page } from '../pagination.js';
+import { CursorQuery, decodeCursor, encodeCursor, pageInfoOf, pageOptions, PageQuery, toPage, type Connection, type CursorPosition, type Page } from '../pagination.js';
 import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { effectiveRetryPolicy, guardOptions, isReservedHeader, requireWebhook, unsealWebhook, WEBHOOK_PERMISSION, type WebhookView } from './webhooks.js';
@@ -197,7 +197,7 @@ export async function webhookDeliveriesConnection(
   const edges = rows.slice(0, args.first).map((d) => ({ node: deliveryView(d), cursor: deliveryCursor(d) }));
   return {
     edges,
-    pageInfo: { hasNextPage: rows.length > args.first, endCursor: edges.at(-1)?.cursor ?? null },
+    pageInfo: pageInfoOf(edges, rows.length > args.first, args.after !== null),
     totalCount: () => loaders.totals.load(webhook.id),
   };
 }

@@ -215,6 +215,10 @@ export async function startGraphql(
     validationRules: [limits],
     // A JSON array of operations answers an array of results; how many one request may carry is capped below.
     allowBatchedHttpRequests: true,
+    // Apollo's CSRF guard refuses simple GETs without a preflight header; it protects cookie sessions,
+    // and nothing here authenticates by cookie (Bearer or X-API-Key headers only, which a cross-site
+    // simple request cannot carry), so GETs by hash need no extra header.
+    csrfPrevention: false,
     persistedQueries: mode === 'off' ? false : { cache: store },
     formatError: (formatted, error) => formatGraphqlError(runtime, formatted, error),
     includeStacktraceInErrorResponses: false,

@@ -12,7 +12,7 @@ import {
   createCommand,
   deviceCommandPage,
 } from '../src/services/device-commands.js';
-import { DeviceGroupViewSchema, deviceGroups } from '../src/services/device-groups.js';
+import { DeviceGroupPageSchema, DeviceGroupsQuery, deviceGroupPage } from '../src/services/device-groups.js';
 import { DeviceStatusChangeSchema, subscribeCommandUpdates, subscribeDeviceStatus } from '../src/services/device-events.js';
 import {
   AutoUpdateSchema,
@@ -63,7 +63,7 @@ export const DeviceResolver = operations(DeviceViewSchema, {
     nullable: true,
     description: 'The site the device belongs to; null when it has none or the caller may not read it (sites:read).',
   }),
-  groups: field([DeviceGroupViewSchema], [], deviceGroups, {
+  groups: field(pageConnectionOf(DeviceGroupPageSchema), [pageArgs('DeviceGroupsArgs', DeviceGroupsQuery)], paged(deviceGroupPage), {
     description: 'The device groups the device is a member of, by name (site-limited callers: those of their sites).',
   }),
   commands: field(pageConnectionOf(CommandPageSchema), [pageArgs('DeviceCommandListArgs', CommandListQuery)], paged((ctx, device: DeviceView, page: CommandListInput) => deviceCommandPage(ctx, device, page)), {

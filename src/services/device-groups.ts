@@ -286,13 +286,17 @@ async function groupsOfDevices(ctx: RequestContext, deviceIds: readonly string[]
   );
 }
 
+export const DeviceGroupsQuery = PageQuery.strict();
+export type DeviceGroupsInput = z.input<typeof DeviceGroupsQuery>;
+
 /**
- * The groups a device the caller has been shown belongs to, by name (GraphQL `Device.groups`).
- * Request-scoped DataLoaders read the groups of a whole page of devices at once: the memberships, the
- * groups and their member counts, three statements however many devices. Users limited to some sites
- * see only the groups of their sites, as in `GET /groups`.
+ * A page of the groups a device the caller has been shown belongs to, by name (GraphQL
+ * `Device.groups`). Request-scoped DataLoaders read the groups of a whole page of devices at once:
+ * the memberships, the groups and their member counts, three statements however many devices. Users
+ * limited to some sites see only the groups of their sites, as in `GET /groups`.
  */
-export async function deviceGroups(ctx: RequestContext, device: Pick<DeviceView, 'id' | 'orgId' | 'siteId'>): Promise<DeviceGroupView[]> {
+export async function deviceGroupPage(ctx: RequestContext, device: Pick<DeviceView, 'id' | 'orgId' | 'siteId'>, rawQuery: DeviceGroupsInput): Promise<Page<DeviceGroupView>> {
+  const query = parseInput(DeviceGroupsQuery, rawQuery);
   const loaders = deviceGroupLoaders(ctx);
   // Queued before the decision so that every device of a list joins one batch; nothing is answered unless the decision allows it.
   const loaded = loaders.groups.load(device.id);
@@ -300,11 +304,17 @@ export async function deviceGroups(ctx: RequestContext, device: Pick<DeviceView,
   await authorizeDevice(ctx, device, 'devices:read');
   const sites = visibleSiteIds(ctx, device.orgId);
   const groups = (await loaded).filter((g) => sites === null || (g.siteId !== null && sites.includes(g.siteId)));
-  const counts = await loaders.counts.loadMany(groups.map((g) => g.id));
-  return groups.map((g, i) => {
-    const count = counts[i];
-    return groupView(g, typeof count === 'number' ? count : 0);
-  });
+  const { offset, limit } = pageOptions(query);
+  const shown = groups.slice(offset, offset + limit);
+  const counts = await loaders.counts.loadMany(shown.map((g) => g.id));
+  return toPage(
+    shown.map((g, i) => {
+      const count = counts[i];
+      return groupView(g, typeof count === 'number' ? count : 0);
+    }),
+    groups.length,
+    query,
+  );
 }
 
 async function viewOf(ctx: RequestContext, group: DeviceGroup): Promise<DeviceGroupView> {

@@ -1,0 +1,90 @@
+import { createTestApp, type TestApp } from './support/app.js';
+import { gql } from './support/clients.js';
+import { sql, statementsOn } from './support/db.js';
+import { agentCall, enroll, fleet } from './support/devices.js';
+import { buildSite, buildUser, type BuiltUser } from './support/factories.js';
+
+/**
+ * A dashboard's devices page reads each device's organization, site, last heartbeat and groups. Every
+ * relation resolves through request-scoped DataLoaders, so the statements a page sends do not grow
+ * with its size: a page of 50 costs what a page of 5 does, table by table.
+ */
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await createTestApp();
+});
+afterAll(async () => {
+  await app.stop();
+});
+
+const TABLES = ['device', 'organization', 'partner', 'site', 'device_group', 'device_group_member', 'device_command'] as const;
+
+const dashboard = (first: number) => `{
+  devices(first: ${first}, sort: hostname) {
+    totalCount
+    pageInfo { hasNextPage endCursor }
+    edges { cursor node {
+      id hostname status lastSeenAt tags
+      organization { id name status }
+      site { id name timezone }
+      groups(first: 10) { totalCount edges { node { id name type deviceCount } } }
+      commands(first: 3) { totalCount edges { node { id type status } } }
+    } }
+  }
+}`;
+
+/** The page, and the statements it sent per table (each counted by `statementsOn`, nested). */
+async function measure(viewer: BuiltUser, first: number): Promise<{ data: any; statements: Record<string, number> }> {
+  const statements: Record<string, number> = {};
+  const run = async (tables: readonly string[]): Promise<any> => {
+    if (tables.length === 0) {
+      const res = await gql(app, viewer.as, dashboard(first));
+      expect(res.body.errors).toBeUndefined();
+      return res.body.data;
+    }
+    const [table, ...rest] = tables;
+    const { result, statements: n } = await statementsOn(app, table!, () => run(rest));
+    statements[table!] = n;
+    return result;
+  };
+  return { data: await run(TABLES), statements };
+}
+
+test('a devices page with organization, site, last heartbeat, groups and commands costs the same statements for 5 devices as for 50', async () => {
+  const { org, api, key } = await fleet(app);
+  const sites = [await buildSite(app, org.id, { name: 'North' }), await buildSite(app, org.id, { name: 'South' })];
+  const agents = [];
+  for (let i = 0; i < 50; i++) agents.push(await enroll(app, key, `host-${String(i).padStart(2, '0')}`));
+  await sql(app, `update device set site_id = case when hostname < 'host-25' then ?::uuid else ?::uuid end, tags = '["prod"]' where org_id = ?`, [sites[0]!.id, sites[1]!.id, org.id]);
+  await agentCall(app, agents[0]!, '/heartbeat', { agentVersion: '1.0.0' });
+  for (const name of ['Servers', 'Laptops']) {
+    const group = await api.post('/groups', { name, type: 'static' });
+    expect(group.status).toBe(201);
+    const added = await api.post(`/groups/${group.body.id}/devices`, { deviceIds: agents.filter((_, i) => name === 'Servers' || i % 2 === 0).map((a) => a.deviceId) });
+    expect(added.status).toBe(200);
+  }
+  const viewer = await buildUser(app, { orgId: org.id, can: ['devices:read', 'organizations:read', 'sites:read'] });
+
+  const small = await measure(viewer, 5);
+  const large = await measure(viewer, 50);
+
+  expect(small.data.devices.edges).toHaveLength(5);
+  expect(large.data.devices.edges).toHaveLength(50);
+  const first = large.data.devices.edges[0].node;
+  expect(first).toMatchObject({
+    hostname: 'host-00',
+    tags: ['prod'],
+    organization: { id: org.id, name: org.name },
+    site: { id: sites[0]!.id, name: 'North' },
+    groups: { totalCount: 2, edges: [{ node: { name: 'Laptops', type: 'static', deviceCount: 25 } }, { node: { name: 'Servers', type: 'static', deviceCount: 50 } }] },
+  });
+  expect(Date.parse(first.lastSeenAt)).not.toBeNaN();
+  expect(large.data.devices.edges[1].node.groups.edges.map((e: any) => e.node.name)).toEqual(['Servers']);
+  expect(large.data.devices.edges[49].node.site.name).toBe('South');
+
+  // The same statements, table by table, whatever the page size: none is sent per device.
+  expect(large.statements).toEqual(small.statements);
+  for (const table of ['organization', 'site', 'device_group', 'device_group_member', 'device_command']) expect(large.statements[table]).toBeGreaterThan(0);
+  for (const table of TABLES) expect(large.statements[table]).toBeLessThanOrEqual(3);
+});

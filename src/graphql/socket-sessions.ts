@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { authenticate, type Credentials } from '../auth/authenticate.js';
 import type { Principal } from '../auth/context.js';
-import { AppError, forbidden } from '../errors.js';
+import { AppError, forbidden, unauthenticated } from '../errors.js';
 import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
 import type { DomainEvent, DomainEventMap, DomainEventType } from '../events/types.js';
 import type { Runtime } from '../runtime.js';
@@ -24,6 +24,9 @@ const AFFECTED: { [T in DomainEventType]?: (data: DomainEventMap[T]) => string }
   'user.deleted': (d) => `user:${d.userId}`,
   'user.membership_accepted': (d) => `user:${d.userId}`,
   'api_key.revoked': (d) => `apiKey:${d.apiKeyId}`,
+  // Rescoped or given an earlier expiry; rotated: the key the socket presented stops working at once.
+  'api_key.updated': (d) => `apiKey:${d.apiKeyId}`,
+  'api_key.rotated': (d) => `apiKey:${d.apiKeyId}`,
   'role.updated': (d) => `role:${d.roleId}`,
   'role.deleted': (d) => `role:${d.roleId}`,
   'organization.updated': (d) => `org:${d.orgId}`,
@@ -46,6 +49,8 @@ export interface SocketSession {
   readonly access: string;
   readonly keys: string[];
   readonly close: (reason: string) => void;
+  /** when the bearer token expires (epoch ms), by its `exp` */
+  readonly expiresAt: number | null;
   expiry: NodeJS.Timeout | null;
 }
 
@@ -55,7 +60,8 @@ export interface SocketSession {
  * API key revocation) reaches every instance over LISTEN/NOTIFY and re-authenticates only the
  * sockets it concerns; a bearer socket closes when its token expires, without a query; a periodic
  * sweep re-authenticates every socket, for revocations that emit no event (refresh-token reuse, an
- * API key's expiry) and notifications lost while the listener reconnected.
+ * API key's expiry) and notifications lost while the listener reconnected. Expiry is read on the
+ * runtime's clock: the token's own timer, and every re-check (sweep or subscribe).
  */
 export class SocketSessions {
   private readonly sessions = new Set<SocketSession>();
@@ -92,17 +98,17 @@ export class SocketSessions {
 
   /** Tracks a connection that authenticated as `principal`; `close` ends it with REVOKED_CLOSE_CODE. */
   open(credentials: Credentials, principal: Principal, close: (reason: string) => void): SocketSession {
-    const session: SocketSession = { credentials, access: accessOf(principal), keys: keysOf(principal), close, expiry: null };
+    // The token authenticate() took (and verified), so its expiry can be read without verifying again.
+    const token = /^Bearer\s+(.+)$/i.exec(credentials.authorization ?? '')?.[1]?.trim();
+    const exp = token ? decodeJwt(token).exp : undefined;
+    const session: SocketSession = { credentials, access: accessOf(principal), keys: keysOf(principal), close, expiresAt: exp === undefined ? null : exp * 1000, expiry: null };
     this.sessions.add(session);
     for (const key of session.keys) {
       const set = this.byKey.get(key) ?? new Set();
       set.add(session);
       this.byKey.set(key, set);
     }
-    // The token authenticate() took (and verified), so its expiry can be read without verifying again.
-    const token = /^Bearer\s+(.+)$/i.exec(credentials.authorization ?? '')?.[1]?.trim();
-    const exp = token ? decodeJwt(token).exp : undefined;
-    const wait = exp === undefined ? null : exp * 1000 - Date.now();
+    const wait = session.expiresAt === null ? null : session.expiresAt - this.runtime.clock.now().getTime();
     if (wait !== null && wait <= MAX_TIMER_MS) {
       session.expiry = setTimeout(() => this.revoke(session, EXPIRED), Math.max(0, wait));
       session.expiry.unref();
@@ -122,8 +128,8 @@ export class SocketSessions {
     }
   }
 
-  /** Closes the connection, unless it was closed already. */
-  revoke(session: SocketSession, reason = REVOKED): void {
+  /** Closes the connection, unless it was closed already; why: its token expired, else its credentials were revoked. */
+  revoke(session: SocketSession, reason = this.expired(session) ? EXPIRED : REVOKED): void {
     if (!this.sessions.has(session)) return;
     this.forget(session);
     session.close(reason);
@@ -134,6 +140,7 @@ export class SocketSessions {
    * they granted at connect, else why not. Anything but a refusal (the database is down) throws.
    */
   async refusal(session: SocketSession): Promise<AppError | null> {
+    if (this.expired(session)) return unauthenticated('Invalid or expired access token');
     let principal: Principal | null;
     try {
       principal = await authenticate(this.runtime, session.credentials);
@@ -142,6 +149,10 @@ export class SocketSessions {
       throw error;
     }
     return principal && accessOf(principal) === session.access ? null : forbidden('Your access has changed: connect again');
+  }
+
+  private expired(session: SocketSession): boolean {
+    return session.expiresAt !== null && session.expiresAt <= this.runtime.clock.now().getTime();
   }
 
   /** Queues re-checks; a session already queued is checked once, one being checked is checked again. */

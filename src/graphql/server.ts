@@ -15,6 +15,7 @@ import { contextFor, rawClientIp } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
 import type { GraphqlContext } from './context.js';
 import { DocumentCache } from './documents.js';
+import { explorer } from './explorer.js';
 import { queryLimits } from './limits.js';
 import { persistedQueryKey } from '../services/trusted-documents.js';
 import { PersistedQueryStore, persistedQueryRefusal, type SentOperation } from './persisted-queries.js';
@@ -114,6 +115,9 @@ async function writeApolloResponse(res: Response, response: HTTPGraphQLResponse)
   for await (const chunk of response.body.asyncIterator) res.write(chunk);
   res.end();
 }
+
+/** Two handlers as one: the second where the first passes the request on. */
+const chain = (first: RequestHandler, second: RequestHandler): RequestHandler => (req, res, next) => first(req, res, () => second(req, res, next));
 
 /** An AppError (or anything thrown) as a GraphQL error in the API's envelope. */
 function envelopeError(runtime: Runtime, error: unknown): GraphQLError {
@@ -274,7 +278,9 @@ export async function startGraphql(
   sessions.start();
   const { maxBatch, timeoutMs, getMaxAgeSeconds: getMaxAge } = config.graphql;
   /** Apollo over Express, with what comes before an operation runs: batch size, persisted-query mode, the caller's budget; and the deadline. */
-  const middleware: RequestHandler = async (req, res) => {
+  const middleware: RequestHandler = async (req, res, next) => {
+    // /graphql itself: anything under it is no route.
+    if (req.path !== '/') return next();
     try {
       const operations = sentOperations(req);
       // Each operation of a batch passes the depth, cost and alias limits on its own: the batch's size
@@ -305,7 +311,8 @@ export async function startGraphql(
     }
   };
   return {
-    middleware,
+    // The explorer (a development aid) answers its page and assets first; everything else is GraphQL.
+    middleware: config.isProduction ? middleware : chain(explorer(), middleware),
     upgrade: (req, socket, head) => wsServer.handleUpgrade(req, socket, head, (ws) => wsServer.emit('connection', ws, req)),
     async stop() {
       await apollo.stop();

@@ -7,16 +7,23 @@ export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 500;
 
 export const PageQuery = z.object({
-  page: z.coerce.number().int().min(1).default(1),
-  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`1 to ${MAX_LIMIT}`),
+  page: z.coerce.number().int().min(1).default(1).describe('Which page to answer, from 1.'),
+  limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`Items per page: 1 to ${MAX_LIMIT}.`),
 });
 export type PageInput = z.infer<typeof PageQuery>;
 
 /** The `pagination` block of page/limit lists, and a page of `item` (GraphQL derives `<title>` from it). */
-export const PaginationSchema = z.object({ page: z.number().int(), limit: z.number().int(), total: z.number().int() }).meta({ title: 'Pagination' });
-export const pageSchema = <T extends z.ZodType>(item: T, title: string) => z.object({ data: z.array(item), pagination: PaginationSchema }).meta({ title });
+export const PaginationSchema = z
+  .object({
+    page: z.number().int().describe('This page’s number, from 1.'),
+    limit: z.number().int().describe('The page size asked for; the last page may hold fewer items.'),
+    total: z.number().int().describe('How many items the list holds across all pages.'),
+  })
+  .meta({ title: 'Pagination', description: 'Where a page sits in a page/limit list.' });
+export const pageSchema = <T extends z.ZodType>(item: T, title: string) =>
+  z.object({ data: z.array(item).describe('The items of this page.'), pagination: PaginationSchema.describe('The page’s number and size and the list’s total.') }).meta({ title, description: 'One page of a page/limit list.' });
 /** `{ data: [...] }`, for the few lists that answer every item at once (no page); named like `pageSchema`'s pages. */
-export const listSchema = <T extends z.ZodType>(item: T, title: string) => z.object({ data: z.array(item) }).meta({ title });
+export const listSchema = <T extends z.ZodType>(item: T, title: string) => z.object({ data: z.array(item).describe('Every item, in one answer.') }).meta({ title, description: 'A whole list, not paged.' });
 
 export interface Page<T> {
   data: T[];

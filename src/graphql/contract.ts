@@ -57,10 +57,19 @@ interface Meta {
   description?: string;
   /** marks a field deprecated in GraphQL (`deprecated` in OpenAPI) */
   deprecationReason?: string;
+  /** an enum's values, each described */
+  values?: Record<string, string>;
 }
 
 function metaOf(schema: ZodType): Meta {
   return (z.globalRegistry.get(schema) as Meta | undefined) ?? {};
+}
+
+/** A named type's own description: a `.describe()`d copy of it (a field's use) describes the field, not the type. */
+function typeDescription(schema: ZodType): string | undefined {
+  let current = schema;
+  for (let parent = current._zod.parent as ZodType | undefined; parent && metaOf(parent).title === metaOf(current).title; parent = current._zod.parent as ZodType | undefined) current = parent;
+  return metaOf(current).description;
 }
 
 /** The GraphQL type of one zod field: wrappers become nullability and defaults, the rest a named type. */
@@ -132,7 +141,8 @@ function enumType(schema: ZodType, name: string): TypeThunk {
   let registered = enums.get(name);
   if (!registered) {
     registered = Object.fromEntries(values.map((v) => [v, v]));
-    registerEnumType(registered, { name, description: metaOf(schema).description });
+    const described = metaOf(schema).values ?? {};
+    registerEnumType(registered, { name, description: typeDescription(schema), valuesConfig: Object.fromEntries(Object.entries(described).map(([value, text]) => [value, { description: text }])) });
     enums.set(name, registered);
   }
   const type = registered;
@@ -160,7 +170,7 @@ function derive(kind: DerivedKind, name: string, schema: z.ZodObject, options: C
       ...(d.deprecationReason ? { deprecationReason: d.deprecationReason } : {}),
     })(Target.prototype, field);
   }
-  const description = metaOf(schema).description;
+  const description = typeDescription(schema);
   // Plain data fields resolve as graphql-js's default does, without the per-field middleware: they never reach for the request context.
   if (kind === 'object') ObjectType(name, { description, simpleResolvers: true })(Target);
   else {
@@ -242,13 +252,13 @@ export function arg(name: string, type: ArgType, options: ArgOptions = {}): Para
 }
 
 /** The `id` of the record an operation acts on. */
-export const id = arg('id', ID);
+export const id = arg('id', ID, { description: 'ID of the record to read or act on; NOT_FOUND when it does not exist or the caller may not see it.' });
 
 /** The `input` argument, of the input type derived from `schema`. */
 export function input<S extends z.ZodObject>(name: string, schema: S, options?: { nullable?: false }): Param<z.input<S>>;
 export function input<S extends z.ZodObject>(name: string, schema: S, options: { nullable: true }): Param<z.input<S> | null | undefined>;
 export function input(name: string, schema: z.ZodObject, options: { nullable?: boolean } = {}): Param<unknown> {
-  return named('input', () => inputType(name, schema), options);
+  return named('input', () => inputType(name, schema), { ...options, description: 'The values to write; a field left out takes its default (creating) or keeps its value (updating).' });
 }
 
 /** Top-level arguments (`@Args`) from a query schema, e.g. a list's filters and page. */

@@ -15,67 +15,81 @@ import { applyStatus, assertOutranks } from './users.js';
 
 export const CreateAccessReviewSchema = z
   .object({
-    name: z.string().trim().min(1).max(255),
+    name: z.string().trim().min(1).max(255).describe('Display name: 1 to 255 characters, surrounding spaces trimmed.'),
     orgId: uuid().optional().describe('the organization to review (organization callers: their own)'),
     partnerId: uuid().optional().describe("review a partner's own staff instead"),
-    dueAt: isoDateTime().optional(),
+    dueAt: isoDateTime().optional().describe('When the review should be finished (informational); none when left out.'),
   })
   .strict()
-  .refine((v) => !(v.orgId && v.partnerId), { message: 'give orgId or partnerId, not both', path: ['partnerId'] });
+  .refine((v) => !(v.orgId && v.partnerId), { message: 'give orgId or partnerId, not both', path: ['partnerId'] }).describe('A new access review of an organization’s (or a partner’s own) memberships.');
 export type CreateAccessReviewInput = z.input<typeof CreateAccessReviewSchema>;
 
 export const DecideAccessReviewItemSchema = z
   .object({
-    decision: z.enum(['approved', 'revoked']).meta({ title: 'AccessReviewVerdict' }),
-    notes: z.string().trim().max(2000).nullable().optional(),
+    decision: z
+      .enum(['approved', 'revoked'])
+      .meta({ title: 'AccessReviewVerdict', description: 'A reviewer’s decision on one membership.', values: { approved: 'The membership stays.', revoked: 'The membership is removed when the review completes.' } })
+      .describe('Keep (approved) or remove (revoked) the membership.'),
+    notes: z.string().trim().max(2000).nullable().optional().describe('Why, up to 2000 characters; null clears it.'),
   })
-  .strict();
+  .strict().describe('A reviewer’s decision on one item.');
 export type DecideAccessReviewItemInput = z.input<typeof DecideAccessReviewItemSchema>;
 
-const AccessReviewStatusSchema = z.enum(['open', 'completed']).meta({ title: 'AccessReviewStatus' });
+const AccessReviewStatusSchema = z.enum(['open', 'completed']).meta({
+  title: 'AccessReviewStatus',
+  description: 'Where an access review stands.',
+  values: { open: 'Items are being decided.', completed: 'Completed: every revocation has been applied.' },
+});
 
 export const AccessReviewListQuery = PageQuery.extend({
-  status: AccessReviewStatusSchema.optional(),
-  orgId: uuid().optional(),
+  status: AccessReviewStatusSchema.optional().describe('Only reviews in this state.'),
+  orgId: uuid().optional().describe('Only reviews of this organization.'),
 }).strict();
 export type AccessReviewListInput = z.input<typeof AccessReviewListQuery>;
 
 export const AccessReviewItemViewSchema = z
   .object({
-    id: uuid(),
-    userId: uuid(),
-    userEmail: z.string(),
-    userName: z.string(),
-    membershipId: uuid(),
-    roleId: uuid(),
-    roleName: z.string(),
-    decision: z.enum(['pending', 'approved', 'revoked']).meta({ title: 'AccessReviewDecision' }),
-    notes: z.string().nullable(),
-    decidedBy: uuid().nullable(),
-    decidedAt: timestamp().nullable(),
+    id: uuid().describe('Unique ID of the item.'),
+    userId: uuid().describe('The member under review.'),
+    userEmail: z.string().describe('Their email address when the review began.'),
+    userName: z.string().describe('Their name when the review began.'),
+    membershipId: uuid().describe('The membership under review.'),
+    roleId: uuid().describe('The role it held when the review began.'),
+    roleName: z.string().describe('That role’s name.'),
+    decision: z
+      .enum(['pending', 'approved', 'revoked'])
+      .meta({
+        title: 'AccessReviewDecision',
+        description: 'The decision on one membership of a review.',
+        values: { pending: 'Not decided yet.', approved: 'The membership stays.', revoked: 'The membership is removed when the review completes.' },
+      })
+      .describe('The decision so far.'),
+    notes: z.string().nullable().describe('The reviewer’s notes; null when none.'),
+    decidedBy: uuid().nullable().describe('The user who decided; null while pending.'),
+    decidedAt: timestamp().nullable().describe('When it was decided; null while pending.'),
   })
   .meta({ title: 'AccessReviewItem', description: 'One membership as it stood when the review began, and the decision on it.' });
 export type AccessReviewItemView = z.output<typeof AccessReviewItemViewSchema>;
 
 const count = () => z.number().int();
-export const AccessReviewSummarySchema = z.object({ total: count(), pending: count(), approved: count(), revoked: count() }).meta({ title: 'AccessReviewSummary' });
+export const AccessReviewSummarySchema = z.object({ total: count().describe('Every item.'), pending: count().describe('Items not decided yet.'), approved: count().describe('Items kept.'), revoked: count().describe('Items to be (or already) removed.') }).meta({ title: 'AccessReviewSummary', description: 'How many items a review holds, by decision.' });
 export type AccessReviewSummary = z.output<typeof AccessReviewSummarySchema>;
 
 export const AccessReviewViewSchema = z
   .object({
-    id: uuid(),
-    name: z.string(),
-    orgId: uuid().nullable(),
-    partnerId: uuid().nullable(),
-    status: AccessReviewStatusSchema,
-    dueAt: timestamp().nullable(),
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
-    completedAt: timestamp().nullable(),
-    completedBy: uuid().nullable(),
-    summary: AccessReviewSummarySchema,
+    id: uuid().describe('Unique ID.'),
+    name: z.string().describe('Display name.'),
+    orgId: uuid().nullable().describe('The organization reviewed; null for a partner review.'),
+    partnerId: uuid().nullable().describe('The partner whose own staff is reviewed; null for an organization review.'),
+    status: AccessReviewStatusSchema.describe('Whether items are still being decided.'),
+    dueAt: timestamp().nullable().describe('When the review should be finished; null when none was set.'),
+    createdBy: uuid().nullable().describe('The user who started it; null when that user is gone.'),
+    createdAt: timestamp().describe('When it was started.'),
+    completedAt: timestamp().nullable().describe('When it was completed; null while open.'),
+    completedBy: uuid().nullable().describe('The user who completed it; null while open.'),
+    summary: AccessReviewSummarySchema.describe('How many items it holds, by decision.'),
   })
-  .meta({ title: 'AccessReview' });
+  .meta({ title: 'AccessReview', description: 'A periodic review of who holds which role in an organization (or a partner’s own staff).' });
 export type AccessReviewView = z.output<typeof AccessReviewViewSchema>;
 export const AccessReviewPageSchema = pageSchema(AccessReviewViewSchema, 'AccessReviewPage');
 

@@ -11,24 +11,28 @@ import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagina
 import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 
-const ApiKeyStatusSchema = z.enum(['active', 'revoked', 'expired']).meta({ title: 'ApiKeyStatus' });
+const ApiKeyStatusSchema = z.enum(['active', 'revoked', 'expired']).meta({
+  title: 'ApiKeyStatus',
+  description: 'Whether an API key still authenticates.',
+  values: { active: 'Authenticates requests.', revoked: 'Revoked by its owner or an administrator: refused.', expired: 'Past its expiresAt: refused.' },
+});
 export type ApiKeyStatus = z.output<typeof ApiKeyStatusSchema>;
 
 /** How a key appears in every response: never the hash, and the full key only on create and rotate. */
 export const ApiKeyViewSchema = z
   .object({
-    id: uuid(),
-    name: z.string(),
+    id: uuid().describe('Unique ID.'),
+    name: z.string().describe('Display name.'),
     prefix: z.string().describe('the visible start of the key, `rmm_<prefix>_…`'),
-    scopes: z.array(z.string()),
-    userId: uuid(),
-    orgId: uuid().nullable(),
-    partnerId: uuid().nullable(),
-    expiresAt: timestamp().nullable(),
-    lastUsedAt: timestamp().nullable(),
-    revokedAt: timestamp().nullable(),
-    createdAt: timestamp(),
-    status: ApiKeyStatusSchema,
+    scopes: z.array(z.string()).describe('The permissions the key grants (`resource:action`, wildcards allowed), never more than its owner holds.'),
+    userId: uuid().describe('The user the key acts as.'),
+    orgId: uuid().nullable().describe('The organization of the membership the key acts through; null for partner and system keys.'),
+    partnerId: uuid().nullable().describe('The partner of the membership the key acts through; null for organization and system keys.'),
+    expiresAt: timestamp().nullable().describe('When the key stops working; null if it does not expire.'),
+    lastUsedAt: timestamp().nullable().describe('When the key last authenticated a request; null if never.'),
+    revokedAt: timestamp().nullable().describe('When the key was revoked; null while it is not.'),
+    createdAt: timestamp().describe('When the key was created.'),
+    status: ApiKeyStatusSchema.describe('Whether the key still authenticates.'),
   })
   .meta({ title: 'ApiKey', description: 'An API key as stored: its prefix, never the key or its hash.' });
 export type ApiKeyView = z.output<typeof ApiKeyViewSchema>;
@@ -47,25 +51,25 @@ const scopeList = z.array(z.string().min(1).max(100)).min(1, 'at least one scope
 
 export const CreateApiKeySchema = z
   .object({
-    name: z.string().trim().min(1).max(255),
+    name: z.string().trim().min(1).max(255).describe('Display name: 1 to 255 characters, surrounding spaces trimmed.'),
     scopes: scopeList.describe('permissions (`resource:action`, wildcards allowed), within your own'),
     expiresAt: futureDate.optional().describe('in the future'),
   })
-  .strict();
+  .strict().describe('A new API key for the caller.');
 export type CreateApiKeyInput = z.input<typeof CreateApiKeySchema>;
 
 export const UpdateApiKeySchema = z
   .object({
-    name: z.string().trim().min(1).max(255).optional(),
-    scopes: scopeList.optional(),
+    name: z.string().trim().min(1).max(255).optional().describe('Display name: 1 to 255 characters, surrounding spaces trimmed.'),
+    scopes: scopeList.optional().describe('Replaces the granted permissions (`resource:action`, wildcards allowed), within your own.'),
     expiresAt: futureDate.nullable().optional().describe('in the future; null removes the expiry'),
   })
-  .strict();
+  .strict().describe('Changes to an API key; a field left out keeps its value.');
 export type UpdateApiKeyInput = z.input<typeof UpdateApiKeySchema>;
 
 export const ApiKeyListQuery = PageQuery.extend({
-  status: ApiKeyStatusSchema.optional(),
-  userId: uuid().optional(),
+  status: ApiKeyStatusSchema.optional().describe('Only keys in this state.'),
+  userId: uuid().optional().describe('Only keys of this user.'),
 }).strict();
 export type ApiKeyListInput = z.input<typeof ApiKeyListQuery>;
 

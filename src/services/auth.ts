@@ -20,14 +20,14 @@ import type { AuditAction } from '../events/types.js';
 import { UserViewSchema, userView } from './user-view.js';
 
 const sessionTokenFields = {
-  accessToken: z.string(),
-  refreshToken: z.string(),
+  accessToken: z.string().describe('Bearer token for the Authorization header; short-lived (see expiresIn).'),
+  refreshToken: z.string().describe('Single-use token that refreshToken exchanges for a new pair; a reused one ends the session.'),
   expiresIn: z.number().int().describe('access-token lifetime in seconds'),
 };
-export const SessionTokensSchema = z.object(sessionTokenFields).meta({ title: 'SessionTokens' });
+export const SessionTokensSchema = z.object(sessionTokenFields).meta({ title: 'SessionTokens', description: 'A new access and refresh token pair of the same session.' });
 export type SessionTokens = z.output<typeof SessionTokensSchema>;
 
-export const AuthSessionSchema = SessionTokensSchema.extend({ user: UserViewSchema }).meta({
+export const AuthSessionSchema = SessionTokensSchema.extend({ user: UserViewSchema.describe('The signed-in user, seen through the session’s membership.') }).meta({
   title: 'AuthSession',
   description: 'Tokens of a session and the user as that session sees them.',
 });
@@ -43,11 +43,11 @@ export type LoginResult = z.output<typeof LoginResponseSchema>;
 /** Both answers of a login in one shape (GraphQL has no anonymous unions): the tokens, or `mfaRequired` with `mfaToken`. */
 export const LoginResultSchema = z
   .object({
-    accessToken: z.string().nullable(),
-    refreshToken: z.string().nullable(),
+    accessToken: z.string().nullable().describe('Bearer token for the Authorization header; null when mfaRequired.'),
+    refreshToken: z.string().nullable().describe('Single-use token for refreshToken; null when mfaRequired.'),
     expiresIn: z.number().int().nullable().describe('access-token lifetime in seconds'),
-    user: UserViewSchema.nullable(),
-    mfaRequired: z.boolean(),
+    user: UserViewSchema.nullable().describe('The signed-in user; null when mfaRequired.'),
+    mfaRequired: z.boolean().describe('Whether a second step is needed: call verifyMfa with mfaToken and a code.'),
     mfaToken: z.string().nullable().describe('valid for 5 minutes, only for verifyMfa'),
   })
   .meta({ title: 'LoginResult', description: 'Either a session (tokens and user) or, when mfaRequired, an mfaToken for verifyMfa.' });
@@ -57,12 +57,12 @@ export function flatLoginResult(result: LoginResult): z.output<typeof LoginResul
   return { ...result, mfaRequired: false, mfaToken: null };
 }
 
-export const MfaSetupSchema = z.object({ secret: z.string().describe('base32 TOTP secret'), otpauthUrl: z.string() }).meta({ title: 'MfaSetup' });
+export const MfaSetupSchema = z.object({ secret: z.string().describe('base32 TOTP secret'), otpauthUrl: z.string().describe('The secret as an `otpauth://` URL, for a QR code.') }).meta({ title: 'MfaSetup', description: 'A new TOTP secret to enrol in an authenticator app; MFA turns on once enableMfa confirms a code.' });
 export type MfaSetup = z.output<typeof MfaSetupSchema>;
 
 export const MfaRecoveryCodesSchema = z
   .object({ recoveryCodes: z.array(z.string()).describe('shown once; each signs in once in place of a TOTP code') })
-  .meta({ title: 'MfaRecoveryCodes' });
+  .meta({ title: 'MfaRecoveryCodes', description: 'One-time recovery codes, shown only in this answer.' });
 
 /**
  * Checks that may refuse password login for a user whose password is right (e.g. SSO enforced for the
@@ -127,7 +127,7 @@ export type SwitchMembershipInput = z.input<typeof SwitchMembershipInput>;
 
 export const PasswordChangedSchema = SessionTokensSchema.extend({
   apiKeysRevoked: z.number().int().describe('API keys revoked with the old password (0 when kept)'),
-}).meta({ title: 'PasswordChanged', description: 'The new session, and how many API keys went with the old password.' });
+}).meta({ title: 'PasswordChanged', description: 'The new session, and how many API keys went with the old password.' }).describe('The caller’s new session after a password change (every other session has ended).');
 export type PasswordChanged = z.output<typeof PasswordChangedSchema>;
 
 const INVALID_LOGIN = 'Invalid email or password';

@@ -25,37 +25,44 @@ export const CreateEnrollmentKeySchema = z
   .object({
     orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
     siteId: uuid().nullable().optional().describe('devices enrolled with the key join this site'),
-    name: z.string().trim().min(1).max(255),
+    name: z.string().trim().min(1).max(255).describe('Display name: 1 to 255 characters, surrounding spaces trimmed.'),
     expiresAt: isoDateTime().nullable().optional().describe('null or absent: never expires'),
     maxUsage: z.number().int().min(1).max(1_000_000).nullable().optional().describe('null or absent: no limit'),
   })
-  .strict();
+  .strict().describe('A new enrollment key, which agents present to enroll their device.');
 export type CreateEnrollmentKeyInput = z.input<typeof CreateEnrollmentKeySchema>;
 
-export const EnrollmentKeyListQuery = PageQuery.extend({ orgId: uuid().optional(), siteId: uuid().optional() }).strict();
+export const EnrollmentKeyListQuery = PageQuery.extend({ orgId: uuid().optional().describe('Only keys of this organization.'), siteId: uuid().optional().describe('Only keys of this site.') }).strict();
 export type EnrollmentKeyListInput = z.input<typeof EnrollmentKeyListQuery>;
 
 export const EnrollmentKeyViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    siteId: uuid().nullable(),
-    name: z.string(),
+    id: uuid().describe('Unique ID.'),
+    orgId: uuid().describe('The organization devices enroll into.'),
+    siteId: uuid().nullable().describe('The site devices enroll into; null for none.'),
+    name: z.string().describe('Display name.'),
     prefix: z.string().describe('the visible start of the key'),
-    expiresAt: timestamp().nullable(),
-    maxUsage: z.number().int().nullable(),
-    usageCount: z.number().int(),
-    lastUsedAt: timestamp().nullable(),
+    expiresAt: timestamp().nullable().describe('When the key stops enrolling; null if it does not expire.'),
+    maxUsage: z.number().int().nullable().describe('How many enrollments the key allows; null for no limit.'),
+    usageCount: z.number().int().describe('How many devices have enrolled with it.'),
+    lastUsedAt: timestamp().nullable().describe('When a device last enrolled with it; null if never.'),
     deviceId: uuid().nullable().describe('a provisioning key: the pre-created device it claims'),
-    status: z.enum(['active', 'expired', 'exhausted']).meta({ title: 'EnrollmentKeyStatus' }),
-    createdAt: timestamp(),
+    status: z
+      .enum(['active', 'expired', 'exhausted'])
+      .meta({
+        title: 'EnrollmentKeyStatus',
+        description: 'Whether an enrollment key still enrolls devices.',
+        values: { active: 'Enrolls devices.', expired: 'Past its expiresAt: refused.', exhausted: 'Used maxUsage times: refused.' },
+      })
+      .describe('Whether the key still enrolls devices.'),
+    createdAt: timestamp().describe('When the key was created.'),
   })
-  .meta({ title: 'EnrollmentKey' });
+  .meta({ title: 'EnrollmentKey', description: 'A key agents present to enroll their device in an organization (and site); the key itself is only shown when created or rotated.' });
 export type EnrollmentKeyView = z.output<typeof EnrollmentKeyViewSchema>;
 
 export const EnrollmentKeyWithSecretSchema = EnrollmentKeyViewSchema.extend({ key: z.string().describe('shown only in this answer') }).meta({
   title: 'EnrollmentKeyWithSecret',
-});
+}).describe('An enrollment key with the key itself, returned by createEnrollmentKey and rotateEnrollmentKey only.');
 export type EnrollmentKeyWithSecret = z.output<typeof EnrollmentKeyWithSecretSchema>;
 export const EnrollmentKeyPageSchema = pageSchema(EnrollmentKeyViewSchema, 'EnrollmentKeyPage');
 

@@ -33,9 +33,9 @@ export const CreateOrganizationSchema = z
     partnerId: uuid().optional().describe('partner callers: defaults to, and must be, their own partner; platform administrators: required'),
     contactEmail: contactEmail(),
     requireMfa: requireMfaInput(),
-    settings: TenantSettingsSchema.optional(),
+    settings: TenantSettingsSchema.optional().describe('Initial settings; none when left out (the partner’s window then applies).'),
   })
-  .strict();
+  .strict().describe('A new organization (a customer of a partner).');
 export type CreateOrganizationInput = z.input<typeof CreateOrganizationSchema>;
 
 export const UpdateOrganizationSchema = z
@@ -46,20 +46,20 @@ export const UpdateOrganizationSchema = z
     settings: TenantSettingsSchema.optional().describe('merged key by key'),
     status: tenantStatus.optional().describe('partner and platform callers only'),
   })
-  .strict();
+  .strict().describe('Changes to an organization; a field left out keeps its value.');
 export type UpdateOrganizationInput = z.input<typeof UpdateOrganizationSchema>;
 
 export const OrganizationListQuery = PageQuery.extend({
-  partnerId: uuid().optional(),
+  partnerId: uuid().optional().describe('Only organizations of this partner (partner and platform callers).'),
   search: searchText(),
-  status: tenantStatus.optional(),
+  status: tenantStatus.optional().describe('Only organizations in this state.'),
 }).strict();
 export type OrganizationListInput = z.input<typeof OrganizationListQuery>;
 
 export const OrganizationViewSchema = z
   .object({
     ...tenantViewFields,
-    partnerId: uuid(),
+    partnerId: uuid().describe('The partner the organization belongs to.'),
     effectiveAgentUpdateWindow: AgentUpdateWindowViewSchema.extend({
       source: z.enum(['organization', 'partner']).meta({ title: 'AgentUpdateWindowSource' }).describe('whose setting applies'),
     })
@@ -67,7 +67,7 @@ export const OrganizationViewSchema = z
       .nullable()
       .describe("The organization's own window, else its partner's; null: agents update on every heartbeat."),
   })
-  .meta({ title: 'Organization' });
+  .meta({ title: 'Organization', description: 'A customer of a partner, holding sites, devices and users.' });
 export type OrganizationView = z.output<typeof OrganizationViewSchema>;
 export const OrganizationPageSchema = pageSchema(OrganizationViewSchema, 'OrganizationPage');
 export type EffectiveAgentUpdateWindow = NonNullable<OrganizationView['effectiveAgentUpdateWindow']>;
@@ -75,9 +75,9 @@ export type EffectiveAgentUpdateWindow = NonNullable<OrganizationView['effective
 /** `GET /orgs/`: who the caller is in the tenancy tree, for a dashboard's header and organization picker. */
 export const TenancyViewSchema = z
   .object({
-    scope: ScopeSchema,
+    scope: ScopeSchema.describe('The level the caller acts at: system (platform administrator), partner or organization.'),
     partner: PartnerViewSchema.nullable().describe('partner callers allowed to read partners: their own partner'),
-    organizations: OrganizationPageSchema,
+    organizations: OrganizationPageSchema.describe('The organizations the caller can see, paged like `organizations`.'),
   })
   .meta({ title: 'Tenancy', description: "The caller's place in the tenancy tree (REST `GET /orgs/`)." });
 export type TenancyView = z.output<typeof TenancyViewSchema>;

@@ -17,8 +17,16 @@ export const TENANT_STATUSES = ['active', 'suspended'] as const;
 
 const HHMM = /^([01]\d|2[0-3]):[0-5]\d$/;
 const hhmm = () => z.string().regex(HHMM, { message: 'must be a UTC time as HH:MM (24-hour)' }).describe('HH:MM, UTC');
-const weekday = z.enum(WEEKDAYS).meta({ title: 'Weekday' });
-export const tenantStatus = z.enum(TENANT_STATUSES).meta({ title: 'TenantStatus' });
+const weekday = z.enum(WEEKDAYS).meta({
+  title: 'Weekday',
+  description: 'A day of the week, in UTC.',
+  values: { mon: 'Monday', tue: 'Tuesday', wed: 'Wednesday', thu: 'Thursday', fri: 'Friday', sat: 'Saturday', sun: 'Sunday' },
+});
+export const tenantStatus = z.enum(TENANT_STATUSES).meta({
+  title: 'TenantStatus',
+  description: 'Whether a partner or organization is in service.',
+  values: { active: 'In service: its users sign in and its agents report.', suspended: 'Out of service: every request of its users and API keys is refused (FORBIDDEN) until it is active again.' },
+});
 
 /**
  * Spec Versioning 7. `endUtc` before `startUtc` runs past midnight (the window belongs to the day it
@@ -30,25 +38,25 @@ export const AgentUpdateWindowSchema = z
       .array(weekday)
       .min(1)
       .refine((days) => new Set(days).size === days.length, { message: 'must not repeat a day' })
-      .transform((days) => WEEKDAYS.filter((d) => days.includes(d))),
-    startUtc: hhmm(),
-    endUtc: hhmm(),
+      .transform((days) => WEEKDAYS.filter((d) => days.includes(d))).describe('The days the window opens on (UTC), each at most once.'),
+    startUtc: hhmm().describe('When the window opens, HH:MM in UTC.'),
+    endUtc: hhmm().describe('When the window closes, HH:MM in UTC.'),
   })
   .strict()
-  .meta({ title: 'AgentUpdateWindowInput' });
+  .meta({ title: 'AgentUpdateWindowInput', description: 'When agents may update themselves: the days, and a start and end time in UTC (end before start runs past midnight; equal times mean all day).' });
 
 export const TenantSettingsSchema = z
   .object({ agentUpdateWindow: AgentUpdateWindowSchema.nullable().optional().describe('null clears the window (an organization then inherits its partner’s)') })
   .strict()
-  .meta({ title: 'TenantSettingsInput' });
+  .meta({ title: 'TenantSettingsInput', description: 'Tenant settings to write; a key left out keeps its value.' });
 
 const windowDescription = 'Days and UTC times during which agents may update themselves (end before start runs past midnight; equal times mean all day).';
-export const AgentUpdateWindowViewSchema = z.object({ days: z.array(weekday), startUtc: hhmm(), endUtc: hhmm() }).meta({ title: 'AgentUpdateWindow', description: windowDescription });
-export const TenantSettingsViewSchema = z.object({ agentUpdateWindow: AgentUpdateWindowViewSchema.nullable() }).meta({ title: 'TenantSettings' });
+export const AgentUpdateWindowViewSchema = z.object({ days: z.array(weekday).describe('The days the window opens on, in week order.'), startUtc: hhmm().describe('When the window opens, HH:MM in UTC.'), endUtc: hhmm().describe('When the window closes, HH:MM in UTC (before startUtc: the next day).') }).meta({ title: 'AgentUpdateWindow', description: windowDescription });
+export const TenantSettingsViewSchema = z.object({ agentUpdateWindow: AgentUpdateWindowViewSchema.nullable().describe('When agents may update themselves; null: no window of its own.') }).meta({ title: 'TenantSettings', description: 'A partner\'s or organization\'s settings.' });
 export type TenantSettingsView = z.output<typeof TenantSettingsViewSchema>;
 
-export const tenantName = () => z.string().trim().min(1).max(255);
-export const contactEmail = () => z.email({ message: 'must be an email address' }).max(255).nullable().optional();
+export const tenantName = () => z.string().trim().min(1).max(255).describe('Display name: 1 to 255 characters, surrounding spaces trimmed.');
+export const contactEmail = () => z.email({ message: 'must be an email address' }).max(255).nullable().optional().describe('Where the service writes about this tenant; null clears it.');
 export const requireMfaInput = () => z.boolean().optional().describe('changing it needs an MFA session');
 
 export const CreatePartnerSchema = z
@@ -56,9 +64,9 @@ export const CreatePartnerSchema = z
     name: tenantName(),
     contactEmail: contactEmail(),
     requireMfa: requireMfaInput(),
-    settings: TenantSettingsSchema.optional(),
+    settings: TenantSettingsSchema.optional().describe('Initial settings; none when left out.'),
   })
-  .strict();
+  .strict().describe('A new partner (platform administrators only).');
 export type CreatePartnerInput = z.input<typeof CreatePartnerSchema>;
 
 export const UpdatePartnerSchema = z
@@ -69,7 +77,7 @@ export const UpdatePartnerSchema = z
     settings: TenantSettingsSchema.optional().describe('merged key by key'),
     status: tenantStatus.optional().describe('platform administrators only'),
   })
-  .strict();
+  .strict().describe('Changes to a partner; a field left out keeps its value.');
 export type UpdatePartnerInput = z.input<typeof UpdatePartnerSchema>;
 
 export const searchText = () => z.string().trim().min(1).max(255).optional().describe('part of the name');
@@ -79,17 +87,17 @@ export type PartnerListInput = z.input<typeof PartnerListQuery>;
 
 /** The fields partners and organizations share. */
 export const tenantViewFields = {
-  id: uuid(),
+  id: uuid().describe('Unique ID.'),
   name: z.string(),
-  status: tenantStatus,
-  contactEmail: z.string().nullable(),
+  status: tenantStatus.describe('Whether the tenant is in service; suspended tenants’ users and keys are refused.'),
+  contactEmail: z.string().nullable().describe('Where the service writes about this tenant; null when none is set.'),
   requireMfa: z.boolean().describe('every member must sign in with a second factor'),
-  settings: TenantSettingsViewSchema,
-  createdAt: timestamp(),
-  updatedAt: timestamp(),
+  settings: TenantSettingsViewSchema.describe('Its settings (agent update window).'),
+  createdAt: timestamp().describe('When it was created.'),
+  updatedAt: timestamp().describe('When it last changed.'),
 };
 
-export const PartnerViewSchema = z.object(tenantViewFields).meta({ title: 'Partner' });
+export const PartnerViewSchema = z.object(tenantViewFields).meta({ title: 'Partner', description: 'A managed service provider: the top of the tenancy tree, owning organizations.' });
 export type PartnerView = z.output<typeof PartnerViewSchema>;
 export const PartnerPageSchema = pageSchema(PartnerViewSchema, 'PartnerPage');
 

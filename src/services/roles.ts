@@ -22,33 +22,44 @@ const PermissionList = z
   })
   .transform((list) => [...new Set(list)]);
 
-const roleName = () => z.string().trim().min(1).max(255);
-const description = () => z.string().trim().max(1000).nullable().optional();
+const roleName = () => z.string().trim().min(1).max(255).describe('Display name: 1 to 255 characters, surrounding spaces trimmed.');
+const description = () => z.string().trim().max(1000).nullable().optional().describe('What the role is for, up to 1000 characters; null clears it.');
 
 /** Tenancy scopes, one GraphQL and OpenAPI enum. */
-export const ScopeSchema = z.enum(SCOPES).meta({ title: 'Scope' });
+export const ScopeSchema = z.enum(SCOPES).meta({
+  title: 'Scope',
+  description: 'A level of the tenancy tree a role, membership or caller acts at.',
+  values: {
+    system: 'The whole platform (platform administrators).',
+    partner: 'A partner and, as its access allows, its organizations.',
+    organization: 'One organization (and, when limited, some of its sites).',
+  },
+});
 
 export const CreateRoleSchema = z
   .object({
     name: roleName(),
     // Custom roles are organization or partner roles; system roles are seeded.
-    scope: z.enum(['partner', 'organization']).meta({ title: 'CustomRoleScope' }),
+    scope: z
+      .enum(['partner', 'organization'])
+      .meta({ title: 'CustomRoleScope', description: 'The level a custom role applies at.', values: { partner: 'Held by partner members.', organization: 'Held by members of one organization.' } })
+      .describe('Who may hold the role: partner members or members of one organization.'),
     orgId: uuid().optional().describe('organization roles: the organization (organization callers: their own)'),
     permissions: PermissionList.describe('`resource:action` entries, `*` wildcards allowed; only permissions the caller holds'),
     description: description(),
-    requireMfa: z.boolean().optional(),
+    requireMfa: z.boolean().optional().describe('Whether members holding the role must sign in with a second factor (false by default).'),
   })
-  .strict();
+  .strict().describe('A new custom role: a named set of permissions members can be given.');
 export type CreateRoleInput = z.input<typeof CreateRoleSchema>;
 
 export const UpdateRoleSchema = z
   .object({
     name: roleName().optional(),
-    permissions: PermissionList.optional(),
+    permissions: PermissionList.optional().describe('Replaces the granted permissions: `resource:action` entries, `*` wildcards allowed; only permissions the caller holds.'),
     description: description(),
-    requireMfa: z.boolean().optional(),
+    requireMfa: z.boolean().optional().describe('Whether members holding the role must sign in with a second factor.'),
   })
-  .strict();
+  .strict().describe('Changes to a custom role; a field left out keeps its value.');
 export type UpdateRoleInput = z.input<typeof UpdateRoleSchema>;
 
 export const CloneRoleSchema = z
@@ -56,10 +67,10 @@ export const CloneRoleSchema = z
     name: roleName().optional().describe('default: "<name> (copy)"'),
     orgId: uuid().optional().describe("clone into this organization; default: the caller's own organization or partner"),
   })
-  .strict();
+  .strict().describe('Where and under which name to copy a role.');
 export type CloneRoleInput = z.input<typeof CloneRoleSchema>;
 
-export const RoleListQuery = PageQuery.extend({ scope: ScopeSchema.optional() }).strict();
+export const RoleListQuery = PageQuery.extend({ scope: ScopeSchema.optional().describe('Only roles of this level.') }).strict();
 export type RoleListInput = z.input<typeof RoleListQuery>;
 
 export const AssignableRolesQuery = z.object({ orgId: uuid().optional().describe('only roles that apply in this organization') }).strict();
@@ -67,29 +78,29 @@ export type AssignableRolesInput = z.input<typeof AssignableRolesQuery>;
 
 export const RoleViewSchema = z
   .object({
-    id: uuid(),
-    name: z.string(),
-    description: z.string().nullable(),
-    scope: ScopeSchema,
-    partnerId: uuid().nullable(),
-    orgId: uuid().nullable(),
+    id: uuid().describe('Unique ID.'),
+    name: z.string().describe('Display name.'),
+    description: z.string().nullable().describe('What the role is for; null when none is set.'),
+    scope: ScopeSchema.describe('The level the role applies at.'),
+    partnerId: uuid().nullable().describe('The partner owning a custom role; null for system roles and organization roles.'),
+    orgId: uuid().nullable().describe('The organization owning an organization role; null otherwise.'),
     permissions: z.array(z.string()).describe('as granted, wildcards included'),
     isSystem: z.boolean().describe('seeded and read-only'),
     requireMfa: z.boolean().describe('members must sign in with a second factor'),
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+    createdBy: uuid().nullable().describe('The user who created the role; null for system roles or when that user is gone.'),
+    createdAt: timestamp().describe('When the role was created.'),
+    updatedAt: timestamp().describe('When the role last changed.'),
   })
-  .meta({ title: 'Role' });
+  .meta({ title: 'Role', description: 'A named set of permissions held through memberships: seeded system roles and custom roles.' });
 export type RoleView = z.output<typeof RoleViewSchema>;
 export const RolePageSchema = pageSchema(RoleViewSchema, 'RolePage');
 
 export const PermissionCatalogViewSchema = z
   .object({
-    resources: z.array(z.object({ resource: z.string(), actions: z.array(z.string()) }).meta({ title: 'PermissionResource' })),
+    resources: z.array(z.object({ resource: z.string().describe('A resource name, the part before the colon (devices, users, …).'), actions: z.array(z.string()).describe('Its actions (read, write, …).') }).meta({ title: 'PermissionResource' })).describe('The resources and the actions each takes.'),
     permissions: z.array(z.string()).describe('every `resource:action`'),
   })
-  .meta({ title: 'PermissionCatalog' });
+  .meta({ title: 'PermissionCatalog', description: 'Every permission a role can grant, by resource.' });
 export type PermissionCatalogView = z.output<typeof PermissionCatalogViewSchema>;
 
 export const EffectivePermissionsViewSchema = z

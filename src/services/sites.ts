@@ -30,26 +30,26 @@ export const CreateSiteSchema = z
     name: tenantName(),
     orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
     timezone: timezone().optional().describe('IANA time zone, UTC by default'),
-    address: address(),
+    address: address().describe('Postal address, up to 1000 characters; null or left out for none.'),
   })
-  .strict();
+  .strict().describe('A new site of an organization.');
 export type CreateSiteInput = z.input<typeof CreateSiteSchema>;
 
-export const UpdateSiteSchema = z.object({ name: tenantName().optional(), timezone: timezone().optional().describe('IANA time zone'), address: address() }).strict();
+export const UpdateSiteSchema = z.object({ name: tenantName().optional(), timezone: timezone().optional().describe('IANA time zone'), address: address().describe('Postal address, up to 1000 characters; null clears it.') }).strict().describe('Changes to a site; a field left out keeps its value.');
 export type UpdateSiteInput = z.input<typeof UpdateSiteSchema>;
 
-export const SiteListQuery = PageQuery.extend({ orgId: uuid().optional(), search: searchText().describe('part of the name') }).strict();
+export const SiteListQuery = PageQuery.extend({ orgId: uuid().optional().describe('Only sites of this organization.'), search: searchText().describe('part of the name') }).strict();
 export type SiteListInput = z.input<typeof SiteListQuery>;
 
 export const SiteViewSchema = z.object({
-  id: uuid(),
-  orgId: uuid(),
-  name: z.string(),
+  id: uuid().describe('Unique ID.'),
+  orgId: uuid().describe('The organization the site belongs to.'),
+  name: z.string().describe('Display name, unique within its organization.'),
   timezone: z.string().describe('IANA time zone'),
-  address: z.string().nullable(),
-  createdAt: timestamp(),
-  updatedAt: timestamp(),
-}).meta({ title: 'Site' });
+  address: z.string().nullable().describe('Postal address; null when none is set.'),
+  createdAt: timestamp().describe('When the site was created.'),
+  updatedAt: timestamp().describe('When the site last changed.'),
+}).meta({ title: 'Site', description: 'A location of an organization (an office, a data centre); devices and enrollment keys may belong to one.' });
 export type SiteView = z.output<typeof SiteViewSchema>;
 
 function siteView(site: Site): SiteView {

@@ -4,25 +4,29 @@ import { pageSchema } from '../pagination.js';
 import { timestamp, uuid } from '../validation.js';
 import { ScopeSchema } from './roles.js';
 
-export const UserStatusSchema = z.enum(['active', 'invited', 'disabled']).meta({ title: 'UserStatus' });
+export const UserStatusSchema = z.enum(['active', 'invited', 'disabled']).meta({
+  title: 'UserStatus',
+  description: 'Whether a user may sign in.',
+  values: { active: 'Signs in normally.', invited: 'Invited and not signed up yet: the invitation link sets the password.', disabled: 'May not sign in; sessions and API keys are refused.' },
+});
 
 /** How a user appears in every response (REST and GraphQL): never the password hash, MFA secret or invite token. */
 export const UserViewSchema = z
   .object({
-    id: uuid(),
-    email: z.string(),
-    name: z.string(),
-    status: UserStatusSchema,
-    mfaEnabled: z.boolean(),
-    lastLoginAt: timestamp().nullable(),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+    id: uuid().describe('Unique ID.'),
+    email: z.string().describe('Sign-in email address (lowercase).'),
+    name: z.string().describe('Full name; for a pending invitation, the name the inviter typed.'),
+    status: UserStatusSchema.describe('Whether the user may sign in.'),
+    mfaEnabled: z.boolean().describe('Whether sign-in needs a second factor (TOTP).'),
+    lastLoginAt: timestamp().nullable().describe('When the user last signed in; null if never (or seen through a pending invitation).'),
+    createdAt: timestamp().describe('When the account was created.'),
+    updatedAt: timestamp().describe('When the account last changed.'),
     scope: ScopeSchema.nullable().describe('the membership the user is seen through (the caller’s own for the caller)'),
-    partnerId: uuid().nullable(),
-    orgId: uuid().nullable(),
-    roleId: uuid().nullable(),
+    partnerId: uuid().nullable().describe('The partner of the membership the user is seen through; null for organization and system memberships.'),
+    orgId: uuid().nullable().describe('The organization of that membership; null for partner and system memberships.'),
+    roleId: uuid().nullable().describe('The role held through that membership; null when seen without one.'),
   })
-  .meta({ title: 'User' });
+  .meta({ title: 'User', description: 'A person with an account, as seen through one of their memberships.' });
 export type UserView = z.output<typeof UserViewSchema>;
 export const UserPageSchema = pageSchema(UserViewSchema, 'UserPage');
 

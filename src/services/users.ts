@@ -24,54 +24,62 @@ import { ScopeSchema, assertCanGrant, assignableRole, effectivePermissionsAt, re
 import { UserStatusSchema, UserViewSchema, userView, type MembershipFields, type UserFields, type UserView } from './user-view.js';
 import { containsPattern } from '../db/like.js';
 
-const email = () => z.email({ message: 'must be an email address' }).max(255).toLowerCase();
-const personName = () => z.string().trim().min(1).max(255);
+const email = () => z.email({ message: 'must be an email address' }).max(255).toLowerCase().describe('Email address, up to 255 characters (stored lowercase).');
+const personName = () => z.string().trim().min(1).max(255).describe('Full name: 1 to 255 characters, surrounding spaces trimmed.');
 const ids = () => z.array(uuid()).max(1000).transform((list) => [...new Set(list)]);
 
 export const InviteUserSchema = z
   .object({
     email: email(),
     name: personName(),
-    roleId: uuid(),
+    roleId: uuid().describe('The role the new member holds; one the caller may assign (see assignableRoles).'),
     orgId: uuid().optional().describe('the organization to join; partner callers leave it out to invite a partner-level member'),
   })
-  .strict();
+  .strict().describe('Who to invite, and the role they will hold.');
 export type InviteUserInput = z.input<typeof InviteUserSchema>;
 
 export const ResendInviteSchema = z.object({ userId: uuid() }).strict();
 
-const OrgAccessSchema = z.enum(['all', 'selected']).meta({ title: 'OrgAccess' });
+const OrgAccessSchema = z.enum(['all', 'selected']).meta({
+  title: 'OrgAccess',
+  description: "Which of its partner's organizations a partner membership reaches.",
+  values: { all: 'Every organization of the partner, present and future.', selected: 'Only the organizations in orgIds.' },
+});
 
 export const UpdateUserSchema = z
   .object({
     name: personName().optional(),
-    status: z.enum(['active', 'disabled']).meta({ title: 'UserStatusChange' }).optional(),
+    status: z
+      .enum(['active', 'disabled'])
+      .meta({ title: 'UserStatusChange', description: 'A status an administrator may set.', values: { active: 'Lets the user sign in again.', disabled: 'Stops the user signing in and ends their sessions.' } })
+      .optional()
+      .describe('Enables or disables the user.'),
     orgAccess: OrgAccessSchema.optional().describe('partner members: every organization of the partner, or only orgIds'),
-    orgIds: ids().optional(),
+    orgIds: ids().optional().describe('Partner members with orgAccess selected: the organizations they reach.'),
     siteIds: ids().optional().describe('organization members: limited to these sites (empty: every site)'),
   })
-  .strict();
+  .strict().describe('Changes to a user and the membership the caller manages; a field left out keeps its value.');
 export type UpdateUserInput = z.input<typeof UpdateUserSchema>;
 
-export const UpdateMeSchema = z.object({ name: personName() }).strict();
+export const UpdateMeSchema = z.object({ name: personName() }).strict().describe('Changes to the caller\'s own profile.');
 export type UpdateMeInput = z.input<typeof UpdateMeSchema>;
 
 export const SetUserRoleSchema = z.object({ roleId: uuid() }).strict();
 
 export const AcceptInviteSchema = z
   .object({
-    token: z.string().min(1).max(200),
+    token: z.string().min(1).max(200).describe('The `token` parameter of the invitation link.'),
     password: z.string().min(1).max(1024).describe("a new account's new password (12 to 256 characters), or an existing account's own password"),
     code: z.string().trim().min(1).max(64).optional().describe('existing accounts with MFA: a TOTP or recovery code'),
   })
-  .strict();
+  .strict().describe('An invitation link being accepted.');
 export type AcceptInviteInput = z.input<typeof AcceptInviteSchema>;
 
 export const UserListQuery = PageQuery.extend({
-  orgId: uuid().optional(),
-  status: UserStatusSchema.optional(),
+  orgId: uuid().optional().describe('Only users with a membership in this organization.'),
+  status: UserStatusSchema.optional().describe('Only users in this state.'),
   search: z.string().trim().min(1).max(255).optional().describe('part of the name or email'),
-  roleId: uuid().optional(),
+  roleId: uuid().optional().describe('Only users holding this role.'),
 }).strict();
 export type UserListInput = z.input<typeof UserListQuery>;
 
@@ -79,32 +87,35 @@ export const RoleUsersQuery = PageQuery.strict();
 
 export const MembershipViewSchema = z
   .object({
-    id: uuid(),
-    scope: ScopeSchema,
-    partnerId: uuid().nullable(),
-    orgId: uuid().nullable(),
-    roleId: uuid(),
-    roleName: z.string(),
+    id: uuid().describe('Unique ID of the membership (what switchMembership takes).'),
+    scope: ScopeSchema.describe('The level the membership acts at.'),
+    partnerId: uuid().nullable().describe('The partner of a partner membership; null otherwise.'),
+    orgId: uuid().nullable().describe('The organization of an organization membership; null otherwise.'),
+    roleId: uuid().describe('The role held.'),
+    roleName: z.string().describe('Its display name.'),
     orgAccess: OrgAccessSchema.describe('partner memberships: all or selected organizations'),
-    orgIds: z.array(uuid()),
+    orgIds: z.array(uuid()).describe('Partner memberships with orgAccess selected: the organizations reached.'),
     siteIds: z.array(uuid()).describe('organization memberships: limited to these sites (empty: every site)'),
-    status: z.enum(['active', 'pending']).meta({ title: 'MembershipStatus' }).describe('pending: an invitation not accepted yet'),
+    status: z
+      .enum(['active', 'pending'])
+      .meta({ title: 'MembershipStatus', description: 'Whether a membership grants anything yet.', values: { active: 'Grants its role.', pending: 'An invitation the user has not accepted: grants nothing.' } })
+      .describe('pending: an invitation not accepted yet'),
   })
-  .meta({ title: 'Membership' });
+  .meta({ title: 'Membership', description: 'A user\'s place in a tenant: the role they hold there and what it reaches.' });
 export type MembershipView = z.output<typeof MembershipViewSchema>;
 
 /** A pending membership as its invitee sees it. */
 export const InvitationViewSchema = z
   .object({
     id: uuid().describe('the pending membership: accept or decline it by this id'),
-    scope: ScopeSchema,
-    partnerId: uuid().nullable(),
-    orgId: uuid().nullable(),
+    scope: ScopeSchema.describe('The level the offered membership acts at.'),
+    partnerId: uuid().nullable().describe('The partner offering a partner membership; null otherwise.'),
+    orgId: uuid().nullable().describe('The organization offering an organization membership; null otherwise.'),
     tenantName: z.string().describe("the organization's or partner's name"),
-    roleId: uuid(),
-    roleName: z.string(),
-    invitedAt: timestamp(),
-    expiresAt: timestamp().nullable(),
+    roleId: uuid().describe('The role offered.'),
+    roleName: z.string().describe('Its display name.'),
+    invitedAt: timestamp().describe('When the invitation was sent.'),
+    expiresAt: timestamp().nullable().describe('When the invitation lapses; null if it does not.'),
   })
   .meta({ title: 'Invitation', description: 'A membership another organization or partner offered to the caller, not accepted yet.' });
 export type InvitationView = z.output<typeof InvitationViewSchema>;
@@ -121,7 +132,7 @@ export type AcceptMyInvitationInput = z.input<typeof AcceptMyInvitationSchema>;
 /** `GET /users/me`: the caller, what it may do through the current membership, and every membership it holds. */
 export const MeViewSchema = UserViewSchema.extend({
   permissions: z.array(z.string()).describe('the catalog permissions of the current session, wildcards expanded'),
-  memberships: z.array(MembershipViewSchema),
+  memberships: z.array(MembershipViewSchema).describe('Every membership the caller holds, pending invitations included.'),
 }).meta({ title: 'Me', description: 'The caller (REST `GET /users/me`).' });
 export type MeView = z.output<typeof MeViewSchema>;
 

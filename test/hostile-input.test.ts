@@ -90,8 +90,8 @@ const clip = (value: unknown, max = 300): unknown => {
 };
 
 beforeAll(async () => {
-  // Generous SSO limits so requests reach validation instead of stopping at 429.
-  app = await createTestApp({ env: { SSO_RATE_LIMIT_PER_MINUTE: '100000' } });
+  // Generous SSO limits and no per-caller budget, so requests reach validation instead of stopping at 429.
+  app = await createTestApp({ env: { SSO_RATE_LIMIT_PER_MINUTE: '100000', API_RATE_LIMIT_PER_MINUTE: '0' } });
   // A platform administrator, so that hostile input reaches every route's validation and service rather than stopping at 403.
   adminToken = (await buildUser(app, { role: 'Platform Admin' })).token;
   const org = await buildOrg(app);

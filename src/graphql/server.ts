@@ -13,11 +13,11 @@ import { AppError, badRequest, toAppError } from '../errors.js';
 import { consumeCallerBudget } from '../http/rate-limit.js';
 import { contextFor, rawClientIp } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
+import { persistedQueryKey } from '../services/trusted-documents.js';
 import type { GraphqlContext } from './context.js';
 import { DocumentCache } from './documents.js';
 import { explorer } from './explorer.js';
 import { queryLimits } from './limits.js';
-import { persistedQueryKey } from '../services/trusted-documents.js';
 import { PersistedQueryStore, persistedQueryRefusal, type SentOperation } from './persisted-queries.js';
 import { REVOKED_CLOSE_CODE, SocketSessions, type SocketSession } from './socket-sessions.js';
 
@@ -177,7 +177,7 @@ export async function startGraphql(
           }
           const refusal = await persistedQueryRefusal(mode, store, payload);
           if (refusal) return [envelopeError(runtime, refusal)];
-          await consumeCallerBudget(RequestContext.create(runtime, principal ?? null, {}));
+          await consumeCallerBudget(runtime, principal ?? null);
           // graphql-ws requires a query string: an empty one with the persistedQuery extension asks by hash.
           const hash = (payload.extensions as { persistedQuery?: { sha256Hash?: unknown } } | undefined)?.persistedQuery?.sha256Hash;
           if (payload.query || typeof hash !== 'string') return undefined;
@@ -291,7 +291,7 @@ export async function startGraphql(
         if (refusal) throw refusal;
       }
       const ctx = await contextFor(runtime, req);
-      await consumeCallerBudget(ctx);
+      await consumeCallerBudget(runtime, ctx.principal);
       const deadline = new AbortController();
       const timer = setTimeout(() => deadline.abort(timedOut(timeoutMs)), timeoutMs);
       try {

@@ -76,7 +76,7 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
     '/api/v1',
     async (req, _res, next) => {
       req.ctx = await contextFor(runtime, req);
-      await consumeCallerBudget(req.ctx);
+      await consumeCallerBudget(runtime, req.ctx.principal);
       next();
     },
     api,
@@ -99,7 +99,7 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
     front(req, res);
     const answer = async (body: unknown) => {
       const ctx = await contextFor(runtime, req);
-      await consumeCallerBudget(ctx);
+      await consumeCallerBudget(runtime, ctx.principal);
       return route.answer(ctx, { body, query: {}, params }, req, res);
     };
     const respond = (served: Promise<{ status: number; body: unknown }>) =>

@@ -1,5 +1,5 @@
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
-import type { RequestContext } from '../auth/context.js';
+import type { Principal } from '../auth/context.js';
 import type { Config } from '../config.js';
 import { rateLimited } from '../errors.js';
 import type { Runtime } from '../runtime.js';
@@ -61,8 +61,7 @@ const CALLER_LIMIT: RateLimit = { name: 'caller', perMinute: (config) => config.
  * budget whichever front door the request came through. Anonymous requests and the service's own
  * work are not counted here (the public routes have their per-IP limits).
  */
-export async function consumeCallerBudget(ctx: RequestContext): Promise<void> {
-  const { principal } = ctx;
-  if (!principal || principal.kind === 'system' || ctx.runtime.config.apiRateLimitPerMinute === 0) return;
-  await consumeRateLimit(ctx.runtime, CALLER_LIMIT, `${principal.kind}:${principal.id}`);
+export async function consumeCallerBudget(runtime: Runtime, principal: Principal | null): Promise<void> {
+  if (!principal || principal.kind === 'system' || runtime.config.apiRateLimitPerMinute === 0) return;
+  await consumeRateLimit(runtime, CALLER_LIMIT, `${principal.kind}:${principal.id}`);
 }

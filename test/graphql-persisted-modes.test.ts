@@ -67,6 +67,10 @@ test('off: the persistedQuery extension is refused with 400 PERSISTED_QUERY_NOT_
   });
   expect((await getByHash(off, TRUSTED)).body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_SUPPORTED');
   expect((await post(off, { query: TRUSTED })).body.data).toEqual({ serviceInfo: { version: expect.any(String) } });
+  // graphql-ws too: a subscribe by hash is refused, one in full runs.
+  const viewer = await buildUser(apq, { role: 'Organization Viewer', orgId: (await buildOrg(apq)).id });
+  expect(await overSocket(off, viewer.token, { query: '', extensions: persisted(TRUSTED) })).toEqual({ errors: [refused.body.errors![0]] });
+  expect(await overSocket(off, viewer.token, { query: TRUSTED })).toEqual({ data: { serviceInfo: { version: expect.any(String) } } });
 });
 
 test('trusted: only imported documents run; an APQ registration never makes one trusted', async () => {

@@ -68,7 +68,7 @@ function metaOf(schema: ZodType): Meta {
 /** A named type's own description: a `.describe()`d copy of it (a field's use) describes the field, not the type. */
 function typeDescription(schema: ZodType): string | undefined {
   let current = schema;
-  for (let parent = current._zod.parent as ZodType | undefined; parent && metaOf(parent).title === metaOf(current).title; parent = current._zod.parent as ZodType | undefined) current = parent;
+  for (let parent = current._zod.parent as ZodType | undefined; parent && metaOf(current).title !== undefined && metaOf(parent).title === metaOf(current).title; parent = current._zod.parent as ZodType | undefined) current = parent;
   return metaOf(current).description;
 }
 

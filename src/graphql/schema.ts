@@ -30,8 +30,15 @@ export const requireAccessDecision: MiddlewareFn<GraphqlContext> = async (action
   return result;
 };
 
+/** The root types' descriptions: type-graphql builds them without one. */
+const ROOTS = {
+  Query: 'Reads. Every list is a Relay connection (`first`/`after`); errors carry the REST error code in `extensions.code`.',
+  Mutation: 'Writes, each answered as the REST route for it does (same rules, codes and audit entries).',
+  Subscription: 'Live updates over graphql-ws, for the tenants the caller can see, from any server instance.',
+} as const;
+
 export async function buildGraphqlSchema(pubSub: Pick<PgPubSub, 'publish' | 'subscribe'>): Promise<GraphQLSchema> {
-  return buildSchema({
+  const schema = await buildSchema({
     resolvers: resolvers as never,
     pubSub,
     validate: false,
@@ -39,4 +46,6 @@ export async function buildGraphqlSchema(pubSub: Pick<PgPubSub, 'publish' | 'sub
     globalMiddlewares: [requireAccessDecision],
     emitSchemaFile: false,
   });
+  for (const root of [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]) if (root) root.description = ROOTS[root.name as keyof typeof ROOTS];
+  return schema;
 }

@@ -93,7 +93,7 @@ export const AccessReviewViewSchema = z
 export type AccessReviewView = z.output<typeof AccessReviewViewSchema>;
 export const AccessReviewPageSchema = pageSchema(AccessReviewViewSchema, 'AccessReviewPage');
 
-export const AccessReviewDetailSchema = AccessReviewViewSchema.extend({ items: z.array(AccessReviewItemViewSchema) }).meta({
+export const AccessReviewDetailSchema = AccessReviewViewSchema.extend({ items: z.array(AccessReviewItemViewSchema).describe('Every membership under review, with its decision.') }).meta({
   title: 'AccessReviewDetail',
   description: 'A review with its items.',
 });

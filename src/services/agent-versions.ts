@@ -63,7 +63,8 @@ const versionInput = () =>
     .string()
     .trim()
     .transform((v) => v.replace(/^v/, ''))
-    .pipe(z.string().max(50).regex(SEMVER, 'must be a semantic version such as 1.4.2'));
+    .pipe(z.string().max(50).regex(SEMVER, 'must be a semantic version such as 1.4.2'))
+    .describe('A semantic version such as 1.4.2 (a leading v is dropped).');
 
 const ARCH_ALIASES: Record<string, string> = { x86_64: 'amd64', x64: 'amd64', aarch64: 'arm64', i386: '386', i686: '386', x86: '386', armv7l: 'arm', armv7: 'arm', armhf: 'arm' };
 /** What agents and `uname -m` call an architecture, as release assets name it (amd64, arm64, 386, arm). */
@@ -71,7 +72,15 @@ const normalizeArch = (arch: string) => {
   const lower = arch.trim().toLowerCase();
   return ARCH_ALIASES[lower] ?? lower;
 };
-const archInput = () => z.string().trim().min(1).max(20).regex(/^[A-Za-z0-9_]+$/, 'must be an architecture such as amd64').transform(normalizeArch);
+const archInput = () =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(20)
+    .regex(/^[A-Za-z0-9_]+$/, 'must be an architecture such as amd64')
+    .transform(normalizeArch)
+    .describe('A CPU architecture as release assets name it (amd64, arm64, 386, arm); x86_64, aarch64 and the like are understood.');
 
 /**
  * The asset naming convention: `rmm-<component>-<os>-<arch>[.exe]`, e.g. `rmm-agent-linux-amd64`,
@@ -83,25 +92,29 @@ const CHECKSUM_FILE = /^(checksums\.txt|sha256sums(\.txt)?)$/i;
 
 // ── views ───────────────────────────────────────────────────────────────────────────────────────
 
-const AgentComponentSchema = z.enum(AGENT_COMPONENTS).meta({ title: 'AgentComponent' });
+const AgentComponentSchema = z.enum(AGENT_COMPONENTS).meta({
+  title: 'AgentComponent',
+  description: 'A binary of the agent release.',
+  values: { agent: 'The main agent.', watchdog: 'The service that keeps the agent running and reports when it goes quiet.', helper: 'The user-session helper (screens, notifications).' },
+});
 
 export const AgentVersionViewSchema = z
   .object({
-    id: uuid(),
-    version: z.string(),
-    component: AgentComponentSchema,
-    os: OsTypeSchema,
-    arch: z.string(),
-    assetName: z.string(),
+    id: uuid().describe('Unique ID.'),
+    version: z.string().describe('The release’s semantic version.'),
+    component: AgentComponentSchema.describe('Which binary.'),
+    os: OsTypeSchema.describe('The operating system it runs on.'),
+    arch: z.string().describe('The CPU architecture it runs on (amd64, arm64, 386, arm).'),
+    assetName: z.string().describe('The release asset’s file name.'),
     url: z.string().describe('where the binary downloads from: the release asset (BINARY_SOURCE=github) or this server (local)'),
     checksum: z.string().describe('SHA-256 of the binary, hex'),
-    size: z.number().int().nullable(),
+    size: z.number().int().nullable().describe('Size in bytes; null when the release did not say.'),
     prerelease: z.boolean().describe('never promoted nor latest'),
-    publishedAt: timestamp(),
+    publishedAt: timestamp().describe('When the release was published.'),
     promotedAt: timestamp().nullable().describe('when it last became an upgrade target; null: registered only'),
-    createdAt: timestamp(),
+    createdAt: timestamp().describe('When it was registered here.'),
   })
-  .meta({ title: 'AgentVersion' });
+  .meta({ title: 'AgentVersion', description: 'One registered agent binary: a component of a release for one platform.' });
 export type AgentVersionView = z.output<typeof AgentVersionViewSchema>;
 export const AgentVersionPageSchema = pageSchema(AgentVersionViewSchema, 'AgentVersionPage');
 export const AgentVersionListSchema = z.object({ data: z.array(AgentVersionViewSchema) }).meta({ title: 'AgentVersionList' });
@@ -262,10 +275,10 @@ function agentDownloadUrl(config: Config, target: Target): string {
 // ── reading and downloading ─────────────────────────────────────────────────────────────────────
 
 export const AgentVersionListQuery = PageQuery.extend({
-  version: versionInput().optional(),
-  component: AgentComponentSchema.optional(),
-  os: OsTypeSchema.optional(),
-  arch: archInput().optional(),
+  version: versionInput().optional().describe('Only this version.'),
+  component: AgentComponentSchema.optional().describe('Only this component.'),
+  os: OsTypeSchema.optional().describe('Only binaries for this operating system.'),
+  arch: archInput().optional().describe('Only binaries for this architecture.'),
   promoted: z.boolean().or(queryBoolean).optional().describe('true: promoted at least once; false: registered only'),
 }).strict();
 export type AgentVersionListInput = z.input<typeof AgentVersionListQuery>;
@@ -292,7 +305,7 @@ export async function listAgentVersions(ctx: RequestContext, rawQuery: AgentVers
   );
 }
 
-export const LatestAgentVersionQuery = z.object({ component: AgentComponentSchema.optional() }).strict();
+export const LatestAgentVersionQuery = z.object({ component: AgentComponentSchema.optional().describe('Only this component.') }).strict();
 export type LatestAgentVersionInput = z.input<typeof LatestAgentVersionQuery>;
 
 /** The current upgrade targets: per component and platform, the latest promoted stable build. */
@@ -465,11 +478,11 @@ async function authorizePlatform(ctx: RequestContext, mfa: boolean): Promise<voi
 
 export const PromoteAgentVersionSchema = z
   .object({ version: versionInput(), component: AgentComponentSchema.optional().describe('only this component; every component of the version by default') })
-  .strict();
+  .strict().describe('Which version (and component) to make the upgrade target.');
 export type PromoteAgentVersionInput = z.input<typeof PromoteAgentVersionSchema>;
 export const AgentVersionPromotionSchema = z
-  .object({ version: z.string(), promoted: z.array(z.string()).describe('`<component>:<os>/<arch>`') })
-  .meta({ title: 'AgentVersionPromotion' });
+  .object({ version: z.string().describe('The version promoted.'), promoted: z.array(z.string()).describe('`<component>:<os>/<arch>`') })
+  .meta({ title: 'AgentVersionPromotion', description: 'What a promotion made the upgrade target.' });
 export type AgentVersionPromotion = z.output<typeof AgentVersionPromotionSchema>;
 
 /**
@@ -658,12 +671,12 @@ export const SyncAgentReleaseQuery = z.object({ version: versionInput().optional
 export type SyncAgentReleaseInput = z.input<typeof SyncAgentReleaseQuery>;
 export const AgentReleaseSyncSchema = z
   .object({
-    version: z.string(),
-    prerelease: z.boolean(),
+    version: z.string().describe('The release synced.'),
+    prerelease: z.boolean().describe('Whether it is a prerelease (never promoted).'),
     synced: z.array(z.string()).describe('`<component>:<os>/<arch>` of every binary registered'),
     promoted: z.array(z.string()).describe('those this sync promoted (AGENT_AUTO_PROMOTE)'),
   })
-  .meta({ title: 'AgentReleaseSync' });
+  .meta({ title: 'AgentReleaseSync', description: 'What syncing a release from the releases API registered.' });
 export type AgentReleaseSync = z.output<typeof AgentReleaseSyncSchema>;
 
 const sameTime = (a: Date, b: Date) => a.getTime() === b.getTime();

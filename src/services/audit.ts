@@ -204,23 +204,37 @@ async function verifiableChains(ctx: RequestContext, principal: Principal, orgId
 
 const searchText = z.string().trim().min(1).max(200);
 
-const ActorTypeSchema = z.enum(['user', 'api_key', 'agent', 'system', 'anonymous']).meta({ title: 'AuditActorType' });
-const AuditResultSchema = z.enum(['success', 'denied', 'failure']).meta({ title: 'AuditResult' });
+const ActorTypeSchema = z.enum(['user', 'api_key', 'agent', 'system', 'anonymous']).meta({
+  title: 'AuditActorType',
+  description: 'Who acted.',
+  values: {
+    user: 'A signed-in user (actorId: the user).',
+    api_key: 'An API key (actorId: the key).',
+    agent: 'A device agent (actorId: the device).',
+    system: 'The service itself (jobs, subscribers).',
+    anonymous: 'An unauthenticated request (failed sign-ins, public routes).',
+  },
+});
+const AuditResultSchema = z.enum(['success', 'denied', 'failure']).meta({
+  title: 'AuditResult',
+  description: 'How an audited action ended.',
+  values: { success: 'It was done.', denied: 'Refused by access control (FORBIDDEN or NOT_FOUND for another tenant).', failure: 'Attempted and failed (bad credentials, invalid input, …).' },
+});
 
 export const AuditFilters = z
   .object({
-    orgId: uuid().optional(),
-    actorId: uuid().optional(),
-    actorType: ActorTypeSchema.optional(),
+    orgId: uuid().optional().describe('Only entries of this organization.'),
+    actorId: uuid().optional().describe('Only entries of this actor (user, API key or device).'),
+    actorType: ActorTypeSchema.optional().describe('Only entries of this kind of actor.'),
     action: z.string().trim().min(1).max(100).optional().describe('exact, or with `*` wildcards (`user.*`)'),
-    resourceType: z.string().trim().min(1).max(100).optional(),
-    resourceId: z.string().trim().min(1).max(100).optional(),
-    result: AuditResultSchema.optional(),
-    from: isoDateTime().optional(),
-    to: isoDateTime().optional(),
+    resourceType: z.string().trim().min(1).max(100).optional().describe('Only entries about this kind of resource (user, device, webhook, …).'),
+    resourceId: z.string().trim().min(1).max(100).optional().describe('Only entries about this resource.'),
+    result: AuditResultSchema.optional().describe('Only entries with this result.'),
+    from: isoDateTime().optional().describe('Only entries at or after this instant.'),
+    to: isoDateTime().optional().describe('Only entries before this instant.'),
     q: searchText.optional().describe('text search over action, resource, actor email and details'),
   })
-  .strict();
+  .strict().describe('Which audit entries to list; every given criterion must hold.');
 export type AuditFilters = z.input<typeof AuditFilters>;
 type ParsedFilters = z.output<typeof AuditFilters>;
 
@@ -236,31 +250,31 @@ export type AuditExportInput = z.input<typeof AuditExportInput>;
 export const AuditExportQuery = AuditFilters.extend({ format: ExportFormat.default('csv') }).strict();
 
 /** Reports cover `from`..`to`, the last 30 days by default. */
-export const AuditPeriodQuery = z.object({ orgId: uuid().optional(), from: isoDateTime().optional(), to: isoDateTime().optional() }).strict();
+export const AuditPeriodQuery = z.object({ orgId: uuid().optional().describe('Only entries of this organization.'), from: isoDateTime().optional().describe('Start of the period; 30 days before `to` by default.'), to: isoDateTime().optional().describe('End of the period; now by default.') }).strict();
 export type AuditPeriodQuery = z.input<typeof AuditPeriodQuery>;
 export const AuditReportQuery = AuditPeriodQuery.extend({ limit: PageQuery.shape.limit }).strict();
 export type AuditReportQuery = z.input<typeof AuditReportQuery>;
 
 export const AuditLogViewSchema = z
   .object({
-    id: uuid(),
+    id: uuid().describe('Unique ID.'),
     seq: z.string().describe('position in the global order'),
-    createdAt: timestamp(),
-    actorType: ActorTypeSchema,
-    actorId: uuid().nullable(),
-    actorEmail: z.string().nullable(),
-    action: z.string(),
-    resourceType: z.string(),
-    resourceId: z.string().nullable(),
-    orgId: uuid().nullable(),
-    partnerId: uuid().nullable(),
-    ip: z.string().nullable(),
-    userAgent: z.string().nullable(),
-    result: AuditResultSchema,
+    createdAt: timestamp().describe('When it happened.'),
+    actorType: ActorTypeSchema.describe('Who acted.'),
+    actorId: uuid().nullable().describe('The user, API key or device that acted; null for system and anonymous actors.'),
+    actorEmail: z.string().nullable().describe('The acting user’s email at the time; null for other actors.'),
+    action: z.string().describe('What was done, e.g. user.login or device.update.'),
+    resourceType: z.string().describe('The kind of resource acted on (user, device, webhook, …).'),
+    resourceId: z.string().nullable().describe('The resource acted on; null when the action has none.'),
+    orgId: uuid().nullable().describe('The organization it concerns; null for partner or platform entries.'),
+    partnerId: uuid().nullable().describe('The partner it concerns; null when it concerns none.'),
+    ip: z.string().nullable().describe('The client address of the request; null when not from a request.'),
+    userAgent: z.string().nullable().describe('The request’s User-Agent; null when not from a request.'),
+    result: AuditResultSchema.describe('How it ended.'),
     changes: z.array(z.string()).describe('names of the fields a change touched'),
-    details: z.record(z.string(), z.unknown()),
-    prevHash: z.string(),
-    hash: z.string(),
+    details: z.record(z.string(), z.unknown()).describe('What else the action recorded (JSON), never secrets.'),
+    prevHash: z.string().describe('The hash of the entry before it in its chain (tamper evidence).'),
+    hash: z.string().describe('SHA-256 of this entry and prevHash.'),
   })
   .meta({ title: 'AuditLog', description: 'One entry of the hash-chained audit log.' });
 export type AuditLogView = z.output<typeof AuditLogViewSchema>;
@@ -378,7 +392,9 @@ function csvCell(value: unknown): string {
 }
 
 const count = () => z.number().int();
-const AuditActionCountSchema = z.object({ action: z.string(), count: count() }).meta({ title: 'AuditActionCount' });
+const AuditActionCountSchema = z
+  .object({ action: z.string().describe('An audit action name (user.login, device.update, …).'), count: count().describe('Entries with this action in the period.') })
+  .meta({ title: 'AuditActionCount', description: 'How many entries one action has.' });
 
 export const UserActivitySchema = z
   .object({
@@ -560,14 +576,26 @@ async function verifyEntries(ctx: RequestContext, tenant: FilterQuery<AuditLog>,
 
 export const AuditStatsSchema = z
   .object({
-    from: timestamp(),
-    to: timestamp(),
-    total: count(),
-    byAction: z.array(AuditActionCountSchema),
-    byResult: z.array(z.object({ result: z.string(), count: count() }).meta({ title: 'AuditResultCount' })),
-    byDay: z.array(z.object({ day: z.string().describe('YYYY-MM-DD (UTC)'), count: count() }).meta({ title: 'AuditDayCount' })),
+    from: timestamp().describe('Start of the period.'),
+    to: timestamp().describe('End of the period.'),
+    total: count().describe('Entries in the period.'),
+    byAction: z.array(AuditActionCountSchema).describe('Entries per action, most first.'),
+    byResult: z
+      .array(
+        z
+          .object({ result: AuditResultSchema.describe('How the entries ended.'), count: count().describe('Entries with this result in the period.') })
+          .meta({ title: 'AuditResultCount', description: 'How many entries one result has.' }),
+      )
+      .describe('Entries per result, most first.'),
+    byDay: z
+      .array(
+        z
+          .object({ day: z.string().describe('YYYY-MM-DD (UTC)'), count: count().describe('Entries that day.') })
+          .meta({ title: 'AuditDayCount', description: 'How many entries one day (UTC) has.' }),
+      )
+      .describe('Entries per UTC day, oldest first; days without entries are left out.'),
   })
-  .meta({ title: 'AuditStats' });
+  .meta({ title: 'AuditStats', description: 'Audit entry counts over a period, by action, result and day.' });
 export type AuditStats = z.output<typeof AuditStatsSchema>;
 
 export async function auditStats(ctx: RequestContext, query: AuditPeriodQuery): Promise<AuditStats> {
@@ -583,7 +611,7 @@ export async function auditStats(ctx: RequestContext, query: AuditPeriodQuery): 
       .orderBy([{ [raw('count(*)')]: 'desc' }, { [raw(expression)]: 'asc' }])
       .execute('all', false)) as Record<string, string | number>[];
   const byAction = (await grouped('a.action', 'action')) as { action: string; count: number }[];
-  const byResult = (await grouped('a.result', 'result')) as { result: string; count: number }[];
+  const byResult = (await grouped('a.result', 'result')) as { result: AuditStats['byResult'][number]['result']; count: number }[];
   const byDay = ((await grouped(`to_char(a.created_at at time zone 'UTC', 'YYYY-MM-DD')`, 'day')) as { day: string; count: number }[]).sort((x, y) =>
     x.day.localeCompare(y.day),
   );

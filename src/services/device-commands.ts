@@ -39,27 +39,38 @@ export const JsonObjectSchema = boundedJson(z.record(z.string(), z.unknown()));
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 const CommandPayloadSchema = JsonObjectSchema.refine((payload) => Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, { message: 'payload must be at most 64 KiB' });
 
-const CommandStatusSchema = z.enum(COMMAND_STATUSES).meta({ title: 'CommandStatus' });
+const CommandStatusSchema = z.enum(COMMAND_STATUSES).meta({
+  title: 'CommandStatus',
+  description: 'Where a device command stands.',
+  values: {
+    pending: 'Queued: not yet handed to the agent.',
+    sent: 'Handed to the agent, no answer yet.',
+    completed: 'The agent ran it and reported success.',
+    failed: 'The agent ran it and reported a failure.',
+    timeout: 'No answer before timeoutAt.',
+    cancelled: 'Cancelled before it ran (the device was decommissioned).',
+  },
+});
 
 export const CommandViewSchema = z
   .object({
-    id: uuid(),
-    deviceId: uuid(),
-    orgId: uuid(),
-    type: z.string(),
-    payload: z.record(z.string(), z.unknown()),
-    status: CommandStatusSchema,
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
-    sentAt: timestamp().nullable(),
-    completedAt: timestamp().nullable(),
-    timeoutAt: timestamp(),
-    exitCode: z.number().int().nullable(),
-    stdout: z.string().nullable(),
-    stderr: z.string().nullable(),
-    result: z.record(z.string(), z.unknown()).nullable(),
+    id: uuid().describe('Unique ID.'),
+    deviceId: uuid().describe('The device it runs on.'),
+    orgId: uuid().describe('The device’s organization.'),
+    type: z.string().describe('The command name (run_script, reboot, …).'),
+    payload: z.record(z.string(), z.unknown()).describe('Its arguments, as given.'),
+    status: CommandStatusSchema.describe('Where the command stands.'),
+    createdBy: uuid().nullable().describe('The user who queued it; null for the system.'),
+    createdAt: timestamp().describe('When it was queued.'),
+    sentAt: timestamp().nullable().describe('When it was handed to the agent; null until then.'),
+    completedAt: timestamp().nullable().describe('When the agent reported the outcome; null until then.'),
+    timeoutAt: timestamp().describe('When it times out without an answer.'),
+    exitCode: z.number().int().nullable().describe('The process exit code the agent reported; null until completed or when none applies.'),
+    stdout: z.string().nullable().describe('Standard output the agent reported (truncated by the agent); null until then.'),
+    stderr: z.string().nullable().describe('Standard error the agent reported; null until then.'),
+    result: z.record(z.string(), z.unknown()).nullable().describe('Structured result the agent reported (JSON); null until then.'),
   })
-  .meta({ title: 'DeviceCommand' });
+  .meta({ title: 'DeviceCommand', description: 'A command queued for a device’s agent, and its outcome.' });
 export type CommandView = z.output<typeof CommandViewSchema>;
 export const CommandPageSchema = pageSchema(CommandViewSchema, 'DeviceCommandPage');
 
@@ -91,8 +102,9 @@ const commandFields = {
   type: z
     .string()
     .trim()
-    .regex(/^[a-z][a-z0-9_]{0,99}$/, 'must be a command name such as refresh_inventory'),
-  payload: CommandPayloadSchema.optional(),
+    .regex(/^[a-z][a-z0-9_]{0,99}$/, 'must be a command name such as refresh_inventory')
+    .describe('What the agent should do: a command name such as run_script, reboot, refresh_inventory or set_auto_update.'),
+  payload: CommandPayloadSchema.optional().describe('The command’s arguments as a JSON object, at most 64 KiB (set_auto_update: `{ enabled }`).'),
 };
 
 /** Payloads the server itself acts on are checked before anything is queued. */
@@ -102,7 +114,7 @@ function checkPayload(command: { type: string; payload?: Record<string, unknown>
   for (const issue of parsed.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: ['payload', ...issue.path] });
 }
 
-export const CreateCommandSchema = z.object(commandFields).strict().superRefine(checkPayload);
+export const CreateCommandSchema = z.object(commandFields).strict().superRefine(checkPayload).describe('A command for one device’s agent.');
 export type CreateCommandInput = z.input<typeof CreateCommandSchema>;
 type CommandInput = z.output<typeof CreateCommandSchema>;
 
@@ -153,7 +165,7 @@ export async function createCommand(ctx: RequestContext, deviceId: string, rawIn
   return commandView(await withTransaction(ctx, (tx) => queueCommand(tx, device, input, requirePrincipal(ctx).userId)));
 }
 
-export const CommandListQuery = PageQuery.extend({ status: CommandStatusSchema.optional() }).strict();
+export const CommandListQuery = PageQuery.extend({ status: CommandStatusSchema.optional().describe('Only commands in this state.') }).strict();
 export type CommandListInput = z.input<typeof CommandListQuery>;
 type CommandQuery = z.output<typeof CommandListQuery>;
 
@@ -217,17 +229,33 @@ async function commandPages(ctx: RequestContext, query: CommandQuery, deviceIds:
 }
 
 export const BulkCommandSchema = z
-  .object({ deviceIds: z.array(uuid()).min(1).max(MAX_LIMIT), ...commandFields })
+  .object({ deviceIds: z.array(uuid()).min(1).max(MAX_LIMIT).describe('The devices, 1 to 500.'), ...commandFields })
   .strict()
-  .superRefine(checkPayload);
+  .superRefine(checkPayload).describe('The same command for many devices.');
 export type BulkCommandInput = z.input<typeof BulkCommandSchema>;
 export const BulkCommandResultSchema = z
   .object({
-    commands: z.array(CommandViewSchema),
-    skipped: z.array(z.object({ deviceId: z.string(), reason: z.string() })),
-    failed: z.array(z.object({ deviceId: z.string(), code: z.string(), message: z.string() })),
+    commands: z.array(CommandViewSchema).describe('The commands queued, one per device.'),
+    skipped: z
+      .array(
+        z
+          .object({ deviceId: z.string().describe('The device skipped.'), reason: z.string().describe('Why: decommissioned, or the command is already pending.') })
+          .describe('A device the command was not queued for, and why.'),
+      )
+      .describe('Devices skipped: decommissioned, or with the command already pending.'),
+    failed: z
+      .array(
+        z
+          .object({
+            deviceId: z.string().describe('The device refused.'),
+            code: z.string().describe('The error code, as REST answers it (NOT_FOUND, …).'),
+            message: z.string().describe('The error message.'),
+          })
+          .describe('A device the command was refused for.'),
+      )
+      .describe('Devices refused, with the error each would get alone (unknown or invisible devices: NOT_FOUND).'),
   })
-  .meta({ title: 'BulkCommandResult' });
+  .meta({ title: 'BulkCommandResult', description: 'What a bulk command did per device.' });
 export type BulkCommandResult = z.output<typeof BulkCommandResultSchema>;
 
 /**

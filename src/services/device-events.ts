@@ -16,12 +16,12 @@ import { DeviceStatusSchema, accessibleDevice, maySeeDevice } from './devices.js
 
 export const DeviceStatusChangeSchema = z
   .object({
-    deviceId: uuid(),
-    orgId: uuid(),
-    hostname: z.string(),
-    status: DeviceStatusSchema,
+    deviceId: uuid().describe('The device.'),
+    orgId: uuid().describe('Its organization.'),
+    hostname: z.string().describe('Its hostname.'),
+    status: DeviceStatusSchema.describe('The status it changed to.'),
     previousStatus: DeviceStatusSchema.nullable().describe('null: the device was new'),
-    lastSeenAt: timestamp().nullable(),
+    lastSeenAt: timestamp().nullable().describe('Its last heartbeat; null if never.'),
   })
   .meta({ title: 'DeviceStatusChange', description: 'A device changed status' });
 export type DeviceStatusChange = z.output<typeof DeviceStatusChangeSchema>;

@@ -49,7 +49,11 @@ const RESOURCE = 'Group';
 const HOSTNAME_PATTERN = /^[A-Za-z0-9._*?-]+$/;
 const MAX_FILTER_VALUES = 50;
 
-const GroupFilterStatusSchema = DeviceStatusSchema.exclude(['decommissioned']).meta({ title: 'GroupFilterStatus' });
+const GroupFilterStatusSchema = DeviceStatusSchema.exclude(['decommissioned']).meta({
+  title: 'GroupFilterStatus',
+  description: 'A device status a dynamic group’s filter can match (decommissioned devices never match).',
+  values: { pending: 'Not reported yet.', online: 'Reporting on time.', offline: 'Missed its heartbeats.', updating: 'Installing a new agent version.' },
+});
 
 const tagFilterShape = {
   any: z.array(TagSchema).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries at least one of these tags'),
@@ -68,7 +72,7 @@ const filterShape = <T extends z.ZodType>(tags: T) => ({
     .optional()
     .describe('case-insensitive; with * (any run) or ? (one character) a glob over the whole hostname, otherwise a substring'),
   siteIds: z.array(uuid()).min(1).max(MAX_FILTER_VALUES).optional().describe("any of these sites of the group's organization"),
-  tags: tags.optional(),
+  tags: tags.optional().describe('tags the device carries'),
   agentVersions: z.array(z.string().trim().min(1).max(50)).min(1).max(MAX_FILTER_VALUES).optional().describe('any of these agent versions, exactly'),
   statuses: z.array(GroupFilterStatusSchema).min(1).max(GroupFilterStatusSchema.options.length).optional().describe('any of these statuses'),
 });
@@ -79,9 +83,9 @@ const FILTER_DESCRIPTION = 'Every given criterion must hold (an empty filter mat
  * none becomes a query operator, and the hostname pattern is a glob, never a regular expression.
  */
 const GroupFilterInputSchema = z
-  .strictObject(filterShape(z.strictObject(tagFilterShape).meta({ title: 'GroupTagFilterInput' })))
+  .strictObject(filterShape(z.strictObject(tagFilterShape).meta({ title: 'GroupTagFilterInput', description: 'Tags a device must carry (any and all may be combined).' })))
   .meta({ title: 'GroupFilterInput', description: FILTER_DESCRIPTION });
-const GroupFilterSchema = z.object(filterShape(z.object(tagFilterShape).meta({ title: 'GroupTagFilter' }))).meta({ title: 'GroupFilter', description: FILTER_DESCRIPTION });
+const GroupFilterSchema = z.object(filterShape(z.object(tagFilterShape).meta({ title: 'GroupTagFilter', description: 'Tags a device must carry.' }))).meta({ title: 'GroupFilter', description: FILTER_DESCRIPTION });
 type GroupFilter = z.output<typeof GroupFilterSchema>;
 
 const dedupe = <T>(values: T[] | undefined) => (values ? [...new Set(values)].sort() : undefined);
@@ -139,26 +143,53 @@ async function checkFilterSites(ctx: RequestContext, orgId: string, filter: Grou
 
 // ── views ───────────────────────────────────────────────────────────────────────────────────────
 
-const GroupTypeSchema = z.enum(DEVICE_GROUP_TYPES).meta({ title: 'GroupType' });
-const GroupPinModeSchema = z.enum(GROUP_PIN_MODES).meta({ title: 'GroupPinMode' });
-const GroupMemberSourceSchema = z.enum(GROUP_MEMBER_SOURCES).meta({ title: 'GroupMemberSource' });
-const GroupLogActionSchema = z.enum(GROUP_LOG_ACTIONS).meta({ title: 'GroupLogAction' });
-const GroupLogReasonSchema = z.enum(GROUP_LOG_REASONS).meta({ title: 'GroupLogReason' });
+const GroupTypeSchema = z.enum(DEVICE_GROUP_TYPES).meta({
+  title: 'GroupType',
+  description: 'How a group gets its devices.',
+  values: { static: 'Devices are added and removed by hand.', dynamic: 'Holds the devices its filter matches, kept current as devices change (pins aside).' },
+});
+const GroupPinModeSchema = z.enum(GROUP_PIN_MODES).meta({
+  title: 'GroupPinMode',
+  description: 'A pin on a device in a dynamic group.',
+  values: { include: 'A member whatever the filter says.', exclude: 'Never a member whatever the filter says.' },
+});
+const GroupMemberSourceSchema = z.enum(GROUP_MEMBER_SOURCES).meta({
+  title: 'GroupMemberSource',
+  description: 'Why a device is a member of a group.',
+  values: { manual: 'Added by hand (static group).', filter: 'The dynamic group’s filter matches it.', pin: 'Pinned in (include) against the filter.' },
+});
+const GroupLogActionSchema = z.enum(GROUP_LOG_ACTIONS).meta({
+  title: 'GroupLogAction',
+  description: 'A change of group membership.',
+  values: { joined: 'The device became a member.', left: 'The device stopped being a member.' },
+});
+const GroupLogReasonSchema = z.enum(GROUP_LOG_REASONS).meta({
+  title: 'GroupLogReason',
+  description: 'Why a device joined or left a group.',
+  values: {
+    manual: 'Added or removed by hand.',
+    filter: 'The filter, or the device, changed.',
+    pin: 'A pin was set.',
+    unpin: 'A pin was dropped.',
+    device_moved: 'The device moved to another organization or site.',
+    device_decommissioned: 'The device was decommissioned.',
+  },
+});
 
 export const DeviceGroupViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
+    id: uuid().describe('Unique ID.'),
+    orgId: uuid().describe('The organization whose devices it holds.'),
     siteId: uuid().nullable().describe('a site-scoped group holds only devices of this site'),
-    name: z.string(),
-    description: z.string().nullable(),
-    type: GroupTypeSchema,
+    name: z.string().describe('Display name, unique within the organization.'),
+    description: z.string().nullable().describe('What the group is for; null when none is set.'),
+    type: GroupTypeSchema.describe('Static (devices by hand) or dynamic (devices its filter matches).'),
     filter: GroupFilterSchema.nullable().describe('dynamic groups: what they match; null for static groups'),
     deviceCount: z.number().int().describe('current members'),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+    createdAt: timestamp().describe('When the group was created.'),
+    updatedAt: timestamp().describe('When the group (its name, description or filter) last changed.'),
   })
-  .meta({ title: 'DeviceGroup' });
+  .meta({ title: 'DeviceGroup', description: 'A set of devices of one organization (optionally one site), static or dynamic.' });
 export type DeviceGroupView = z.output<typeof DeviceGroupViewSchema>;
 export const DeviceGroupPageSchema = pageSchema(DeviceGroupViewSchema, 'DeviceGroupPage');
 /** A page of devices (a group's members, devices by tag). */
@@ -166,28 +197,28 @@ export const DevicePageSchema = pageSchema(DeviceViewSchema, 'DevicePage');
 
 export const GroupMembershipSchema = z
   .object({
-    groupId: uuid(),
-    deviceId: uuid(),
-    member: z.boolean(),
+    groupId: uuid().describe('The group.'),
+    deviceId: uuid().describe('The device.'),
+    member: z.boolean().describe('Whether the device is a member now.'),
     source: GroupMemberSourceSchema.nullable().describe('why the device is a member: manual (static), filter, or pin'),
-    pin: GroupPinModeSchema.nullable(),
-    joinedAt: timestamp().nullable(),
+    pin: GroupPinModeSchema.nullable().describe('A pin keeping it in (include) or out (exclude); null for none.'),
+    joinedAt: timestamp().nullable().describe('When it last joined; null when not a member.'),
   })
-  .meta({ title: 'GroupMembership' });
+  .meta({ title: 'GroupMembership', description: 'A device’s standing in a group: whether it is a member, why, and any pin.' });
 export type GroupMembershipView = z.output<typeof GroupMembershipSchema>;
 
 const GroupLogEntrySchema = z
   .object({
-    id: uuid(),
-    groupId: uuid(),
-    deviceId: uuid(),
+    id: uuid().describe('Unique ID.'),
+    groupId: uuid().describe('The group.'),
+    deviceId: uuid().describe('The device.'),
     hostname: z.string().describe("the device's hostname when it happened"),
-    action: GroupLogActionSchema,
-    reason: GroupLogReasonSchema,
+    action: GroupLogActionSchema.describe('Joined or left.'),
+    reason: GroupLogReasonSchema.describe('Why.'),
     actorId: uuid().nullable().describe('the user or API key that caused it; null when a device change did'),
-    createdAt: timestamp(),
+    createdAt: timestamp().describe('When it happened.'),
   })
-  .meta({ title: 'GroupMembershipLogEntry' });
+  .meta({ title: 'GroupMembershipLogEntry', description: 'A device joining or leaving a group, and why.' });
 export type GroupLogEntryView = z.output<typeof GroupLogEntrySchema>;
 export const GroupLogPageSchema = pageSchema(GroupLogEntrySchema, 'GroupMembershipLogPage');
 
@@ -198,16 +229,16 @@ export const GroupPreviewSchema = z
     joining: z.number().int().describe('of those, devices not members now'),
     leaving: z.number().int().describe('current members the group would no longer hold'),
   })
-  .meta({ title: 'GroupPreview' });
+  .meta({ title: 'GroupPreview', description: 'What a dynamic group would hold under a filter, changing nothing.' });
 export type GroupPreview = z.output<typeof GroupPreviewSchema>;
 
 export const AddGroupDevicesResultSchema = z
   .object({
-    added: z.array(uuid()),
-    alreadyMembers: z.array(uuid()),
-    deviceCount: z.number().int(),
+    added: z.array(uuid()).describe('Devices that joined.'),
+    alreadyMembers: z.array(uuid()).describe('Devices that were members already (unchanged).'),
+    deviceCount: z.number().int().describe('How many members the group has now.'),
   })
-  .meta({ title: 'GroupDevicesAdded' });
+  .meta({ title: 'GroupDevicesAdded', description: 'What adding devices to a static group did.' });
 export type AddGroupDevicesResult = z.output<typeof AddGroupDevicesResultSchema>;
 
 function groupView(group: DeviceGroup, deviceCount: number): DeviceGroupView {
@@ -487,8 +518,8 @@ export async function reconcileDeviceMemberships(tx: RequestContext, deviceIds: 
 
 // ── groups ──────────────────────────────────────────────────────────────────────────────────────
 
-const groupName = z.string().trim().min(1).max(255);
-const groupDescription = z.string().trim().max(2000).nullable().optional();
+const groupName = z.string().trim().min(1).max(255).describe('Display name, unique within the organization: 1 to 255 characters, surrounding spaces trimmed.');
+const groupDescription = z.string().trim().max(2000).nullable().optional().describe('What the group is for, up to 2000 characters; null clears it.');
 
 export const CreateGroupSchema = z
   .strictObject({
@@ -496,9 +527,9 @@ export const CreateGroupSchema = z
     siteId: uuid().nullable().optional().describe('a site-scoped group holds only devices of this site; users limited to some sites must give one of theirs'),
     name: groupName,
     description: groupDescription,
-    type: GroupTypeSchema,
+    type: GroupTypeSchema.describe('Static (devices by hand) or dynamic (devices its filter matches).'),
     filter: GroupFilterInputSchema.optional().describe('dynamic groups only, and required for them'),
-  });
+  }).describe('A new device group.');
 export type CreateGroupInput = z.input<typeof CreateGroupSchema>;
 
 export const UpdateGroupSchema = z
@@ -506,13 +537,13 @@ export const UpdateGroupSchema = z
     name: groupName.optional(),
     description: groupDescription,
     filter: GroupFilterInputSchema.optional().describe('dynamic groups only: replaces the filter; membership is recomputed'),
-  });
+  }).describe('Changes to a group; a field left out keeps its value.');
 export type UpdateGroupInput = z.input<typeof UpdateGroupSchema>;
 
 export const GroupListQuery = PageQuery.extend({
-  orgId: uuid().optional(),
-  siteId: uuid().optional(),
-  type: GroupTypeSchema.optional(),
+  orgId: uuid().optional().describe('Only groups of this organization.'),
+  siteId: uuid().optional().describe('Only groups of this site.'),
+  type: GroupTypeSchema.optional().describe('Only static or only dynamic groups.'),
   search: z.string().trim().min(1).max(255).optional().describe('part of the name'),
 }).strict();
 export type GroupListInput = z.input<typeof GroupListQuery>;
@@ -624,7 +655,7 @@ export async function listGroupDevices(ctx: RequestContext, groupId: string, raw
 }
 
 export const AddGroupDevicesSchema = z
-  .strictObject({ deviceIds: z.array(uuid()).min(1).max(MAX_LIMIT).describe(`1 to ${MAX_LIMIT} devices of the group's organization (and site)`) });
+  .strictObject({ deviceIds: z.array(uuid()).min(1).max(MAX_LIMIT).describe(`1 to ${MAX_LIMIT} devices of the group's organization (and site)`) }).describe('Devices to add to a static group.');
 export type AddGroupDevicesInput = z.input<typeof AddGroupDevicesSchema>;
 
 /**
@@ -692,7 +723,7 @@ export async function removeGroupDevice(ctx: RequestContext, groupId: string, de
 // ── pins ────────────────────────────────────────────────────────────────────────────────────────
 
 export const PinGroupDeviceSchema = z
-  .strictObject({ mode: GroupPinModeSchema.default('include').describe('include: a member whatever the filter says; exclude: never a member') });
+  .strictObject({ mode: GroupPinModeSchema.default('include').describe('include: a member whatever the filter says; exclude: never a member') }).describe('How to pin a device in a dynamic group.');
 export type PinGroupDeviceInput = z.input<typeof PinGroupDeviceSchema>;
 
 async function pinTargets(ctx: RequestContext, groupId: string, deviceId: string): Promise<{ group: DeviceGroup; device: DeviceFacts; actorId: string }> {
@@ -743,7 +774,7 @@ export const PreviewGroupSchema = z
   .strictObject({
     filter: GroupFilterInputSchema.optional().describe("a filter to try before saving it; the group's own by default"),
     limit: z.number().int().min(1).max(MAX_LIMIT).default(100).describe(`devices to list, 1 to ${MAX_LIMIT}`),
-  });
+  }).describe('What to preview: a filter (the group’s own by default) and how many devices to list.');
 export type PreviewGroupInput = z.input<typeof PreviewGroupSchema>;
 
 /** What a dynamic group would hold under `filter` (or its own) and its pins, changing nothing. */
@@ -770,9 +801,9 @@ export async function previewGroup(ctx: RequestContext, groupId: string, rawInpu
 // ── the membership log ──────────────────────────────────────────────────────────────────────────
 
 export const MembershipLogQuery = PageQuery.extend({
-  deviceId: uuid().optional(),
-  action: GroupLogActionSchema.optional(),
-  reason: GroupLogReasonSchema.optional(),
+  deviceId: uuid().optional().describe('Only entries of this device.'),
+  action: GroupLogActionSchema.optional().describe('Only joins or only leaves.'),
+  reason: GroupLogReasonSchema.optional().describe('Only entries with this reason.'),
 }).strict();
 export type MembershipLogInput = z.input<typeof MembershipLogQuery>;
 

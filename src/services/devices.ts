@@ -17,35 +17,45 @@ import { recordAudit, recordChange } from './audit.js';
 import { applyChanges } from './changes.js';
 import { checkTargetSite, issueKey } from './enrollment-keys.js';
 
-export const DeviceStatusSchema = z.enum(DEVICE_STATUSES).meta({ title: 'DeviceStatus' });
-export const OsTypeSchema = z.enum(OS_TYPES).meta({ title: 'OsType' });
+export const DeviceStatusSchema = z.enum(DEVICE_STATUSES).meta({
+  title: 'DeviceStatus',
+  description: 'Where a device stands, from its agent’s heartbeats.',
+  values: {
+    pending: 'Provisioned or enrolling: its agent has not reported yet.',
+    online: 'Its agent reports on time.',
+    offline: 'Its agent has missed its heartbeats.',
+    updating: 'Its agent is installing a new version.',
+    decommissioned: 'Retired: its agent token no longer works; it keeps its history.',
+  },
+});
+export const OsTypeSchema = z.enum(OS_TYPES).meta({ title: 'OsType', description: 'A device’s operating system family.', values: { windows: 'Microsoft Windows.', macos: 'Apple macOS.', linux: 'Linux.' } });
 
 export const DeviceViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    siteId: uuid().nullable(),
-    agentId: uuid(),
-    hostname: z.string(),
-    status: DeviceStatusSchema,
-    osType: OsTypeSchema.nullable(),
-    osVersion: z.string().nullable(),
-    architecture: z.string().nullable(),
-    agentVersion: z.string().nullable(),
-    machineId: z.string().nullable(),
-    hardwareInfo: z.record(z.string(), z.unknown()).nullable(),
+    id: uuid().describe('Unique ID.'),
+    orgId: uuid().describe('The organization the device belongs to.'),
+    siteId: uuid().nullable().describe('The site it belongs to; null for none.'),
+    agentId: uuid().describe('The ID its agent authenticates with.'),
+    hostname: z.string().describe('Host name, as the agent last reported it.'),
+    status: DeviceStatusSchema.describe('Where the device stands, from its heartbeats.'),
+    osType: OsTypeSchema.nullable().describe('Operating system family; null until the agent reports it.'),
+    osVersion: z.string().nullable().describe('Operating system version as reported; null until known.'),
+    architecture: z.string().nullable().describe('CPU architecture as reported (amd64, arm64, …); null until known.'),
+    agentVersion: z.string().nullable().describe('Version of the running agent; null until known.'),
+    machineId: z.string().nullable().describe('The machine’s own stable identifier, as reported; null until known.'),
+    hardwareInfo: z.record(z.string(), z.unknown()).nullable().describe('The last inventory’s hardware details (JSON); null until one arrives.'),
     metrics: z.record(z.string(), z.unknown()).nullable().describe("the last heartbeat's metrics"),
-    autoUpdate: z.boolean(),
-    tags: z.array(z.string()),
-    watchdogStatus: z.string().nullable(),
-    mainAgentSilentSince: timestamp().nullable(),
-    lastSeenAt: timestamp().nullable(),
-    enrolledAt: timestamp().nullable(),
-    statusChangedAt: timestamp(),
-    decommissionedAt: timestamp().nullable(),
-    createdAt: timestamp(),
+    autoUpdate: z.boolean().describe('Whether the agent updates itself (within the update window).'),
+    tags: z.array(z.string()).describe('Free-form labels, in the order they were set.'),
+    watchdogStatus: z.string().nullable().describe('The watchdog service’s state as the agent reports it; null when unknown.'),
+    mainAgentSilentSince: timestamp().nullable().describe('When the watchdog last saw the main agent go quiet; null while it reports.'),
+    lastSeenAt: timestamp().nullable().describe('When the agent last reported (its last heartbeat); null if never.'),
+    enrolledAt: timestamp().nullable().describe('When an agent enrolled the device; null for a provisioned device not claimed yet.'),
+    statusChangedAt: timestamp().describe('When status last changed.'),
+    decommissionedAt: timestamp().nullable().describe('When the device was decommissioned; null while in service.'),
+    createdAt: timestamp().describe('When the device record was created.'),
   })
-  .meta({ title: 'Device' });
+  .meta({ title: 'Device', description: 'A managed machine running the agent.' });
 export type DeviceView = z.output<typeof DeviceViewSchema>;
 
 export function deviceView(device: Device): DeviceView {
@@ -164,12 +174,20 @@ export const DeviceListQuery = z
     cursor: cursor.optional().describe('`nextCursor` of the previous page'),
     page: z.coerce.number().int().min(1).optional().describe('legacy mode: a page number instead of a cursor'),
     limit: z.coerce.number().int().min(1).max(DEVICE_LIMIT_MAX).default(DEVICE_LIMIT_DEFAULT).describe(`1 to ${DEVICE_LIMIT_MAX}, 50 by default`),
-    sort: z.enum(['hostname', 'lastSeen', 'enrolled']).default('hostname').meta({ title: 'DeviceSort' }),
-    sortDir: z.enum(['asc', 'desc']).default('asc').meta({ title: 'SortDirection' }),
+    sort: z
+      .enum(['hostname', 'lastSeen', 'enrolled'])
+      .meta({ title: 'DeviceSort', description: 'The order of a device list.', values: { hostname: 'By hostname.', lastSeen: 'By last heartbeat (lastSeenAt).', enrolled: 'By enrollment time (enrolledAt).' } })
+      .default('hostname')
+      .describe('What the list is sorted by (then by id).'),
+    sortDir: z
+      .enum(['asc', 'desc'])
+      .meta({ title: 'SortDirection', description: 'Ascending or descending.', values: { asc: 'Smallest (or earliest, or A) first.', desc: 'Largest (or latest, or Z) first.' } })
+      .default('asc')
+      .describe('The sort direction.'),
     orgIds: idList('organization ids').optional(),
     siteIds: idList('site ids').optional(),
     groupIds: idList('group ids').optional(),
-    status: DeviceStatusSchema.optional(),
+    status: DeviceStatusSchema.optional().describe('Only devices in this state.'),
     tag: z.string().max(100).optional().describe('only devices with this tag'),
     includeDecommissioned: flag.optional(),
     includeTotal: flag.optional(),
@@ -270,13 +288,13 @@ export async function getDevice(ctx: RequestContext, id: string): Promise<Device
 
 export const ProvisionDeviceSchema = z
   .object({
-    orgId: uuid().optional(),
-    siteId: uuid().nullable().optional(),
+    orgId: uuid().optional().describe('The organization; organization callers: their own by default.'),
+    siteId: uuid().nullable().optional().describe('The site it will belong to; none when null or left out.'),
     hostname: z.string().trim().min(1).max(255).optional().describe('until the agent reports its own'),
   })
-  .strict();
+  .strict().describe('A device to pre-create before its agent enrolls.');
 export type ProvisionDeviceInput = z.input<typeof ProvisionDeviceSchema>;
-export const ProvisionedDeviceSchema = z.object({ deviceId: uuid(), enrollmentKey: z.string().describe('single use; claims this device') }).meta({ title: 'ProvisionedDevice' });
+export const ProvisionedDeviceSchema = z.object({ deviceId: uuid().describe('The new pending device.'), enrollmentKey: z.string().describe('single use; claims this device') }).meta({ title: 'ProvisionedDevice', description: 'A provisioned device and the key that claims it.' });
 export type ProvisionedDevice = z.output<typeof ProvisionedDeviceSchema>;
 
 /** A `pending` device row and a single-use key that claims exactly it. */
@@ -294,7 +312,7 @@ export async function provisionDevice(ctx: RequestContext, rawInput: ProvisionDe
   });
 }
 
-export const MoveDeviceSchema = z.object({ orgId: uuid(), siteId: uuid().nullable().optional() }).strict();
+export const MoveDeviceSchema = z.object({ orgId: uuid().describe('The organization to move to (of the same partner).'), siteId: uuid().nullable().optional().describe('A site of that organization; none when null or left out.') }).strict().describe('Where to move a device.');
 export type MoveDeviceInput = z.input<typeof MoveDeviceSchema>;
 
 /**
@@ -329,7 +347,7 @@ export const UpdateDeviceSchema = z
     siteId: uuid().nullable().optional().describe("a site of the device's organization"),
     tags: z.array(tag).max(100).optional().describe('replaces the device’s tags'),
   })
-  .strict();
+  .strict().describe('Changes to a device; a field left out keeps its value.');
 export type UpdateDeviceInput = z.input<typeof UpdateDeviceSchema>;
 
 /** What the dashboard sets on a device (the agent reports the rest). */
@@ -350,7 +368,7 @@ export async function updateDevice(ctx: RequestContext, id: string, rawInput: Up
   });
 }
 
-export const AutoUpdateSchema = z.object({ enabled: z.boolean() }).strict();
+export const AutoUpdateSchema = z.object({ enabled: z.boolean().describe('true: the agent updates itself within the update window; false: never.') }).strict().describe('Whether the agent updates itself.');
 export type AutoUpdateInput = z.input<typeof AutoUpdateSchema>;
 
 export async function setAutoUpdate(ctx: RequestContext, id: string, rawInput: AutoUpdateInput): Promise<DeviceView> {

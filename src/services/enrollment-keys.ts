@@ -62,7 +62,8 @@ export type EnrollmentKeyView = z.output<typeof EnrollmentKeyViewSchema>;
 
 export const EnrollmentKeyWithSecretSchema = EnrollmentKeyViewSchema.extend({ key: z.string().describe('shown only in this answer') }).meta({
   title: 'EnrollmentKeyWithSecret',
-}).describe('An enrollment key with the key itself, returned by createEnrollmentKey and rotateEnrollmentKey only.');
+  description: 'An enrollment key with the key itself, returned by createEnrollmentKey and rotateEnrollmentKey only.',
+});
 export type EnrollmentKeyWithSecret = z.output<typeof EnrollmentKeyWithSecretSchema>;
 export const EnrollmentKeyPageSchema = pageSchema(EnrollmentKeyViewSchema, 'EnrollmentKeyPage');
 

@@ -4,13 +4,28 @@ import { authorize, canAccessOrg, skipAuthorization } from '../auth/policy.js';
 import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
 import { filterIterable } from '../events/subscriptions.js';
 import type { DomainEvent } from '../events/types.js';
+import { timestamp, uuid } from '../validation.js';
 
-export const ServiceInfoSchema = z.object({ status: z.string(), version: z.string() }).meta({ title: 'ServiceInfo' });
+export const ServiceInfoSchema = z
+  .object({
+    status: z
+      .enum(['ok'])
+      .meta({ title: 'ServiceStatus', description: 'Whether the service answers.', values: { ok: 'The service is up and answering.' } })
+      .describe('Always ok when the service answers at all.'),
+    version: z.string().describe('The running build’s version (SERVICE_VERSION).'),
+  })
+  .meta({ title: 'ServiceInfo', description: 'Liveness and version of the service (REST `GET /health`).' });
 export type ServiceInfo = z.output<typeof ServiceInfoSchema>;
 
 export const DomainEventSchema = z
-  .object({ id: z.string(), type: z.string(), orgId: z.string().nullable(), timestamp: z.string(), data: z.record(z.string(), z.unknown()) })
-  .meta({ title: 'DomainEvent' });
+  .object({
+    id: uuid().describe('Unique ID of the event (the same in webhook deliveries’ X-Service-Event-Id).'),
+    type: z.string().describe('The event name, e.g. device.online or webhook.delivery_failed (names contain dots, so this is text, not an enum).'),
+    orgId: uuid().nullable().describe('The organization it concerns; null for platform-wide events (system callers only).'),
+    timestamp: timestamp().describe('When it happened.'),
+    data: z.record(z.string(), z.unknown()).describe('The event’s payload, as webhooks deliver it.'),
+  })
+  .meta({ title: 'DomainEvent', description: 'A committed domain event, as the outbox publishes it.' });
 
 /** Liveness and version, for anyone (GraphQL `serviceInfo`, as REST `GET /health`). */
 export function serviceInfo(ctx: RequestContext): ServiceInfo {

@@ -61,9 +61,16 @@ export const OrganizationViewSchema = z
     ...tenantViewFields,
     partnerId: uuid().describe('The partner the organization belongs to.'),
     effectiveAgentUpdateWindow: AgentUpdateWindowViewSchema.extend({
-      source: z.enum(['organization', 'partner']).meta({ title: 'AgentUpdateWindowSource' }).describe('whose setting applies'),
+      source: z
+        .enum(['organization', 'partner'])
+        .meta({
+          title: 'AgentUpdateWindowSource',
+          description: 'Whose agent update window applies to an organization.',
+          values: { organization: 'The organization’s own window.', partner: 'Its partner’s window (the organization has none of its own).' },
+        })
+        .describe('whose setting applies'),
     })
-      .meta({ title: 'EffectiveAgentUpdateWindow' })
+      .meta({ title: 'EffectiveAgentUpdateWindow', description: 'The agent update window that applies to an organization, and whose it is.' })
       .nullable()
       .describe("The organization's own window, else its partner's; null: agents update on every heartbeat."),
   })

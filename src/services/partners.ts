@@ -88,7 +88,7 @@ export type PartnerListInput = z.input<typeof PartnerListQuery>;
 /** The fields partners and organizations share. */
 export const tenantViewFields = {
   id: uuid().describe('Unique ID.'),
-  name: z.string(),
+  name: z.string().describe('Display name.'),
   status: tenantStatus.describe('Whether the tenant is in service; suspended tenants’ users and keys are refused.'),
   contactEmail: z.string().nullable().describe('Where the service writes about this tenant; null when none is set.'),
   requireMfa: z.boolean().describe('every member must sign in with a second factor'),

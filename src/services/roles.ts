@@ -97,7 +97,7 @@ export const RolePageSchema = pageSchema(RoleViewSchema, 'RolePage');
 
 export const PermissionCatalogViewSchema = z
   .object({
-    resources: z.array(z.object({ resource: z.string().describe('A resource name, the part before the colon (devices, users, …).'), actions: z.array(z.string()).describe('Its actions (read, write, …).') }).meta({ title: 'PermissionResource' })).describe('The resources and the actions each takes.'),
+    resources: z.array(z.object({ resource: z.string().describe('A resource name, the part before the colon (devices, users, …).'), actions: z.array(z.string()).describe('Its actions (read, write, …).') }).meta({ title: 'PermissionResource', description: 'A resource and the actions a permission can name on it.' })).describe('The resources and the actions each takes.'),
     permissions: z.array(z.string()).describe('every `resource:action`'),
   })
   .meta({ title: 'PermissionCatalog', description: 'Every permission a role can grant, by resource.' });

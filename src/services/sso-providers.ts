@@ -36,13 +36,19 @@ const OIDC_MAPPING: SsoAttributeMapping = { email: 'email', name: 'name', firstN
 // ---------------------------------------------------------------------------------------------------------
 // Presets. Identifiers name the kind of IdP, not a product.
 
-export const SsoProviderTypeSchema = z.enum(['oidc', 'saml']).meta({ title: 'SsoProviderType' });
-const SsoProviderStatusSchema = z.enum(['inactive', 'testing', 'active']).meta({ title: 'SsoProviderStatus' });
+export const SsoProviderTypeSchema = z
+  .enum(['oidc', 'saml'])
+  .meta({ title: 'SsoProviderType', description: 'The single sign-on protocol an identity provider speaks.', values: { oidc: 'OpenID Connect.', saml: 'SAML 2.0.' } });
+const SsoProviderStatusSchema = z.enum(['inactive', 'testing', 'active']).meta({
+  title: 'SsoProviderStatus',
+  description: 'Whether an identity provider signs users in.',
+  values: { inactive: 'Not used for sign-in.', testing: 'Being tried out: testSsoProvider works, sign-in does not.', active: 'Used for sign-in.' },
+});
 
 export const SsoAttributeMappingViewSchema = z
   .object({
-    email: z.string(),
-    name: z.string(),
+    email: z.string().describe('The claim or attribute holding the email address.'),
+    name: z.string().describe('The claim or attribute holding the display name.'),
     firstName: z.string().optional().describe('used when the name claim is missing'),
     lastName: z.string().optional().describe('combined with firstName into a display name'),
     groups: z.string().optional().describe('a claim holding an array of strings'),
@@ -51,15 +57,15 @@ export const SsoAttributeMappingViewSchema = z
 
 export const SsoPresetSchema = z
   .object({
-    id: z.string(),
-    name: z.string(),
-    type: SsoProviderTypeSchema,
+    id: z.string().describe('The preset’s ID (what `preset` takes).'),
+    name: z.string().describe('Its display name.'),
+    type: SsoProviderTypeSchema.describe('Its protocol.'),
     issuerTemplate: z.string().nullable().describe('OIDC issuer URL template'),
     ssoUrlTemplate: z.string().nullable().describe('SAML SSO URL template'),
-    scopes: z.string().nullable(),
+    scopes: z.string().nullable().describe('OIDC scopes it requests; null for SAML.'),
     attributeMapping: SsoAttributeMappingViewSchema.describe('OIDC: the claims mapped to user fields; SAML: the attribute URIs mapped automatically'),
   })
-  .meta({ title: 'SsoPreset' });
+  .meta({ title: 'SsoPreset', description: 'A ready-made configuration for a common identity provider.' });
 export type SsoPreset = z.output<typeof SsoPresetSchema>;
 
 const SAML_MAPPING: SsoAttributeMapping = {
@@ -105,18 +111,18 @@ const HTTPS_ONLY = 'must be an https URL';
 const httpsUrl = z.string().max(500).pipe(z.url({ protocol: /^https$/, message: HTTPS_ONLY }));
 // Where the login sends the browser: http passes the schema only to meet assertBrowserUrl, which knows the configuration.
 const webUrl = z.string().max(500).pipe(z.url({ protocol: /^https?$/, message: HTTPS_ONLY }));
-const mappingClaim = z.string().trim().min(1).max(255);
+const mappingClaim = z.string().trim().min(1).max(255).describe('The IdP claim (OIDC) or attribute (SAML) holding the value.');
 
 export const AttributeMappingInput = z
   .object({
-    email: mappingClaim,
-    name: mappingClaim,
-    firstName: mappingClaim.nullish(),
-    lastName: mappingClaim.nullish(),
-    groups: mappingClaim.nullish(),
+    email: mappingClaim.describe('The claim or attribute holding the email address.'),
+    name: mappingClaim.describe('The claim or attribute holding the display name.'),
+    firstName: mappingClaim.nullish().describe('The one holding the first name, used when the name is missing; null clears it.'),
+    lastName: mappingClaim.nullish().describe('The one holding the last name, combined with firstName; null clears it.'),
+    groups: mappingClaim.nullish().describe('The one holding an array of group names; null clears it.'),
   })
   .strict()
-  .meta({ title: 'SsoAttributeMappingInput' })
+  .meta({ title: 'SsoAttributeMappingInput', description: 'Which IdP claim (OIDC) or attribute (SAML) holds each user field.' })
   .transform(({ email, name, firstName, lastName, groups }): SsoAttributeMapping => ({
     email,
     name,
@@ -134,7 +140,8 @@ const allowedDomains = z
     const bad = domains.find((d) => !DOMAIN.test(d));
     if (bad) issue.addIssue({ code: 'custom', message: `"${bad}" is not a domain name` });
     return domains.length ? [...new Set(domains)].join(',') : null;
-  });
+  })
+  .describe('Email domains allowed to sign in, comma-separated; null or empty allows every domain.');
 
 const certificate = z
   .string()
@@ -154,36 +161,37 @@ const scopes = z
   .min(1)
   .max(500)
   .transform((s) => s.split(/\s+/).join(' '))
-  .refine((s) => s.split(' ').includes('openid'), 'must include openid');
+  .refine((s) => s.split(' ').includes('openid'), 'must include openid')
+  .describe('OIDC scopes to request, space-separated; must include openid.');
 
 // Fields every provider takes, then the protocol's own. `null` clears an optional field on update.
 const commonFields = {
-  name: z.string().trim().min(1).max(255),
-  autoProvision: z.boolean(),
-  defaultRoleId: uuid().nullable(),
+  name: z.string().trim().min(1).max(255).describe('Display name: 1 to 255 characters, surrounding spaces trimmed.'),
+  autoProvision: z.boolean().describe('Whether a first SSO sign-in creates the user (true by default).'),
+  defaultRoleId: uuid().nullable().describe('The role users created by autoProvision get; null: the organization’s default.'),
   allowedDomains: allowedDomains.nullable(),
-  enforceSSO: z.boolean(),
+  enforceSSO: z.boolean().describe('Whether the organization’s users must sign in through SSO (password sign-in refused).'),
   // Kept for every provider (spec default email/name); SAML logins read the spec's attribute URI table.
-  attributeMapping: AttributeMappingInput,
+  attributeMapping: AttributeMappingInput.describe('Which IdP claims hold each user field; the preset’s or the protocol’s defaults when left out.'),
 };
 const oidcFields = {
-  issuer: httpsUrl.nullable(),
-  clientId: z.string().trim().min(1).max(255).nullable(),
+  issuer: httpsUrl.nullable().describe('OIDC: the issuer URL (https); endpoints are discovered from it.'),
+  clientId: z.string().trim().min(1).max(255).nullable().describe('OIDC: the client ID registered at the IdP.'),
   clientSecret: z.string().min(1).max(4096).nullable().describe('write-only'),
-  authorizationUrl: webUrl.nullable(),
-  tokenUrl: httpsUrl.nullable(),
-  userInfoUrl: httpsUrl.nullable(),
-  jwksUrl: httpsUrl.nullable(),
+  authorizationUrl: webUrl.nullable().describe('OIDC: where users are sent to sign in; discovered when left out.'),
+  tokenUrl: httpsUrl.nullable().describe('OIDC: where codes are exchanged for tokens (https); discovered when left out.'),
+  userInfoUrl: httpsUrl.nullable().describe('OIDC: where user claims are read (https); discovered when left out.'),
+  jwksUrl: httpsUrl.nullable().describe('OIDC: where the IdP’s signing keys are published (https); discovered when left out.'),
   scopes,
 };
 const samlFields = {
-  entityId: z.string().trim().min(1).max(500).nullable(),
-  ssoUrl: webUrl.nullable(),
+  entityId: z.string().trim().min(1).max(500).nullable().describe('SAML: the IdP’s entity ID.'),
+  ssoUrl: webUrl.nullable().describe('SAML: the IdP’s SSO URL.'),
   certificate: certificate.nullable().describe('PEM, with or without the BEGIN/END lines'),
   metadataXml: z.string().max(1_000_000).describe('IdP metadata; entityId, ssoUrl and certificate are read from it (fields given alongside win)'),
-  allowIdpInitiated: z.boolean(),
-  forceAuthn: z.boolean(),
-  nameIdFormat: z.string().trim().min(1).max(255).nullable(),
+  allowIdpInitiated: z.boolean().describe('SAML: whether sign-ins started at the IdP (unsolicited responses) are accepted.'),
+  forceAuthn: z.boolean().describe('SAML: whether the IdP must ask for credentials again at every sign-in.'),
+  nameIdFormat: z.string().trim().min(1).max(255).nullable().describe('SAML: the NameID format to request (a URN); the IdP’s default when null.'),
 };
 const DiscoveredEndpoints = z.object({
   authorizationUrl: oidcFields.authorizationUrl,
@@ -200,20 +208,20 @@ const optional = <T extends Record<string, z.ZodType>>(shape: T) =>
 export const CreateSsoProviderSchema = z
   .object({
     orgId: uuid().optional().describe('organization callers: their own; partner and platform callers: required'),
-    type: SsoProviderTypeSchema,
+    type: SsoProviderTypeSchema.describe('The protocol: oidc or saml.'),
     preset: z.string().max(50).optional().describe('a preset id from ssoPresets'),
     ...optional(commonFields),
     name: commonFields.name,
     ...optional(oidcFields),
     ...optional(samlFields),
   })
-  .strict();
+  .strict().describe('A new identity provider of an organization (inactive until its status is set).');
 export type CreateSsoProviderInput = z.input<typeof CreateSsoProviderSchema>;
 
-export const UpdateSsoProviderSchema = z.object({ ...optional(commonFields), ...optional(oidcFields), ...optional(samlFields) }).strict();
+export const UpdateSsoProviderSchema = z.object({ ...optional(commonFields), ...optional(oidcFields), ...optional(samlFields) }).strict().describe('Changes to an identity provider; a field left out keeps its value.');
 export type UpdateSsoProviderInput = z.input<typeof UpdateSsoProviderSchema>;
 
-export const SsoProviderStatusInput = z.object({ status: SsoProviderStatusSchema }).strict();
+export const SsoProviderStatusInput = z.object({ status: SsoProviderStatusSchema.describe('The new status.') }).strict();
 export type SsoProviderStatusChange = z.input<typeof SsoProviderStatusInput>;
 
 export const ListSsoProvidersQuery = PageQuery.extend({ orgId: uuid().optional().describe('required for partner and platform callers') }).strict();
@@ -225,34 +233,34 @@ export type ListSsoProvidersInput = z.input<typeof ListSsoProvidersQuery>;
 const optionalUrl = () => z.string().nullable();
 export const SsoProviderViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    name: z.string(),
-    type: SsoProviderTypeSchema,
+    id: uuid().describe('Unique ID.'),
+    orgId: uuid().describe('The organization it signs users into.'),
+    name: z.string().describe('Display name.'),
+    type: SsoProviderTypeSchema.describe('Its protocol.'),
     status: SsoProviderStatusSchema.describe('only active providers are used for login'),
-    preset: z.string().nullable(),
-    issuer: optionalUrl(),
-    clientId: z.string().nullable(),
-    hasClientSecret: z.boolean(),
-    authorizationUrl: optionalUrl(),
-    tokenUrl: optionalUrl(),
-    userInfoUrl: optionalUrl(),
-    jwksUrl: optionalUrl(),
-    scopes: z.string().nullable(),
-    attributeMapping: SsoAttributeMappingViewSchema.nullable(),
-    autoProvision: z.boolean(),
-    defaultRoleId: uuid().nullable(),
+    preset: z.string().nullable().describe('The preset it was made from; null for none.'),
+    issuer: optionalUrl().describe('OIDC: the issuer URL; null for SAML.'),
+    clientId: z.string().nullable().describe('OIDC: the client ID; null for SAML.'),
+    hasClientSecret: z.boolean().describe('OIDC: whether a client secret is set (it is never shown).'),
+    authorizationUrl: optionalUrl().describe('OIDC: the authorization endpoint; null for SAML.'),
+    tokenUrl: optionalUrl().describe('OIDC: the token endpoint; null for SAML.'),
+    userInfoUrl: optionalUrl().describe('OIDC: the user-info endpoint; null when none.'),
+    jwksUrl: optionalUrl().describe('OIDC: the signing keys’ URL; null for SAML.'),
+    scopes: z.string().nullable().describe('OIDC: the scopes requested, space-separated; null for SAML.'),
+    attributeMapping: SsoAttributeMappingViewSchema.nullable().describe('Which IdP claims hold each user field; null for the protocol’s defaults.'),
+    autoProvision: z.boolean().describe('Whether a first SSO sign-in creates the user.'),
+    defaultRoleId: uuid().nullable().describe('The role users created by autoProvision get; null: the organization’s default.'),
     allowedDomains: z.string().nullable().describe('comma-separated; null allows every domain'),
-    enforceSSO: z.boolean(),
+    enforceSSO: z.boolean().describe('Whether password sign-in is refused for the organization’s users.'),
     entityId: z.string().nullable().describe("SAML: the IdP's entity id"),
     ssoUrl: optionalUrl().describe("SAML: the IdP's SSO URL"),
     certificate: z.string().nullable().describe("SAML: the IdP's signing certificate (PEM)"),
-    allowIdpInitiated: z.boolean(),
-    forceAuthn: z.boolean(),
-    nameIdFormat: z.string().nullable(),
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+    allowIdpInitiated: z.boolean().describe('SAML: whether sign-ins started at the IdP are accepted.'),
+    forceAuthn: z.boolean().describe('SAML: whether the IdP must ask for credentials at every sign-in.'),
+    nameIdFormat: z.string().nullable().describe('SAML: the NameID format requested; null for the IdP’s default.'),
+    createdBy: uuid().nullable().describe('The user who created it; null when that user is gone.'),
+    createdAt: timestamp().describe('When it was created.'),
+    updatedAt: timestamp().describe('When it last changed.'),
   })
   .meta({ title: 'SsoProvider', description: 'An organization identity provider. The client secret is write-only: see hasClientSecret.' });
 export type SsoProviderView = z.output<typeof SsoProviderViewSchema>;
@@ -546,16 +554,26 @@ export async function setSsoProviderStatus(ctx: RequestContext, id: string, body
 
 export const SsoProviderTestResultSchema = z
   .object({
-    success: z.boolean(),
-    type: SsoProviderTypeSchema,
+    success: z.boolean().describe('Always true: a failed test is an error.'),
+    type: SsoProviderTypeSchema.describe('The protocol tested.'),
     endpoints: z
-      .object({ issuer: z.string(), authorizationUrl: z.string(), tokenUrl: z.string(), userInfoUrl: z.string().nullable(), jwksUrl: z.string() })
-      .meta({ title: 'SsoOidcEndpoints' })
+      .object({
+        issuer: z.string().describe('The issuer the discovery document names.'),
+        authorizationUrl: z.string().describe('Where users are sent to sign in.'),
+        tokenUrl: z.string().describe('Where codes are exchanged for tokens.'),
+        userInfoUrl: z.string().nullable().describe('Where user claims are read; null when the IdP has none.'),
+        jwksUrl: z.string().describe('Where the IdP’s signing keys are published.'),
+      })
+      .meta({ title: 'SsoOidcEndpoints', description: 'The endpoints OIDC discovery found.' })
       .nullable()
       .describe('OIDC: what discovery found (not stored)'),
     saml: z
-      .object({ entityId: z.string(), ssoUrl: z.string(), certificateExpiresAt: timestamp() })
-      .meta({ title: 'SsoSamlTest' })
+      .object({
+        entityId: z.string().describe('The IdP’s entity ID.'),
+        ssoUrl: z.string().describe('The IdP’s SSO URL.'),
+        certificateExpiresAt: timestamp().describe('When the IdP’s signing certificate expires.'),
+      })
+      .meta({ title: 'SsoSamlTest', description: 'The SAML configuration a test checked.' })
       .nullable()
       .describe('SAML: the configuration that was checked'),
   })

@@ -21,10 +21,14 @@ export type SsoCheck =
 /** Both answers of the check in one shape (GraphQL has no anonymous unions): the other fields are absent without SSO. */
 export const SsoCheckSchema = z
   .object({
-    ssoEnabled: z.boolean(),
-    provider: z.object({ id: uuid(), name: z.string(), type: SsoProviderTypeSchema }).meta({ title: 'SsoCheckProvider' }).optional(),
-    enforceSSO: z.boolean().optional(),
-    loginUrl: z.string().optional(),
+    ssoEnabled: z.boolean().describe('Whether the organization has an active identity provider.'),
+    provider: z
+      .object({ id: uuid().describe('The provider’s ID.'), name: z.string().describe('Its display name.'), type: SsoProviderTypeSchema.describe('Its protocol.') })
+      .meta({ title: 'SsoCheckProvider', description: 'The identity provider users sign in with.' })
+      .optional()
+      .describe('The active identity provider; null without SSO.'),
+    enforceSSO: z.boolean().optional().describe('Whether password sign-in is refused for the organization’s users; null without SSO.'),
+    loginUrl: z.string().optional().describe('Where to send the browser to sign in through the IdP; null without SSO.'),
   })
   .meta({ title: 'SsoCheck', description: 'Whether an organization signs in through SSO; the other fields are null when it does not.' });
 

@@ -17,12 +17,12 @@ import { deviceView, type DeviceView } from './devices.js';
 /** One tag as a filter names it (devices' tags are set by `PATCH /devices/:id`). */
 export const TagSchema = z.string().trim().min(1).max(100);
 
-const TagViewSchema = z.object({ tag: z.string(), deviceCount: z.number().int().describe('devices you can see that carry it') }).meta({ title: 'Tag' });
+const TagViewSchema = z.object({ tag: z.string().describe('The tag text.'), deviceCount: z.number().int().describe('devices you can see that carry it') }).meta({ title: 'Tag', description: 'A device tag in use, with how many devices carry it.' });
 export type TagView = z.output<typeof TagViewSchema>;
 export const TagPageSchema = pageSchema(TagViewSchema, 'TagPage');
 
 export const TagListQuery = PageQuery.extend({
-  orgId: uuid().optional(),
+  orgId: uuid().optional().describe('Only tags on devices of this organization.'),
   search: z.string().trim().min(1).max(100).optional().describe('part of the tag, case-insensitive'),
 }).strict();
 export type TagListInput = z.input<typeof TagListQuery>;

@@ -36,7 +36,16 @@ const MAX_DELIVERY_PAGE = 100;
 const CLAIM_EARLY_TOLERANCE_MS = 500;
 const SWEEP_BATCH = 500;
 
-const DeliveryStatus = z.enum(['pending', 'delivered', 'failed', 'retrying']).meta({ title: 'WebhookDeliveryStatus' });
+const DeliveryStatus = z.enum(['pending', 'delivered', 'failed', 'retrying']).meta({
+  title: 'WebhookDeliveryStatus',
+  description: 'Where a webhook delivery stands.',
+  values: {
+    pending: 'Waiting for its first attempt.',
+    delivered: 'The receiver answered 2xx.',
+    failed: 'Every attempt failed: it is in the dead-letter queue (retryWebhookDelivery re-drives it).',
+    retrying: 'An attempt failed; another is scheduled (nextAttemptAt).',
+  },
+});
 
 export const ListDeliveriesQuery = z.strictObject({
   page: z.coerce.number().int().min(1).default(1),
@@ -46,71 +55,81 @@ export const ListDeliveriesQuery = z.strictObject({
 
 export const DeliveriesConnectionArgs = z.strictObject({
   first: z.number().int().min(1).max(MAX_DELIVERY_PAGE).default(50).describe(`1 to ${MAX_DELIVERY_PAGE}`),
-  after: CursorQuery.shape.cursor,
-  status: DeliveryStatus.optional(),
+  after: CursorQuery.shape.cursor.describe('Returns the deliveries after this cursor (the previous page\'s `pageInfo.endCursor`); from the newest when left out.'),
+  status: DeliveryStatus.optional().describe('Only deliveries in this state.'),
 });
 
 export type DeliveriesConnectionInput = z.input<typeof DeliveriesConnectionArgs>;
 
 export const TestWebhookSchema = z.strictObject({
   // Any name: a receiver may want to see how it handles a type it does not know.
-  event: z.string().trim().min(1).max(100).default('webhook.test'),
-  payload: z.record(z.string(), z.unknown()).optional(),
-});
+  event: z.string().trim().min(1).max(100).default('webhook.test').describe('The event name to send (any name; webhook.test by default).'),
+  payload: z.record(z.string(), z.unknown()).optional().describe('The data to send (JSON object); a sample when left out.'),
+}).describe('A test delivery to send.');
 export type TestWebhookInput = z.input<typeof TestWebhookSchema>;
 
 export const ListDeadLettersQuery = PageQuery.extend({
   orgId: uuid().optional().describe('required for partner and system callers'),
-  webhookId: uuid().optional(),
+  webhookId: uuid().optional().describe('Only failed deliveries of this webhook.'),
   redriven: z.boolean().or(queryBoolean).optional().describe('true: only re-driven ones; false: only those never re-driven'),
 }).strict();
 export type ListDeadLettersInput = z.input<typeof ListDeadLettersQuery>;
 
 export const WebhookDeliveryViewSchema = z
   .object({
-    id: uuid(),
-    webhookId: uuid(),
-    orgId: uuid(),
-    status: DeliveryStatus,
-    event: z.string(),
-    eventId: z.string(),
-    payload: z.record(z.string(), z.unknown()),
-    responseStatus: z.number().int().nullable(),
+    id: uuid().describe('Unique ID (sent as X-Service-Delivery-Id).'),
+    webhookId: uuid().describe('The webhook.'),
+    orgId: uuid().describe('The webhook’s organization.'),
+    status: DeliveryStatus.describe('Where it stands.'),
+    event: z.string().describe('The event name.'),
+    eventId: z.string().describe('The event’s ID (sent as X-Service-Event-Id; the same for every webhook it went to).'),
+    payload: z.record(z.string(), z.unknown()).describe('The JSON body sent.'),
+    responseStatus: z.number().int().nullable().describe('The HTTP status of the last attempt’s answer; null before one or when none came.'),
     responseBody: z.string().nullable().describe('first 1,000 characters'),
     attempt: z.number().int().describe('attempts made'),
-    nextAttemptAt: timestamp().nullable(),
-    responseTimeMs: z.number().int().nullable(),
-    errorMessage: z.string().nullable(),
-    createdAt: timestamp(),
-    deliveredAt: timestamp().nullable(),
+    nextAttemptAt: timestamp().nullable().describe('When the next attempt is due; null when none is scheduled.'),
+    responseTimeMs: z.number().int().nullable().describe('How long the last attempt took, in milliseconds; null before one.'),
+    errorMessage: z.string().nullable().describe('Why the last attempt failed; null when it did not.'),
+    createdAt: timestamp().describe('When it was queued.'),
+    deliveredAt: timestamp().nullable().describe('When the receiver accepted it; null until then.'),
     deadLetteredAt: timestamp().nullable().describe('when it entered the dead-letter queue'),
-    redrivenAt: timestamp().nullable(),
+    redrivenAt: timestamp().nullable().describe('When it was re-driven from the dead-letter queue; null if never.'),
     retryOf: uuid().nullable().describe('the failed delivery this one re-drives'),
   })
-  .meta({ title: 'WebhookDelivery' });
+  .meta({ title: 'WebhookDelivery', description: 'One event sent (or to be sent) to a webhook, and how it went.' });
 export type WebhookDeliveryView = z.output<typeof WebhookDeliveryViewSchema>;
 
 /** What the `webhookDeliveryUpdated` subscription carries: ids and status only (NOTIFY payloads are small). */
 export const DeliveryUpdateSchema = z
-  .object({ id: uuid(), webhookId: uuid(), orgId: uuid(), status: DeliveryStatus, attempt: z.number().int(), event: z.string() })
+  .object({ id: uuid().describe('The delivery.'), webhookId: uuid().describe('Its webhook.'), orgId: uuid().describe('The webhook’s organization.'), status: DeliveryStatus.describe('Its new state.'), attempt: z.number().int().describe('Attempts made so far.'), event: z.string().describe('The event name.') })
   .meta({ title: 'WebhookDeliveryUpdate', description: 'A delivery changed state' });
 export type DeliveryUpdate = z.output<typeof DeliveryUpdateSchema>;
 
 /** The answers of the test and retry operations: the queued delivery, as the spec shows it. */
 export const WebhookTestResultSchema = z
   .object({
-    message: z.string(),
+    message: z.string().describe('A human-readable summary.'),
     delivery: z
-      .object({ id: uuid(), webhookId: uuid(), status: DeliveryStatus, event: z.string(), attempt: z.number().int() })
-      .meta({ title: 'WebhookTestDelivery' }),
+      .object({
+        id: uuid().describe('The queued delivery.'),
+        webhookId: uuid().describe('Its webhook.'),
+        status: DeliveryStatus.describe('Its state (pending when queued).'),
+        event: z.string().describe('The event name sent.'),
+        attempt: z.number().int().describe('Attempts made so far.'),
+      })
+      .meta({ title: 'WebhookTestDelivery', description: 'The test delivery queued.' })
+      .describe('The test delivery queued.'),
   })
-  .meta({ title: 'WebhookTestResult' });
+  .meta({ title: 'WebhookTestResult', description: 'What testWebhook queued.' });
 export const WebhookRetryResultSchema = z
   .object({
-    message: z.string(),
-    delivery: z.object({ id: uuid(), status: DeliveryStatus, attempt: z.number().int() }).meta({ title: 'WebhookRetriedDelivery' }),
+    message: z.string().describe('A human-readable summary.'),
+    delivery: z
+      .object({ id: uuid().describe('The new delivery.'), status: DeliveryStatus.describe('Its state (pending when queued).'), attempt: z.number().int().describe('Attempts made so far.') })
+      .meta({ title: 'WebhookRetriedDelivery', description: 'The delivery that re-drives a failed one.' })
+      .describe('The new delivery.'),
   })
-  .meta({ title: 'WebhookRetryResult' });
+  .meta({ title: 'WebhookRetryResult', description: 'What retryWebhookDelivery queued.' });
 
 /** The `webhooks.deliver` job's data: the delivery, re-read when the job runs. */
 export const DeliverJobSchema = z.object({ deliveryId: z.uuid() });

@@ -23,7 +23,15 @@ export function guardOptions(ctx: RequestContext): GuardOptions {
 }
 
 // API ↔ stored status.
-const WebhookStatusSchema = z.enum(['active', 'paused', 'failed']).meta({ title: 'WebhookStatus' });
+const WebhookStatusSchema = z.enum(['active', 'paused', 'failed']).meta({
+  title: 'WebhookStatus',
+  description: 'Whether a webhook receives deliveries.',
+  values: {
+    active: 'Receives deliveries of its events.',
+    paused: 'Paused by a user: no deliveries until it is active again.',
+    failed: 'Stopped by the service after repeated failures: no deliveries until a user sets it active.',
+  },
+});
 export type WebhookApiStatus = z.output<typeof WebhookStatusSchema>;
 const TO_STORED: Record<WebhookApiStatus, WebhookStatus> = { active: 'active', paused: 'disabled', failed: 'error' };
 const TO_API: Record<WebhookStatus, WebhookApiStatus> = { active: 'active', disabled: 'paused', error: 'failed' };
@@ -53,17 +61,20 @@ const HeaderInput = z.strictObject({
     .min(1)
     .max(100)
     .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name (token characters only)')
-    .refine((key) => !isReservedHeader(key), 'is set by the service and cannot be overridden'),
+    .refine((key) => !isReservedHeader(key), 'is set by the service and cannot be overridden')
+    .describe('The header name (HTTP token characters); Host, Content-Type, X-Service-* and hop-by-hop headers are refused.'),
   value: z
     .string()
     .max(2000)
-    .regex(/^[^\r\n\0]*$/, 'must not contain CR, LF or NUL'),
-}).meta({ title: 'WebhookHeaderInput' });
+    .regex(/^[^\r\n\0]*$/, 'must not contain CR, LF or NUL')
+    .describe('The header value, up to 2000 characters (write-only: never shown again).'),
+}).meta({ title: 'WebhookHeaderInput', description: 'A custom HTTP header sent with every delivery.' });
 
 const HeadersInput = z
   .array(HeaderInput)
   .max(MAX_WEBHOOK_HEADERS)
-  .refine((headers) => new Set(headers.map((h) => h.key.toLowerCase())).size === headers.length, 'must not repeat a header name');
+  .refine((headers) => new Set(headers.map((h) => h.key.toLowerCase())).size === headers.length, 'must not repeat a header name')
+  .describe(`Custom headers sent with every delivery, at most ${MAX_WEBHOOK_HEADERS}, names not repeated.`);
 
 /** Any subset; missing fields take the defaults, and the merged policy is checked as a whole. */
 export const RetryPolicyInput = z
@@ -79,10 +90,11 @@ const EventsInput = z
   .array(z.enum(WEBHOOK_EVENT_TYPES))
   .min(1)
   .max(WEBHOOK_EVENT_TYPES.length)
-  .transform((events) => [...new Set(events)]);
+  .transform((events) => [...new Set(events)])
+  .describe('The event names to deliver (device.online, device.offline, …), at least one.');
 
-const Name = z.string().trim().min(1).max(255);
-const Url = z.string().min(1).max(2048);
+const Name = z.string().trim().min(1).max(255).describe('Display name: 1 to 255 characters, surrounding spaces trimmed.');
+const Url = z.string().min(1).max(2048).describe('Where deliveries are POSTed: an https URL to a public address, up to 2048 characters.');
 const Secret = z.string().min(1).max(512);
 
 export const CreateWebhookSchema = z.strictObject({
@@ -92,8 +104,8 @@ export const CreateWebhookSchema = z.strictObject({
   secret: Secret.optional().describe('signing secret (write-only)'),
   events: EventsInput,
   headers: HeadersInput.default([]),
-  retryPolicy: RetryPolicyInput.optional(),
-});
+  retryPolicy: RetryPolicyInput.optional().describe('How failed deliveries are retried; the defaults when left out.'),
+}).describe('A new webhook of an organization.');
 export type CreateWebhookInput = z.input<typeof CreateWebhookSchema>;
 
 export const UpdateWebhookSchema = z
@@ -103,47 +115,60 @@ export const UpdateWebhookSchema = z
     secret: Secret.nullable().optional().describe('null removes the secret (deliveries are then unsigned)'),
     events: EventsInput.optional(),
     headers: HeadersInput.optional().describe('replaces the whole list'),
-    status: WebhookStatusSchema.optional(),
+    status: WebhookStatusSchema.optional().describe('active resumes deliveries, paused stops them.'),
     retryPolicy: RetryPolicyInput.nullable().optional().describe('the fields given replace the current ones; null restores the defaults'),
   })
-  .refine((input) => Object.values(input).some((v) => v !== undefined), 'Provide at least one field to change');
+  .refine((input) => Object.values(input).some((v) => v !== undefined), 'Provide at least one field to change').describe('Changes to a webhook; at least one field, a field left out keeps its value.');
 export type UpdateWebhookInput = z.input<typeof UpdateWebhookSchema>;
 
 export const ListWebhooksQuery = PageQuery.extend({
   orgId: uuid().optional().describe('required for partner and system callers'),
-  status: WebhookStatusSchema.optional(),
+  status: WebhookStatusSchema.optional().describe('Only webhooks in this state.'),
 }).strict();
 export type ListWebhooksInput = z.input<typeof ListWebhooksQuery>;
 
 export const WebhookViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    name: z.string(),
+    id: uuid().describe('Unique ID.'),
+    orgId: uuid().describe('The organization whose events it receives.'),
+    name: z.string().describe('Display name.'),
     // Editors see it without userinfo credentials and signed query parameters; everyone else the origin only, since tokens also live in paths.
     url: z.string().describe('editors (organizations:write): without embedded credentials or signed query parameters; other readers: the origin only'),
-    hasSecret: z.boolean(),
-    events: z.array(z.string()),
-    headers: z.array(z.object({ key: z.string() }).meta({ title: 'WebhookHeader', description: 'A custom header; its value is write-only' })),
-    status: WebhookStatusSchema,
+    hasSecret: z.boolean().describe('Whether deliveries are signed (X-Service-Signature); the secret itself is never shown.'),
+    events: z.array(z.string()).describe('The event names delivered.'),
+    headers: z.array(z.object({ key: z.string().describe('The header name.') }).meta({ title: 'WebhookHeader', description: 'A custom header; its value is write-only' })).describe('Custom headers sent with deliveries (names only).'),
+    status: WebhookStatusSchema.describe('Whether it receives deliveries.'),
     retryPolicy: z
-      .object({ maxRetries: z.number().int(), initialDelayMs: z.number().int(), backoffMultiplier: z.number(), maxDelayMs: z.number().int() })
-      .meta({ title: 'WebhookRetryPolicy' }),
-    successCount: z.number().int(),
-    failureCount: z.number().int(),
-    lastDeliveryAt: timestamp().nullable(),
-    lastSuccessAt: timestamp().nullable(),
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+      .object({
+        maxRetries: z.number().int().describe('Retries after the first attempt before a delivery fails for good.'),
+        initialDelayMs: z.number().int().describe('Wait before the first retry, in milliseconds.'),
+        backoffMultiplier: z.number().describe('Each retry waits this many times longer than the one before.'),
+        maxDelayMs: z.number().int().describe('The longest wait between attempts, in milliseconds.'),
+      })
+      .meta({ title: 'WebhookRetryPolicy', description: 'How failed deliveries are retried (exponential backoff).' })
+      .describe('How failed deliveries are retried.'),
+    successCount: z.number().int().describe('Deliveries that succeeded, ever.'),
+    failureCount: z.number().int().describe('Attempts that failed, ever.'),
+    lastDeliveryAt: timestamp().nullable().describe('When a delivery was last attempted; null if never.'),
+    lastSuccessAt: timestamp().nullable().describe('When a delivery last succeeded; null if never.'),
+    createdBy: uuid().nullable().describe('The user who created it; null when that user is gone.'),
+    createdAt: timestamp().describe('When it was created.'),
+    updatedAt: timestamp().describe('When it last changed.'),
   })
-  .meta({ title: 'Webhook' });
+  .meta({ title: 'Webhook', description: 'An HTTPS endpoint that receives the organization’s events as signed POSTs.' });
 export type WebhookView = z.output<typeof WebhookViewSchema>;
 
 const count = () => z.number().int();
 export const DeliveryStatsSchema = z
-  .object({ total: count(), pending: count(), delivered: count(), failed: count(), retrying: count(), lastDeliveredAt: timestamp().nullable() })
-  .meta({ title: 'WebhookDeliveryStats' });
+  .object({
+    total: count().describe('Every delivery of the webhook.'),
+    pending: count().describe('Deliveries waiting for their first attempt.'),
+    delivered: count().describe('Deliveries the receiver accepted (2xx).'),
+    failed: count().describe('Deliveries that failed for good (dead-lettered).'),
+    retrying: count().describe('Deliveries waiting for a retry.'),
+    lastDeliveredAt: timestamp().nullable().describe('When a delivery last succeeded; null if none has.'),
+  })
+  .meta({ title: 'WebhookDeliveryStats', description: 'A webhook’s deliveries counted by state.' });
 export type DeliveryStats = z.output<typeof DeliveryStatsSchema>;
 
 export type WebhookDetailView = WebhookView & { deliveryStats: DeliveryStats };

@@ -9,12 +9,13 @@ import { WebSocketServer } from 'ws';
 import type { Request, RequestHandler, Response } from 'express';
 import { authenticate, type Credentials } from '../auth/authenticate.js';
 import { RequestContext } from '../auth/context.js';
-import { AppError, badRequest, toAppError } from '../errors.js';
+import { badRequest, toAppError } from '../errors.js';
 import { consumeCallerBudget } from '../http/rate-limit.js';
 import { contextFor, rawClientIp } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
 import { persistedQueryKey } from '../services/trusted-documents.js';
 import type { GraphqlContext } from './context.js';
+import { abandonPastDeadline, rejectedOn, timedOut } from './deadline.js';
 import { DocumentCache } from './documents.js';
 import { explorer } from './explorer.js';
 import { queryLimits } from './limits.js';
@@ -99,13 +100,6 @@ function headerMap(req: Request): HeaderMap {
   const headers = new HeaderMap();
   for (const [key, value] of Object.entries(req.headers)) if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
   return headers;
-}
-
-const timedOut = (ms: number) => new AppError(504, 'TIMEOUT', `The operation did not finish within ${ms} ms and was abandoned`);
-
-/** Settles only when the signal aborts: rejected with its reason. */
-function rejectedOn(signal: AbortSignal): Promise<never> {
-  return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
 }
 
 async function writeApolloResponse(res: Response, response: HTTPGraphQLResponse): Promise<void> {
@@ -213,6 +207,8 @@ export async function startGraphql(
     wsServer,
   );
 
+  // An operation answered TIMEOUT resolves no further field (its context's signal has aborted).
+  abandonPastDeadline(schema);
   const apollo = new ApolloServer<GraphqlContext>({
     schema,
     introspection: !config.isProduction,
@@ -237,14 +233,6 @@ export async function startGraphql(
       {
         async requestDidStart() {
           return {
-            // Work of an operation answered TIMEOUT is abandoned: no field resolves after the deadline.
-            async executionDidStart({ contextValue }) {
-              return {
-                willResolveField() {
-                  if (contextValue.signal?.aborted) throw contextValue.signal.reason;
-                },
-              };
-            },
             // A query's answer fetched by hash alone (GET) may be kept by the caller's own cache for
             // GRAPHQL_GET_MAX_AGE_SECONDS: never by a shared one, as it may hold the caller's data.
             // Anything else (mutations, errors, POSTs, queries sent in full) is never stored.
@@ -277,6 +265,8 @@ export async function startGraphql(
   await apollo.start();
   sessions.start();
   const { maxBatch, timeoutMs, getMaxAgeSeconds: getMaxAge } = config.graphql;
+  /** HTTP operations under way, those answered TIMEOUT included */
+  const running = new Set<Promise<unknown>>();
   /** Apollo over Express, with what comes before an operation runs: batch size, persisted-query mode, the caller's budget; and the deadline. */
   const middleware: RequestHandler = async (req, res, next) => {
     // /graphql itself: anything under it is no route.
@@ -299,8 +289,11 @@ export async function startGraphql(
           httpGraphQLRequest: { method: req.method.toUpperCase(), headers: headerMap(req), search: new URL(req.url, 'http://graphql').search, body: req.body },
           context: async () => ({ ctx, signal: deadline.signal }),
         });
-        // Past the deadline the answer is the TIMEOUT: the operation's own outcome, whenever it comes, is dropped.
-        answered.catch(() => undefined);
+        // Past the deadline the answer is the TIMEOUT: the operation's own outcome, whenever it comes, is
+        // dropped; until then it is waited for on stop, so the database outlives its last field.
+        running.add(answered);
+        const settled = () => void running.delete(answered);
+        answered.then(settled, settled);
         const response = await Promise.race([answered, rejectedOn(deadline.signal)]);
         await writeApolloResponse(res, response);
       } finally {
@@ -315,6 +308,7 @@ export async function startGraphql(
     middleware: config.isProduction ? middleware : chain(explorer(), middleware),
     upgrade: (req, socket, head) => wsServer.handleUpgrade(req, socket, head, (ws) => wsServer.emit('connection', ws, req)),
     async stop() {
+      await Promise.allSettled(running);
       await apollo.stop();
       await sessions.stop();
       wsServer.close();

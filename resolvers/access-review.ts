@@ -16,12 +16,23 @@ import {
 import { pageConnectionOf, paged } from './shared.js';
 
 export const AccessReviewResolver = operations({
-  accessReviews: query(pageConnectionOf(AccessReviewPageSchema), [pageArgs('AccessReviewListArgs', AccessReviewListQuery)], paged(listAccessReviews)),
-  accessReview: query(AccessReviewDetailSchema, [id], getAccessReview),
+  accessReviews: query(pageConnectionOf(AccessReviewPageSchema), [pageArgs('AccessReviewListArgs', AccessReviewListQuery)], paged(listAccessReviews), {
+    description: 'Access reviews of the tenants the caller can see, newest first.',
+  }),
+  accessReview: query(AccessReviewDetailSchema, [id], getAccessReview, { description: 'One access review with its items.' }),
   createAccessReview: mutation(AccessReviewDetailSchema, [input('CreateAccessReviewInput', CreateAccessReviewSchema)], createAccessReview, {
     description: 'Snapshots the current memberships as pending items.',
   }),
-  decideAccessReviewItem: mutation(AccessReviewItemViewSchema, [arg('reviewId', ID), arg('itemId', ID), input('DecideAccessReviewItemInput', DecideAccessReviewItemSchema)], decideAccessReviewItem),
+  decideAccessReviewItem: mutation(
+    AccessReviewItemViewSchema,
+    [
+      arg('reviewId', ID, { description: 'The open review.' }),
+      arg('itemId', ID, { description: 'The item of that review to decide.' }),
+      input('DecideAccessReviewItemInput', DecideAccessReviewItemSchema),
+    ],
+    decideAccessReviewItem,
+    { description: 'Records a decision on one item; the review must be open. A decision may be changed until the review completes.' },
+  ),
   completeAccessReview: mutation(AccessReviewDetailSchema, [id], completeAccessReview, {
     description: 'Applies every revocation; refused while items are pending. Needs MFA.',
   }),

@@ -32,17 +32,17 @@ import {
 import { TagListQuery, TagPageSchema, listTags } from '../src/services/tags.js';
 import { pageConnectionOf, paged } from './shared.js';
 
-const deviceId = arg('deviceId', ID);
+const deviceId = arg('deviceId', ID, { description: 'The device (NOT_FOUND when the caller cannot see it).' });
 
 export const DeviceGroupResolver = operations({
   groups: query(pageConnectionOf(DeviceGroupPageSchema), [pageArgs('GroupListArgs', GroupListQuery)], paged(listGroups), { description: 'Device groups the caller can see (users limited to some sites: those of their sites).' }),
-  group: query(DeviceGroupViewSchema, [id], getGroup),
+  group: query(DeviceGroupViewSchema, [id], getGroup, { description: 'One device group.' }),
   groupDevices: query(pageConnectionOf(DevicePageSchema, 'GroupDevice'), [id, pageArgs('GroupDeviceListArgs', GroupDeviceListQuery)], paged(listGroupDevices), { description: 'The group’s devices, by hostname' }),
   groupMembershipLog: query(pageConnectionOf(GroupLogPageSchema), [id, pageArgs('GroupMembershipLogArgs', MembershipLogQuery)], paged(listMembershipLog), {
     description: 'Joins and leaves of the group with their reasons, newest first',
   }),
   tags: query(pageConnectionOf(TagPageSchema), [pageArgs('TagListArgs', TagListQuery)], paged(listTags), { description: 'Every tag on the devices the caller can see, with device counts' }),
-  createGroup: mutation(DeviceGroupViewSchema, [input('CreateGroupInput', CreateGroupSchema)], createGroup),
+  createGroup: mutation(DeviceGroupViewSchema, [input('CreateGroupInput', CreateGroupSchema)], createGroup, { description: 'Creates a static or dynamic group (a dynamic group’s members are computed at once).' }),
   updateGroup: mutation(DeviceGroupViewSchema, [id, input('UpdateGroupInput', UpdateGroupSchema)], updateGroup, {
     description: 'Renames a group or changes a dynamic group’s filter (membership is recomputed)',
   }),

@@ -54,7 +54,7 @@ export const DeviceResolver = operations(DeviceViewSchema, {
     devicesConnection,
     { description: 'Devices the caller can see (users limited to some sites see theirs only): the keyset pages, filters and sorts of `GET /devices`' },
   ),
-  device: query(DeviceViewSchema, [id], getDevice),
+  device: query(DeviceViewSchema, [id], getDevice, { description: 'One device (REST `GET /devices/:id`).' }),
   organization: field(OrganizationViewSchema, [], (ctx, device: DeviceView) => visibleOrganization(ctx, device.orgId), {
     nullable: true,
     description: "The device's organization; null unless the caller may read it (organizations:read).",
@@ -69,7 +69,7 @@ export const DeviceResolver = operations(DeviceViewSchema, {
   commands: field(pageConnectionOf(CommandPageSchema), [pageArgs('DeviceCommandListArgs', CommandListQuery)], paged((ctx, device: DeviceView, page: CommandListInput) => deviceCommandPage(ctx, device, page)), {
     description: 'The device’s commands, newest first',
   }),
-  queueDeviceCommand: mutation(CommandViewSchema, [arg('deviceId', ID), input('DeviceCommandInput', CreateCommandSchema)], createCommand, {
+  queueDeviceCommand: mutation(CommandViewSchema, [arg('deviceId', ID, { description: 'The device whose agent runs the command.' }), input('DeviceCommandInput', CreateCommandSchema)], createCommand, {
     description: 'Queues a command for the device’s agent (needs devices:execute)',
   }),
   bulkDeviceCommands: mutation(BulkCommandResultSchema, [input('BulkDeviceCommandsInput', BulkCommandSchema)], bulkCommands, {
@@ -84,10 +84,10 @@ export const DeviceResolver = operations(DeviceViewSchema, {
   provisionDevice: mutation(ProvisionedDeviceSchema, [input('ProvisionDeviceInput', ProvisionDeviceSchema)], provisionDevice, {
     description: 'Pre-creates a pending device; the answer carries a single-use enrollment key that claims it',
   }),
-  deviceStatusChanged: subscription(DeviceStatusChangeSchema, [arg('orgId', ID, { nullable: true })], (ctx, orgId) => subscribeDeviceStatus(ctx, orgId ?? null), {
+  deviceStatusChanged: subscription(DeviceStatusChangeSchema, [arg('orgId', ID, { nullable: true, description: 'Only devices of this organization.' })], (ctx, orgId) => subscribeDeviceStatus(ctx, orgId ?? null), {
     description: 'Status changes of the devices the caller can see (of one organization when given), from any server instance',
   }),
-  commandUpdated: subscription(CommandViewSchema, [arg('deviceId', ID)], subscribeCommandUpdates, {
+  commandUpdated: subscription(CommandViewSchema, [arg('deviceId', ID, { description: 'The device whose commands to follow.' })], subscribeCommandUpdates, {
     description: 'The device’s commands as they are queued, sent, answered or time out, from any server instance',
   }),
 });

@@ -20,13 +20,17 @@ import { pageConnectionOf, paged } from './shared.js';
 const listArgs = args('OrganizationListArgs', OrganizationListQuery);
 
 export const OrganizationResolver = operations(OrganizationViewSchema, {
-  tenancy: query(TenancyViewSchema, [listArgs], getTenancy),
+  tenancy: query(TenancyViewSchema, [listArgs], getTenancy, { description: 'Who the caller is in the tenancy tree, with the organizations it sees (REST `GET /orgs/`).' }),
   organizations: query(pageConnectionOf(OrganizationPageSchema), [pageArgs('OrganizationConnectionArgs', OrganizationListQuery)], paged(listOrganizations), {
     description: 'Organizations the caller can see.',
   }),
-  organization: query(OrganizationViewSchema, [id], getOrganization),
-  createOrganization: mutation(OrganizationViewSchema, [input('CreateOrganizationInput', CreateOrganizationSchema)], createOrganization),
-  updateOrganization: mutation(OrganizationViewSchema, [id, input('UpdateOrganizationInput', UpdateOrganizationSchema)], updateOrganization),
+  organization: query(OrganizationViewSchema, [id], getOrganization, { description: 'One organization.' }),
+  createOrganization: mutation(OrganizationViewSchema, [input('CreateOrganizationInput', CreateOrganizationSchema)], createOrganization, {
+    description: 'Creates an organization under a partner (partner callers: their own).',
+  }),
+  updateOrganization: mutation(OrganizationViewSchema, [id, input('UpdateOrganizationInput', UpdateOrganizationSchema)], updateOrganization, {
+    description: 'Renames, suspends or reconfigures an organization.',
+  }),
   deleteOrganization: mutation(Boolean, [id], deleteOrganization, { description: 'Deletes the organization with its sites.' }),
   partner: field(PartnerViewSchema, [], (ctx, org: OrganizationView) => visiblePartner(ctx, org.partnerId), {
     nullable: true,

@@ -19,8 +19,8 @@ export const PartnerResolver = operations({
   partners: query(pageConnectionOf(PartnerPageSchema), [pageArgs('PartnerListArgs', PartnerListQuery)], paged(listPartners), {
     description: 'Platform administrators: every partner; partner users: their own.',
   }),
-  partner: query(PartnerViewSchema, [id], getPartner),
+  partner: query(PartnerViewSchema, [id], getPartner, { description: 'One partner.' }),
   createPartner: mutation(PartnerViewSchema, [input('CreatePartnerInput', CreatePartnerSchema)], createPartner, { description: 'Platform administrators only.' }),
-  updatePartner: mutation(PartnerViewSchema, [id, input('UpdatePartnerInput', UpdatePartnerSchema)], updatePartner),
+  updatePartner: mutation(PartnerViewSchema, [id, input('UpdatePartnerInput', UpdatePartnerSchema)], updatePartner, { description: 'Renames, suspends or reconfigures a partner.' }),
   deletePartner: mutation(Boolean, [id], deletePartner, { description: 'Deletes the partner with its organizations.' }),
 });

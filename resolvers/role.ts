@@ -25,7 +25,7 @@ export class RoleResolver extends operations({
   roles: query(pageConnectionOf(RolePageSchema), [pageArgs('RoleListArgs', RoleListQuery)], paged(listRoles), {
     description: 'System roles and the custom roles the caller sees.',
   }),
-  role: query(RoleViewSchema, [id], getRole),
+  role: query(RoleViewSchema, [id], getRole, { description: 'One role.' }),
   availablePermissions: query(PermissionCatalogViewSchema, [], availablePermissions, {
     description: 'Every permission a role can grant.',
   }),

@@ -23,19 +23,25 @@ import {
 import { pageConnectionOf, paged } from './shared.js';
 
 export const SsoResolver = operations({
-  ssoCheck: query(SsoCheckSchema, [arg('orgId', ID)], checkSso, { description: 'Public: whether the organization signs in through SSO.' }),
+  ssoCheck: query(SsoCheckSchema, [arg('orgId', ID, { description: 'The organization signing in.' })], checkSso, { description: 'Public: whether the organization signs in through SSO.' }),
   // Before ssoPresets: a type several schemas share takes its description from the first to derive it (SsoAttributeMapping: the provider view's).
-  ssoProviders: query(pageConnectionOf(SsoProviderPageSchema), [pageArgs('SsoProviderListArgs', ListSsoProvidersQuery)], paged(listSsoProviders)),
-  ssoProvider: query(SsoProviderViewSchema, [id], getSsoProvider),
-  ssoPresets: query([SsoPresetSchema], [], listSsoPresets),
-  createSsoProvider: mutation(SsoProviderViewSchema, [input('CreateSsoProviderInput', CreateSsoProviderSchema)], createSsoProvider),
-  updateSsoProvider: mutation(SsoProviderViewSchema, [id, input('UpdateSsoProviderInput', UpdateSsoProviderSchema)], updateSsoProvider),
+  ssoProviders: query(pageConnectionOf(SsoProviderPageSchema), [pageArgs('SsoProviderListArgs', ListSsoProvidersQuery)], paged(listSsoProviders), {
+    description: 'Identity providers of an organization.',
+  }),
+  ssoProvider: query(SsoProviderViewSchema, [id], getSsoProvider, { description: 'One identity provider (never its client secret).' }),
+  ssoPresets: query([SsoPresetSchema], [], listSsoPresets, { description: 'Ready-made configurations for common identity providers (a short fixed list).' }),
+  createSsoProvider: mutation(SsoProviderViewSchema, [input('CreateSsoProviderInput', CreateSsoProviderSchema)], createSsoProvider, {
+    description: 'Adds an identity provider to an organization, inactive until setSsoProviderStatus.',
+  }),
+  updateSsoProvider: mutation(SsoProviderViewSchema, [id, input('UpdateSsoProviderInput', UpdateSsoProviderSchema)], updateSsoProvider, { description: 'Changes an identity provider’s configuration.' }),
   deleteSsoProvider: mutation(Boolean, [id], deleteSsoProvider, { description: 'Deletes the provider with its login sessions and identity links.' }),
-  setSsoProviderStatus: mutation(SsoProviderViewSchema, [id, args('SsoProviderStatusArgs', SsoProviderStatusInput)], (ctx, provider, { status }) => setSsoProviderStatus(ctx, provider, { status })),
-  testSsoProvider: mutation(SsoProviderTestResultSchema, [id], testSsoProvider),
+  setSsoProviderStatus: mutation(SsoProviderViewSchema, [id, args('SsoProviderStatusArgs', SsoProviderStatusInput)], (ctx, provider, { status }) => setSsoProviderStatus(ctx, provider, { status }), {
+    description: 'Activates, tests or deactivates an identity provider.',
+  }),
+  testSsoProvider: mutation(SsoProviderTestResultSchema, [id], testSsoProvider, { description: 'Checks a provider’s configuration (OIDC discovery, SAML certificate) without signing anyone in.' }),
   startSsoLink: mutation(
     SsoLinkStartSchema,
-    [arg('orgId', ID), arg('redirect', String, { nullable: true, description: 'a path on the dashboard to return to' })],
+    [arg('orgId', ID, { description: 'The organization whose identity provider to link.' }), arg('redirect', String, { nullable: true, description: 'a path on the dashboard to return to' })],
     (ctx, orgId, redirect) => startSsoLink(ctx, orgId, { redirect }),
     { description: "Links the signed-in account to its identity at the organization's IdP (user sessions only)." },
   ),

@@ -3,7 +3,7 @@ import { DomainEventSchema, ServiceInfoSchema, serviceInfo, subscribeDomainEvent
 
 export const SystemResolver = operations({
   serviceInfo: query(ServiceInfoSchema, [], serviceInfo, { description: 'Liveness and version of the service.' }),
-  domainEvents: subscription(DomainEventSchema, [arg('types', [String], { nullable: true })], (ctx, types) => subscribeDomainEvents(ctx, types ?? null), {
+  domainEvents: subscription(DomainEventSchema, [arg('types', [String], { nullable: true, description: 'Only events of these names (device.online, …); every event when left out.' })], (ctx, types) => subscribeDomainEvents(ctx, types ?? null), {
     description: 'Committed domain events of the organizations the caller can see, from any server instance.',
   }),
 });

@@ -30,28 +30,28 @@ import {
 import { pageConnectionOf, paged } from './shared.js';
 
 export const UserResolver = operations({
-  me: query(MeViewSchema, [], getMe),
+  me: query(MeViewSchema, [], getMe, { description: 'The caller: profile, current permissions and memberships (REST `GET /users/me`).' }),
   users: query(pageConnectionOf(UserPageSchema), [pageArgs('UserListArgs', UserListQuery)], paged(listUsers), {
     description: 'Users with a membership the caller reaches.',
   }),
-  user: query(UserViewSchema, [id], getUser),
+  user: query(UserViewSchema, [id], getUser, { description: 'One user, seen through a membership the caller reaches.' }),
   assignableRoles: query([RoleViewSchema], [args('AssignableRolesArgs', AssignableRolesQuery)], assignableRoles, {
     description: 'Roles the caller may assign (REST `GET /users/roles`).',
   }),
-  inviteUser: mutation(InviteResultSchema, [input('InviteUserInput', InviteUserSchema)], inviteUser),
-  resendInvite: mutation(InviteResultSchema, [arg('userId', ID)], (ctx, userId) => resendInvite(ctx, { userId }), {
+  inviteUser: mutation(InviteResultSchema, [input('InviteUserInput', InviteUserSchema)], inviteUser, { description: 'Invites someone by email into the caller’s organization or partner with a role.' }),
+  resendInvite: mutation(InviteResultSchema, [arg('userId', ID, { description: 'The invited user.' })], (ctx, userId) => resendInvite(ctx, { userId }), {
     description: 'A new invite link; the previous one stops working.',
   }),
-  updateUser: mutation(UserViewSchema, [id, input('UpdateUserInput', UpdateUserSchema)], updateUser),
+  updateUser: mutation(UserViewSchema, [id, input('UpdateUserInput', UpdateUserSchema)], updateUser, { description: 'Renames, enables or disables a user, or changes what their membership reaches.' }),
   deleteUser: mutation(Boolean, [id], deleteUser, { description: 'Removes the memberships the caller manages, and the account with its last one.' }),
-  setUserRole: mutation(UserViewSchema, [id, arg('roleId', ID)], (ctx, user, roleId) => setUserRole(ctx, user, { roleId }), { description: 'Needs an MFA session.' }),
-  updateMe: mutation(UserViewSchema, [input('UpdateMeInput', UpdateMeSchema)], updateMe),
+  setUserRole: mutation(UserViewSchema, [id, arg('roleId', ID, { description: 'A role the caller may assign.' })], (ctx, user, roleId) => setUserRole(ctx, user, { roleId }), { description: 'Needs an MFA session.' }),
+  updateMe: mutation(UserViewSchema, [input('UpdateMeInput', UpdateMeSchema)], updateMe, { description: 'Changes the caller’s own profile.' }),
   myInvitations: query([InvitationViewSchema], [], async (ctx) => (await listMyInvitations(ctx)).data, {
     description: "The caller's pending invitations (REST `GET /users/me/invitations`).",
   }),
   acceptInvitation: mutation(
     MembershipViewSchema,
-    [id, arg('currentPassword', String, { nullable: true })],
+    [id, arg('currentPassword', String, { nullable: true, description: 'The account’s password, when the session signed in through SSO.' })],
     (ctx, invitation, currentPassword) => acceptMyInvitation(ctx, invitation, currentPassword ? { currentPassword } : {}),
     { description: 'Accepts a pending invitation; an SSO session also needs currentPassword.' },
   ),

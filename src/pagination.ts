@@ -21,7 +21,7 @@ export const PaginationSchema = z
   })
   .meta({ title: 'Pagination', description: 'Where a page sits in a page/limit list.' });
 export const pageSchema = <T extends z.ZodType>(item: T, title: string) =>
-  z.object({ data: z.array(item).describe('The items of this page.'), pagination: PaginationSchema.describe('The page’s number and size and the list’s total.') }).meta({ title, description: 'One page of a page/limit list.' });
+  z.object({ data: z.array(item).describe('The items of this page.'), pagination: PaginationSchema }).meta({ title, description: 'One page of a page/limit list.' });
 /** `{ data: [...] }`, for the few lists that answer every item at once (no page); named like `pageSchema`'s pages. */
 export const listSchema = <T extends z.ZodType>(item: T, title: string) => z.object({ data: z.array(item).describe('Every item, in one answer.') }).meta({ title, description: 'A whole list, not paged.' });
 

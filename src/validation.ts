@@ -45,6 +45,13 @@ function nullCharacterError(path: string) {
 
 export const uuid = () => z.uuid({ message: 'must be a UUID' });
 
+/**
+ * What each value of an enum means (`z.enum([...]).meta({ title }).register(enumValues, { value: '…' })`):
+ * GraphQL describes its enum values with them. A registry of its own, not `.meta()`, since JSON Schema
+ * (the OpenAPI document) has no keyword for them.
+ */
+export const enumValues = z.registry<Record<string, string>>();
+
 /** Query-string booleans arrive as text. */
 export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');
 

@@ -4,7 +4,7 @@ import { GraphQLJSON, GraphQLJSONObject } from 'graphql-scalars';
 import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, Float, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root, Subscription, registerEnumType, type ClassType } from 'type-graphql';
 import { z, type ZodType } from 'zod';
 import { ConnectionPageArgs, type ConnectionPageInput } from '../pagination.js';
-import { isDateTimeSchema, isoDateTime } from '../validation.js';
+import { enumValues, isDateTimeSchema, isoDateTime } from '../validation.js';
 import type { GraphqlContext } from './context.js';
 
 /**
@@ -55,10 +55,8 @@ interface Described {
 interface Meta {
   title?: string;
   description?: string;
-  /** marks a field deprecated in GraphQL (`deprecated` in OpenAPI) */
+  /** marks a field deprecated in GraphQL */
   deprecationReason?: string;
-  /** an enum's values, each described */
-  values?: Record<string, string>;
 }
 
 function metaOf(schema: ZodType): Meta {
@@ -141,7 +139,7 @@ function enumType(schema: ZodType, name: string): TypeThunk {
   let registered = enums.get(name);
   if (!registered) {
     registered = Object.fromEntries(values.map((v) => [v, v]));
-    const described = metaOf(schema).values ?? {};
+    const described = enumValues.get(schema) ?? {};
     registerEnumType(registered, { name, description: typeDescription(schema), valuesConfig: Object.fromEntries(Object.entries(described).map(([value, text]) => [value, { description: text }])) });
     enums.set(name, registered);
   }

@@ -9,7 +9,7 @@ import { authorize, isUuid, loadOwned, requirePrincipal, targetOrgId, tenantWher
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
-import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit, recordChange } from './audit.js';
 import { applyStatus, assertOutranks } from './users.js';
 
@@ -28,18 +28,18 @@ export const DecideAccessReviewItemSchema = z
   .object({
     decision: z
       .enum(['approved', 'revoked'])
-      .meta({ title: 'AccessReviewVerdict', description: 'A reviewer’s decision on one membership.', values: { approved: 'The membership stays.', revoked: 'The membership is removed when the review completes.' } })
+      .meta({ title: 'AccessReviewVerdict', description: 'A reviewer’s decision on one membership.' })
+      .register(enumValues, { approved: 'The membership stays.', revoked: 'The membership is removed when the review completes.' })
       .describe('Keep (approved) or remove (revoked) the membership.'),
     notes: z.string().trim().max(2000).nullable().optional().describe('Why, up to 2000 characters; null clears it.'),
   })
   .strict().describe('A reviewer’s decision on one item.');
 export type DecideAccessReviewItemInput = z.input<typeof DecideAccessReviewItemSchema>;
 
-const AccessReviewStatusSchema = z.enum(['open', 'completed']).meta({
-  title: 'AccessReviewStatus',
-  description: 'Where an access review stands.',
-  values: { open: 'Items are being decided.', completed: 'Completed: every revocation has been applied.' },
-});
+const AccessReviewStatusSchema = z
+  .enum(['open', 'completed'])
+  .meta({ title: 'AccessReviewStatus', description: 'Where an access review stands.' })
+  .register(enumValues, { open: 'Items are being decided.', completed: 'Completed: every revocation has been applied.' });
 
 export const AccessReviewListQuery = PageQuery.extend({
   status: AccessReviewStatusSchema.optional().describe('Only reviews in this state.'),
@@ -58,11 +58,8 @@ export const AccessReviewItemViewSchema = z
     roleName: z.string().describe('That role’s name.'),
     decision: z
       .enum(['pending', 'approved', 'revoked'])
-      .meta({
-        title: 'AccessReviewDecision',
-        description: 'The decision on one membership of a review.',
-        values: { pending: 'Not decided yet.', approved: 'The membership stays.', revoked: 'The membership is removed when the review completes.' },
-      })
+      .meta({ title: 'AccessReviewDecision', description: 'The decision on one membership of a review.' })
+      .register(enumValues, { pending: 'Not decided yet.', approved: 'The membership stays.', revoked: 'The membership is removed when the review completes.' })
       .describe('The decision so far.'),
     notes: z.string().nullable().describe('The reviewer’s notes; null when none.'),
     decidedBy: uuid().nullable().describe('The user who decided; null while pending.'),

@@ -15,7 +15,7 @@ import { createGuardedFetch, UnsafeUrlError } from '../net/outbound-guard.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { onePer } from '../memo.js';
 import type { Runtime } from '../runtime.js';
-import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 import { OsTypeSchema } from './devices.js';
 
@@ -92,11 +92,10 @@ const CHECKSUM_FILE = /^(checksums\.txt|sha256sums(\.txt)?)$/i;
 
 // ── views ───────────────────────────────────────────────────────────────────────────────────────
 
-const AgentComponentSchema = z.enum(AGENT_COMPONENTS).meta({
-  title: 'AgentComponent',
-  description: 'A binary of the agent release.',
-  values: { agent: 'The main agent.', watchdog: 'The service that keeps the agent running and reports when it goes quiet.', helper: 'The user-session helper (screens, notifications).' },
-});
+const AgentComponentSchema = z
+  .enum(AGENT_COMPONENTS)
+  .meta({ title: 'AgentComponent', description: 'A binary of the agent release.' })
+  .register(enumValues, { agent: 'The main agent.', watchdog: 'The service that keeps the agent running and reports when it goes quiet.', helper: 'The user-session helper (screens, notifications).' });
 
 export const AgentVersionViewSchema = z
   .object({

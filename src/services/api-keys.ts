@@ -8,14 +8,13 @@ import { authenticated, authorize, isUuid, requirePrincipal, tenantWhere, type A
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
-import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 
-const ApiKeyStatusSchema = z.enum(['active', 'revoked', 'expired']).meta({
-  title: 'ApiKeyStatus',
-  description: 'Whether an API key still authenticates.',
-  values: { active: 'Authenticates requests.', revoked: 'Revoked by its owner or an administrator: refused.', expired: 'Past its expiresAt: refused.' },
-});
+const ApiKeyStatusSchema = z
+  .enum(['active', 'revoked', 'expired'])
+  .meta({ title: 'ApiKeyStatus', description: 'Whether an API key still authenticates.' })
+  .register(enumValues, { active: 'Authenticates requests.', revoked: 'Revoked by its owner or an administrator: refused.', expired: 'Past its expiresAt: refused.' });
 export type ApiKeyStatus = z.output<typeof ApiKeyStatusSchema>;
 
 /** How a key appears in every response: never the hash, and the full key only on create and rotate. */

@@ -10,7 +10,7 @@ import { emit } from '../events/outbox.js';
 import { AUDIT_ACTIONS, type AuditAction, type DomainEventMap, type EventOfAction, type PublishingAction } from '../events/types.js';
 import { badRequest, notFound } from '../errors.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
-import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { containsPattern, escapeLike } from '../db/like.js';
 
 export interface AuditEntry {
@@ -204,22 +204,20 @@ async function verifiableChains(ctx: RequestContext, principal: Principal, orgId
 
 const searchText = z.string().trim().min(1).max(200);
 
-const ActorTypeSchema = z.enum(['user', 'api_key', 'agent', 'system', 'anonymous']).meta({
-  title: 'AuditActorType',
-  description: 'Who acted.',
-  values: {
+const ActorTypeSchema = z
+  .enum(['user', 'api_key', 'agent', 'system', 'anonymous'])
+  .meta({ title: 'AuditActorType', description: 'Who acted.' })
+  .register(enumValues, {
     user: 'A signed-in user (actorId: the user).',
     api_key: 'An API key (actorId: the key).',
     agent: 'A device agent (actorId: the device).',
     system: 'The service itself (jobs, subscribers).',
     anonymous: 'An unauthenticated request (failed sign-ins, public routes).',
-  },
-});
-const AuditResultSchema = z.enum(['success', 'denied', 'failure']).meta({
-  title: 'AuditResult',
-  description: 'How an audited action ended.',
-  values: { success: 'It was done.', denied: 'Refused by access control (FORBIDDEN or NOT_FOUND for another tenant).', failure: 'Attempted and failed (bad credentials, invalid input, …).' },
-});
+  });
+const AuditResultSchema = z
+  .enum(['success', 'denied', 'failure'])
+  .meta({ title: 'AuditResult', description: 'How an audited action ended.' })
+  .register(enumValues, { success: 'It was done.', denied: 'Refused by access control (FORBIDDEN or NOT_FOUND for another tenant).', failure: 'Attempted and failed (bad credentials, invalid input, …).' });
 
 export const AuditFilters = z
   .object({

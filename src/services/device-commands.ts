@@ -9,7 +9,7 @@ import { withTransaction } from '../db/transaction.js';
 import { AppError, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import { MAX_LIMIT, PageQuery, pageSchema, toPage, type Page } from '../pagination.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 import { AutoUpdateSchema, accessibleDevice, authorizeDevice, deviceDecommissioned, setAutoUpdate, type AutoUpdateInput, type DeviceView } from './devices.js';
 import { onePer } from '../memo.js';
@@ -39,18 +39,17 @@ export const JsonObjectSchema = boundedJson(z.record(z.string(), z.unknown()));
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 const CommandPayloadSchema = JsonObjectSchema.refine((payload) => Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, { message: 'payload must be at most 64 KiB' });
 
-const CommandStatusSchema = z.enum(COMMAND_STATUSES).meta({
-  title: 'CommandStatus',
-  description: 'Where a device command stands.',
-  values: {
+const CommandStatusSchema = z
+  .enum(COMMAND_STATUSES)
+  .meta({ title: 'CommandStatus', description: 'Where a device command stands.' })
+  .register(enumValues, {
     pending: 'Queued: not yet handed to the agent.',
     sent: 'Handed to the agent, no answer yet.',
     completed: 'The agent ran it and reported success.',
     failed: 'The agent ran it and reported a failure.',
     timeout: 'No answer before timeoutAt.',
     cancelled: 'Cancelled before it ran (the device was decommissioned).',
-  },
-});
+  });
 
 export const CommandViewSchema = z
   .object({

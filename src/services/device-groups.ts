@@ -23,7 +23,7 @@ import { escapeLike, containsPattern } from '../db/like.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { onePer } from '../memo.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
@@ -49,11 +49,9 @@ const RESOURCE = 'Group';
 const HOSTNAME_PATTERN = /^[A-Za-z0-9._*?-]+$/;
 const MAX_FILTER_VALUES = 50;
 
-const GroupFilterStatusSchema = DeviceStatusSchema.exclude(['decommissioned']).meta({
-  title: 'GroupFilterStatus',
-  description: 'A device status a dynamic group’s filter can match (decommissioned devices never match).',
-  values: { pending: 'Not reported yet.', online: 'Reporting on time.', offline: 'Missed its heartbeats.', updating: 'Installing a new agent version.' },
-});
+const GroupFilterStatusSchema = DeviceStatusSchema.exclude(['decommissioned'])
+  .meta({ title: 'GroupFilterStatus', description: 'A device status a dynamic group’s filter can match (decommissioned devices never match).' })
+  .register(enumValues, { pending: 'Not reported yet.', online: 'Reporting on time.', offline: 'Missed its heartbeats.', updating: 'Installing a new agent version.' });
 
 const tagFilterShape = {
   any: z.array(TagSchema).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries at least one of these tags'),
@@ -143,38 +141,33 @@ async function checkFilterSites(ctx: RequestContext, orgId: string, filter: Grou
 
 // ── views ───────────────────────────────────────────────────────────────────────────────────────
 
-const GroupTypeSchema = z.enum(DEVICE_GROUP_TYPES).meta({
-  title: 'GroupType',
-  description: 'How a group gets its devices.',
-  values: { static: 'Devices are added and removed by hand.', dynamic: 'Holds the devices its filter matches, kept current as devices change (pins aside).' },
-});
-const GroupPinModeSchema = z.enum(GROUP_PIN_MODES).meta({
-  title: 'GroupPinMode',
-  description: 'A pin on a device in a dynamic group.',
-  values: { include: 'A member whatever the filter says.', exclude: 'Never a member whatever the filter says.' },
-});
-const GroupMemberSourceSchema = z.enum(GROUP_MEMBER_SOURCES).meta({
-  title: 'GroupMemberSource',
-  description: 'Why a device is a member of a group.',
-  values: { manual: 'Added by hand (static group).', filter: 'The dynamic group’s filter matches it.', pin: 'Pinned in (include) against the filter.' },
-});
-const GroupLogActionSchema = z.enum(GROUP_LOG_ACTIONS).meta({
-  title: 'GroupLogAction',
-  description: 'A change of group membership.',
-  values: { joined: 'The device became a member.', left: 'The device stopped being a member.' },
-});
-const GroupLogReasonSchema = z.enum(GROUP_LOG_REASONS).meta({
-  title: 'GroupLogReason',
-  description: 'Why a device joined or left a group.',
-  values: {
+const GroupTypeSchema = z
+  .enum(DEVICE_GROUP_TYPES)
+  .meta({ title: 'GroupType', description: 'How a group gets its devices.' })
+  .register(enumValues, { static: 'Devices are added and removed by hand.', dynamic: 'Holds the devices its filter matches, kept current as devices change (pins aside).' });
+const GroupPinModeSchema = z
+  .enum(GROUP_PIN_MODES)
+  .meta({ title: 'GroupPinMode', description: 'A pin on a device in a dynamic group.' })
+  .register(enumValues, { include: 'A member whatever the filter says.', exclude: 'Never a member whatever the filter says.' });
+const GroupMemberSourceSchema = z
+  .enum(GROUP_MEMBER_SOURCES)
+  .meta({ title: 'GroupMemberSource', description: 'Why a device is a member of a group.' })
+  .register(enumValues, { manual: 'Added by hand (static group).', filter: 'The dynamic group’s filter matches it.', pin: 'Pinned in (include) against the filter.' });
+const GroupLogActionSchema = z
+  .enum(GROUP_LOG_ACTIONS)
+  .meta({ title: 'GroupLogAction', description: 'A change of group membership.' })
+  .register(enumValues, { joined: 'The device became a member.', left: 'The device stopped being a member.' });
+const GroupLogReasonSchema = z
+  .enum(GROUP_LOG_REASONS)
+  .meta({ title: 'GroupLogReason', description: 'Why a device joined or left a group.' })
+  .register(enumValues, {
     manual: 'Added or removed by hand.',
     filter: 'The filter, or the device, changed.',
     pin: 'A pin was set.',
     unpin: 'A pin was dropped.',
     device_moved: 'The device moved to another organization or site.',
     device_decommissioned: 'The device was decommissioned.',
-  },
-});
+  });
 
 export const DeviceGroupViewSchema = z
   .object({

@@ -12,23 +12,25 @@ import { AppError, badRequest, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import type { DeviceEventData } from '../events/types.js';
 import { MAX_LIMIT, PaginationSchema, encodeCursor, keysetWhere, pageInfoOf, type Connection, type CursorKind } from '../pagination.js';
-import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit, recordChange } from './audit.js';
 import { applyChanges } from './changes.js';
 import { checkTargetSite, issueKey } from './enrollment-keys.js';
 
-export const DeviceStatusSchema = z.enum(DEVICE_STATUSES).meta({
-  title: 'DeviceStatus',
-  description: 'Where a device stands, from its agent’s heartbeats.',
-  values: {
+export const DeviceStatusSchema = z
+  .enum(DEVICE_STATUSES)
+  .meta({ title: 'DeviceStatus', description: 'Where a device stands, from its agent’s heartbeats.' })
+  .register(enumValues, {
     pending: 'Provisioned or enrolling: its agent has not reported yet.',
     online: 'Its agent reports on time.',
     offline: 'Its agent has missed its heartbeats.',
     updating: 'Its agent is installing a new version.',
     decommissioned: 'Retired: its agent token no longer works; it keeps its history.',
-  },
-});
-export const OsTypeSchema = z.enum(OS_TYPES).meta({ title: 'OsType', description: 'A device’s operating system family.', values: { windows: 'Microsoft Windows.', macos: 'Apple macOS.', linux: 'Linux.' } });
+  });
+export const OsTypeSchema = z
+  .enum(OS_TYPES)
+  .meta({ title: 'OsType', description: 'A device’s operating system family.' })
+  .register(enumValues, { windows: 'Microsoft Windows.', macos: 'Apple macOS.', linux: 'Linux.' });
 
 export const DeviceViewSchema = z
   .object({
@@ -176,12 +178,14 @@ export const DeviceListQuery = z
     limit: z.coerce.number().int().min(1).max(DEVICE_LIMIT_MAX).default(DEVICE_LIMIT_DEFAULT).describe(`1 to ${DEVICE_LIMIT_MAX}, 50 by default`),
     sort: z
       .enum(['hostname', 'lastSeen', 'enrolled'])
-      .meta({ title: 'DeviceSort', description: 'The order of a device list.', values: { hostname: 'By hostname.', lastSeen: 'By last heartbeat (lastSeenAt).', enrolled: 'By enrollment time (enrolledAt).' } })
+      .meta({ title: 'DeviceSort', description: 'The order of a device list.' })
+      .register(enumValues, { hostname: 'By hostname.', lastSeen: 'By last heartbeat (lastSeenAt).', enrolled: 'By enrollment time (enrolledAt).' })
       .default('hostname')
       .describe('What the list is sorted by (then by id).'),
     sortDir: z
       .enum(['asc', 'desc'])
-      .meta({ title: 'SortDirection', description: 'Ascending or descending.', values: { asc: 'Smallest (or earliest, or A) first.', desc: 'Largest (or latest, or Z) first.' } })
+      .meta({ title: 'SortDirection', description: 'Ascending or descending.' })
+      .register(enumValues, { asc: 'Smallest (or earliest, or A) first.', desc: 'Largest (or latest, or Z) first.' })
       .default('asc')
       .describe('The sort direction.'),
     orgIds: idList('organization ids').optional(),

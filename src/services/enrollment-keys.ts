@@ -10,7 +10,7 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { sha256Hex } from '../secrets.js';
-import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 import { providedFields } from './changes.js';
 
@@ -49,11 +49,8 @@ export const EnrollmentKeyViewSchema = z
     deviceId: uuid().nullable().describe('a provisioning key: the pre-created device it claims'),
     status: z
       .enum(['active', 'expired', 'exhausted'])
-      .meta({
-        title: 'EnrollmentKeyStatus',
-        description: 'Whether an enrollment key still enrolls devices.',
-        values: { active: 'Enrolls devices.', expired: 'Past its expiresAt: refused.', exhausted: 'Used maxUsage times: refused.' },
-      })
+      .meta({ title: 'EnrollmentKeyStatus', description: 'Whether an enrollment key still enrolls devices.' })
+      .register(enumValues, { active: 'Enrolls devices.', expired: 'Past its expiresAt: refused.', exhausted: 'Used maxUsage times: refused.' })
       .describe('Whether the key still enrolls devices.'),
     createdAt: timestamp().describe('When the key was created.'),
   })

@@ -4,13 +4,14 @@ import { authorize, canAccessOrg, skipAuthorization } from '../auth/policy.js';
 import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
 import { filterIterable } from '../events/subscriptions.js';
 import type { DomainEvent } from '../events/types.js';
-import { timestamp, uuid } from '../validation.js';
+import { enumValues, timestamp, uuid } from '../validation.js';
 
 export const ServiceInfoSchema = z
   .object({
     status: z
       .enum(['ok'])
-      .meta({ title: 'ServiceStatus', description: 'Whether the service answers.', values: { ok: 'The service is up and answering.' } })
+      .meta({ title: 'ServiceStatus', description: 'Whether the service answers.' })
+      .register(enumValues, { ok: 'The service is up and answering.' })
       .describe('Always ok when the service answers at all.'),
     version: z.string().describe('The running build’s version (SERVICE_VERSION).'),
   })

@@ -8,7 +8,7 @@ import { authorize, permits, requirePrincipal, tenantWhere } from '../auth/polic
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
-import { parseInput, uuid } from '../validation.js';
+import { enumValues, parseInput, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 import { ScopeSchema } from './roles.js';
 import { applyChanges, providedFields } from './changes.js';
@@ -63,11 +63,8 @@ export const OrganizationViewSchema = z
     effectiveAgentUpdateWindow: AgentUpdateWindowViewSchema.extend({
       source: z
         .enum(['organization', 'partner'])
-        .meta({
-          title: 'AgentUpdateWindowSource',
-          description: 'Whose agent update window applies to an organization.',
-          values: { organization: 'The organization’s own window.', partner: 'Its partner’s window (the organization has none of its own).' },
-        })
+        .meta({ title: 'AgentUpdateWindowSource', description: 'Whose agent update window applies to an organization.' })
+        .register(enumValues, { organization: 'The organization’s own window.', partner: 'Its partner’s window (the organization has none of its own).' })
         .describe('whose setting applies'),
     })
       .meta({ title: 'EffectiveAgentUpdateWindow', description: 'The agent update window that applies to an organization, and whose it is.' })

@@ -6,7 +6,7 @@ import { authorize, isUuid, permits, requirePrincipal } from '../auth/policy.js'
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { containsPattern } from '../db/like.js';
@@ -17,16 +17,14 @@ export const TENANT_STATUSES = ['active', 'suspended'] as const;
 
 const HHMM = /^([01]\d|2[0-3]):[0-5]\d$/;
 const hhmm = () => z.string().regex(HHMM, { message: 'must be a UTC time as HH:MM (24-hour)' }).describe('HH:MM, UTC');
-const weekday = z.enum(WEEKDAYS).meta({
-  title: 'Weekday',
-  description: 'A day of the week, in UTC.',
-  values: { mon: 'Monday', tue: 'Tuesday', wed: 'Wednesday', thu: 'Thursday', fri: 'Friday', sat: 'Saturday', sun: 'Sunday' },
-});
-export const tenantStatus = z.enum(TENANT_STATUSES).meta({
-  title: 'TenantStatus',
-  description: 'Whether a partner or organization is in service.',
-  values: { active: 'In service: its users sign in and its agents report.', suspended: 'Out of service: every request of its users and API keys is refused (FORBIDDEN) until it is active again.' },
-});
+const weekday = z
+  .enum(WEEKDAYS)
+  .meta({ title: 'Weekday', description: 'A day of the week, in UTC.' })
+  .register(enumValues, { mon: 'Monday', tue: 'Tuesday', wed: 'Wednesday', thu: 'Thursday', fri: 'Friday', sat: 'Saturday', sun: 'Sunday' });
+export const tenantStatus = z
+  .enum(TENANT_STATUSES)
+  .meta({ title: 'TenantStatus', description: 'Whether a partner or organization is in service.' })
+  .register(enumValues, { active: 'In service: its users sign in and its agents report.', suspended: 'Out of service: every request of its users and API keys is refused (FORBIDDEN) until it is active again.' });
 
 /**
  * Spec Versioning 7. `endUtc` before `startUtc` runs past midnight (the window belongs to the day it

@@ -8,7 +8,7 @@ import { authorize, canAccessOrg, canAccessPartner, isUuid, requirePrincipal, ta
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 
 
@@ -26,15 +26,14 @@ const roleName = () => z.string().trim().min(1).max(255).describe('Display name:
 const description = () => z.string().trim().max(1000).nullable().optional().describe('What the role is for, up to 1000 characters; null clears it.');
 
 /** Tenancy scopes, one GraphQL and OpenAPI enum. */
-export const ScopeSchema = z.enum(SCOPES).meta({
-  title: 'Scope',
-  description: 'A level of the tenancy tree a role, membership or caller acts at.',
-  values: {
+export const ScopeSchema = z
+  .enum(SCOPES)
+  .meta({ title: 'Scope', description: 'A level of the tenancy tree a role, membership or caller acts at.' })
+  .register(enumValues, {
     system: 'The whole platform (platform administrators).',
     partner: 'A partner and, as its access allows, its organizations.',
     organization: 'One organization (and, when limited, some of its sites).',
-  },
-});
+  });
 
 export const CreateRoleSchema = z
   .object({
@@ -42,7 +41,8 @@ export const CreateRoleSchema = z
     // Custom roles are organization or partner roles; system roles are seeded.
     scope: z
       .enum(['partner', 'organization'])
-      .meta({ title: 'CustomRoleScope', description: 'The level a custom role applies at.', values: { partner: 'Held by partner members.', organization: 'Held by members of one organization.' } })
+      .meta({ title: 'CustomRoleScope', description: 'The level a custom role applies at.' })
+      .register(enumValues, { partner: 'Held by partner members.', organization: 'Held by members of one organization.' })
       .describe('Who may hold the role: partner members or members of one organization.'),
     orgId: uuid().optional().describe('organization roles: the organization (organization callers: their own)'),
     permissions: PermissionList.describe('`resource:action` entries, `*` wildcards allowed; only permissions the caller holds'),

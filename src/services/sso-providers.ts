@@ -24,7 +24,7 @@ import { withTransaction } from '../db/transaction.js';
 import { AppError, badRequest, conflict, notFound } from '../errors.js';
 import { createGuardedFetch } from '../net/outbound-guard.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit, recordChange } from './audit.js';
 import { assertCanGrant } from './roles.js';
 
@@ -38,12 +38,12 @@ const OIDC_MAPPING: SsoAttributeMapping = { email: 'email', name: 'name', firstN
 
 export const SsoProviderTypeSchema = z
   .enum(['oidc', 'saml'])
-  .meta({ title: 'SsoProviderType', description: 'The single sign-on protocol an identity provider speaks.', values: { oidc: 'OpenID Connect.', saml: 'SAML 2.0.' } });
-const SsoProviderStatusSchema = z.enum(['inactive', 'testing', 'active']).meta({
-  title: 'SsoProviderStatus',
-  description: 'Whether an identity provider signs users in.',
-  values: { inactive: 'Not used for sign-in.', testing: 'Being tried out: testSsoProvider works, sign-in does not.', active: 'Used for sign-in.' },
-});
+  .meta({ title: 'SsoProviderType', description: 'The single sign-on protocol an identity provider speaks.' })
+  .register(enumValues, { oidc: 'OpenID Connect.', saml: 'SAML 2.0.' });
+const SsoProviderStatusSchema = z
+  .enum(['inactive', 'testing', 'active'])
+  .meta({ title: 'SsoProviderStatus', description: 'Whether an identity provider signs users in.' })
+  .register(enumValues, { inactive: 'Not used for sign-in.', testing: 'Being tried out: testSsoProvider works, sign-in does not.', active: 'Used for sign-in.' });
 
 export const SsoAttributeMappingViewSchema = z
   .object({

@@ -1,14 +1,13 @@
 import { z } from 'zod';
 import type { Membership, User } from '../../entities/user.js';
 import { pageSchema } from '../pagination.js';
-import { timestamp, uuid } from '../validation.js';
+import { enumValues, timestamp, uuid } from '../validation.js';
 import { ScopeSchema } from './roles.js';
 
-export const UserStatusSchema = z.enum(['active', 'invited', 'disabled']).meta({
-  title: 'UserStatus',
-  description: 'Whether a user may sign in.',
-  values: { active: 'Signs in normally.', invited: 'Invited and not signed up yet: the invitation link sets the password.', disabled: 'May not sign in; sessions and API keys are refused.' },
-});
+export const UserStatusSchema = z
+  .enum(['active', 'invited', 'disabled'])
+  .meta({ title: 'UserStatus', description: 'Whether a user may sign in.' })
+  .register(enumValues, { active: 'Signs in normally.', invited: 'Invited and not signed up yet: the invitation link sets the password.', disabled: 'May not sign in; sessions and API keys are refused.' });
 
 /** How a user appears in every response (REST and GraphQL): never the password hash, MFA secret or invite token. */
 export const UserViewSchema = z

@@ -16,7 +16,7 @@ import { onePer } from '../memo.js';
 import { PageQuery, listSchema, pageOptions, toPage, type Page } from '../pagination.js';
 import type { Runtime } from '../runtime.js';
 import { randomToken, sha256Hex } from '../secrets.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit, recordChange } from './audit.js';
 import { checkOwnPassword, consumeSecondFactor, issueSession, passwordLoginAllowed, proveOwnCredentials, sessionUser, SSO_ENFORCED, type AuthSession } from './auth.js';
 import { sendMail } from './mailer.js';
@@ -42,16 +42,16 @@ export const ResendInviteSchema = z.object({ userId: uuid() }).strict();
 
 const OrgAccessSchema = z.enum(['all', 'selected']).meta({
   title: 'OrgAccess',
-  description: "Which of its partner's organizations a partner membership reaches.",
-  values: { all: 'Every organization of the partner, present and future.', selected: 'Only the organizations in orgIds.' },
-});
+  description: "Which of its partner's organizations a partner membership reaches."
+}).register(enumValues, { all: 'Every organization of the partner, present and future.', selected: 'Only the organizations in orgIds.' });
 
 export const UpdateUserSchema = z
   .object({
     name: personName().optional(),
     status: z
       .enum(['active', 'disabled'])
-      .meta({ title: 'UserStatusChange', description: 'A status an administrator may set.', values: { active: 'Lets the user sign in again.', disabled: 'Stops the user signing in and ends their sessions.' } })
+      .meta({ title: 'UserStatusChange', description: 'A status an administrator may set.' })
+      .register(enumValues, { active: 'Lets the user sign in again.', disabled: 'Stops the user signing in and ends their sessions.' })
       .optional()
       .describe('Enables or disables the user.'),
     orgAccess: OrgAccessSchema.optional().describe('partner members: every organization of the partner, or only orgIds'),
@@ -98,7 +98,8 @@ export const MembershipViewSchema = z
     siteIds: z.array(uuid()).describe('organization memberships: limited to these sites (empty: every site)'),
     status: z
       .enum(['active', 'pending'])
-      .meta({ title: 'MembershipStatus', description: 'Whether a membership grants anything yet.', values: { active: 'Grants its role.', pending: 'An invitation the user has not accepted: grants nothing.' } })
+      .meta({ title: 'MembershipStatus', description: 'Whether a membership grants anything yet.' })
+      .register(enumValues, { active: 'Grants its role.', pending: 'An invitation the user has not accepted: grants nothing.' })
       .describe('pending: an invitation not accepted yet'),
   })
   .meta({ title: 'Membership', description: 'A user\'s place in a tenant: the role they hold there and what it reaches.' });
@@ -143,10 +144,10 @@ export type MeView = z.output<typeof MeViewSchema>;
  */
 export const InviteResultSchema = z
   .object({
-    user: UserViewSchema,
+    user: UserViewSchema.describe('The invited user, seen through the new pending membership.'),
     inviteUrl: z.string().nullable().describe("one-time link: sets a new account's password, or accepts the membership with an existing account's own password"),
   })
-  .meta({ title: 'InviteResult' });
+  .meta({ title: 'InviteResult', description: 'An invitation sent: the invited user and the link emailed to them.' });
 export type InviteResult = z.output<typeof InviteResultSchema>;
 
 const NewPassword = z.object({ password: z.string().min(12, 'must be at least 12 characters').max(256, 'must be at most 256 characters') });

@@ -19,7 +19,7 @@ import { filterIterable } from '../events/subscriptions.js';
 import type { DomainEvent } from '../events/types.js';
 import { guardedRequest, UnsafeUrlError, type PinnedConnectionPool } from '../net/outbound-guard.js';
 import { CursorQuery, decodeCursor, encodeCursor, pageInfoOf, pageOptions, PageQuery, toPage, type Connection, type CursorPosition, type Page } from '../pagination.js';
-import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { effectiveRetryPolicy, guardOptions, isReservedHeader, requireWebhook, unsealWebhook, WEBHOOK_PERMISSION, type WebhookView } from './webhooks.js';
 import { onePer } from '../memo.js';
@@ -36,16 +36,15 @@ const MAX_DELIVERY_PAGE = 100;
 const CLAIM_EARLY_TOLERANCE_MS = 500;
 const SWEEP_BATCH = 500;
 
-const DeliveryStatus = z.enum(['pending', 'delivered', 'failed', 'retrying']).meta({
-  title: 'WebhookDeliveryStatus',
-  description: 'Where a webhook delivery stands.',
-  values: {
+const DeliveryStatus = z
+  .enum(['pending', 'delivered', 'failed', 'retrying'])
+  .meta({ title: 'WebhookDeliveryStatus', description: 'Where a webhook delivery stands.' })
+  .register(enumValues, {
     pending: 'Waiting for its first attempt.',
     delivered: 'The receiver answered 2xx.',
     failed: 'Every attempt failed: it is in the dead-letter queue (retryWebhookDelivery re-drives it).',
     retrying: 'An attempt failed; another is scheduled (nextAttemptAt).',
-  },
-});
+  });
 
 export const ListDeliveriesQuery = z.strictObject({
   page: z.coerce.number().int().min(1).default(1),

@@ -10,7 +10,7 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest } from '../errors.js';
 import { checkOutboundUrl, UnsafeUrlError, type GuardOptions } from '../net/outbound-guard.js';
 import { pageOptions, PageQuery, toPage, type Page } from '../pagination.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -23,15 +23,14 @@ export function guardOptions(ctx: RequestContext): GuardOptions {
 }
 
 // API ↔ stored status.
-const WebhookStatusSchema = z.enum(['active', 'paused', 'failed']).meta({
-  title: 'WebhookStatus',
-  description: 'Whether a webhook receives deliveries.',
-  values: {
+const WebhookStatusSchema = z
+  .enum(['active', 'paused', 'failed'])
+  .meta({ title: 'WebhookStatus', description: 'Whether a webhook receives deliveries.' })
+  .register(enumValues, {
     active: 'Receives deliveries of its events.',
     paused: 'Paused by a user: no deliveries until it is active again.',
     failed: 'Stopped by the service after repeated failures: no deliveries until a user sets it active.',
-  },
-});
+  });
 export type WebhookApiStatus = z.output<typeof WebhookStatusSchema>;
 const TO_STORED: Record<WebhookApiStatus, WebhookStatus> = { active: 'active', paused: 'disabled', failed: 'error' };
 const TO_API: Record<WebhookStatus, WebhookApiStatus> = { active: 'active', disabled: 'paused', error: 'failed' };

@@ -17,8 +17,12 @@ test('GET /graphql asked for HTML is the explorer, whose scripts and styles all 
   const html = await res.text();
   expect(html).toContain('<div id="graphiql">');
   expect(html).not.toMatch(/https?:\/\//);
-  // Its own CSP lets only this origin's scripts run.
-  expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self';/);
+  // Helmet's CSP lets only this origin's scripts run and connect, and no inline script.
+  const csp = res.headers.get('content-security-policy') ?? '';
+  expect(csp).toMatch(/default-src 'self'/);
+  expect(csp).toMatch(/script-src 'self';/);
+  expect(csp).not.toMatch(/unsafe-eval|https?:\/\/|upgrade-insecure-requests/);
+  expect(html).not.toMatch(/<script>/);
 
   const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
   expect(assets.length).toBeGreaterThanOrEqual(5);

@@ -7,7 +7,7 @@ const require = createRequire(import.meta.url);
 /** A file of an installed package (read by path: React's exports list no UMD build). */
 const packageFile = (name: string, file: string) => path.join(path.dirname(require.resolve(`${name}/package.json`)), file);
 
-/** Starts GraphiQL on the page's own endpoint; a file of its own, as the page's CSP runs no inline script. */
+/** Starts GraphiQL on the page's own endpoint; a file of its own, as helmet's CSP (src/http/app.ts) runs no inline script. */
 const START = `(function () {
   var url = location.origin + location.pathname.replace(/\\/$/, '');
   var fetcher = GraphiQL.createFetcher({ url: url });
@@ -44,21 +44,18 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-// Scripts and styles only from this server; GraphiQL's editors set inline styles, and the page's own sizes.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
-
 const wantsPage = (req: Request) => req.method === 'GET' && req.path === '/' && Object.keys(req.query as object).length === 0 && req.accepts(['application/json', 'text/html']) === 'text/html';
 
 /**
  * The GraphQL explorer (GraphiQL), outside production: `GET /graphql` asked for HTML, with React's and
  * GraphiQL's browser builds served from their npm packages under /graphql/explorer/ (nothing from
- * another origin). Answers only those requests; the rest go on (`next`).
+ * another origin, as helmet's CSP requires; GraphiQL's editors set inline styles, which it allows).
+ * Answers only those requests; the rest go on (`next`).
  */
 export function explorer(): RequestHandler {
   const loaded = new Map<string, Buffer>();
   return (req, res, next) => {
     if (wantsPage(req)) {
-      res.setHeader('content-security-policy', CSP);
       return void res.status(200).type('text/html; charset=utf-8').setHeader('cache-control', 'no-store').send(PAGE);
     }
     const name = req.method === 'GET' && req.path.startsWith('/explorer/') ? req.path.slice('/explorer/'.length) : null;

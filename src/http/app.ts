@@ -47,8 +47,10 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
   };
   const securityHeaders = fixedHeaders(
     helmet({
-      // GraphQL sandbox pages and the SSO hand-off need inline scripts only outside production.
-      contentSecurityPolicy: config.isProduction ? undefined : false,
+      // Helmet's policy everywhere: the only page, the GraphQL explorer (outside production), loads its
+      // scripts, styles and connections from this origin. A developer's server is plain http, whose
+      // same-origin assets must not be upgraded to https.
+      contentSecurityPolicy: config.isProduction ? undefined : { directives: { upgradeInsecureRequests: null } },
       crossOriginEmbedderPolicy: false,
     }),
   );

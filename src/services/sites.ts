@@ -88,7 +88,8 @@ export async function getSite(ctx: RequestContext, id: string): Promise<SiteView
  * A page of records reads its sites in one statement (the request's loader).
  */
 export async function visibleSite(ctx: RequestContext, orgId: string, siteId: string | null): Promise<SiteView | null> {
-  if (!siteId || !(await permits(ctx, 'sites:read', { orgId }))) return null;
+  // The decision comes first: a record without a site answers null after one too.
+  if (!(await permits(ctx, 'sites:read', { orgId })) || !siteId) return null;
   const sites = visibleSiteIds(ctx, orgId);
   if (sites && !sites.includes(siteId)) return null;
   const site = await ctx.loaders.byId(Site).load(siteId);

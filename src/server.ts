@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { GraphQLSchema } from 'graphql';
 import { installDenialLog } from './auth/policy.js';
 import type { Config } from './config.js';
 import { openDatabase } from './db/orm.js';
@@ -43,6 +44,8 @@ export interface RunningServer {
   url: string;
   runtime: Runtime;
   httpServer: http.Server;
+  /** the GraphQL schema it serves (the bench executes it without the HTTP layers, as a ceiling) */
+  schema: GraphQLSchema;
   stop(): Promise<void>;
 }
 
@@ -104,7 +107,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     closers.push(() => dispatcher.stop());
 
     const httpServer = http.createServer();
-    const graphql = await startGraphql(runtime, httpServer, await buildGraphqlSchema(pubsub));
+    const schema = await buildGraphqlSchema(pubsub);
+    const graphql = await startGraphql(runtime, httpServer, schema);
     httpServer.on('request', createHttpApp(runtime, graphql.middleware));
     closers.push(() => graphql.stop());
     // WebSocket upgrades by path: GraphQL subscriptions (graphql-ws) and the agents' channels.
@@ -137,6 +141,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       url,
       runtime,
       httpServer,
+      schema,
       // Stop accepting, drain HTTP and WebSocket, stop jobs and the dispatcher, close the ORM, stop the embedded database.
       stop: () => (stopping ??= closeAll()),
     };

@@ -5,22 +5,22 @@
  * - queries: `{ me { id email } }` and a dashboard's page, `devices(first: 50)` with each device's
  *   organization, site, groups, status, last contact, tags and the total (an Organization Technician
  *   signed in through `POST /auth/login`, in an organization of BENCH_GRAPHQL_DEVICES devices, default
- *   500, over 4 sites, each device in 2 of 4 static groups), through Apollo on this server, against graphql-js `execute` over a plain `node:http`
- *   server on the same schema (built by the same `buildGraphqlSchema`: the same resolvers and
- *   middleware), the same database and the same context building (`contextFor` on the raw request),
- *   each document parsed and validated once as Apollo's document cache does. What is left between the
- *   two is Apollo, Express and the GraphQL HTTP handling. Same load generator and rounds as the
- *   `requests` section (BENCH_GRAPHQL_CONNECTIONS, default 50, for `me`, BENCH_GRAPHQL_DASHBOARD_CONNECTIONS,
- *   default 10, for the page; BENCH_GRAPHQL_ROUNDS of BENCH_GRAPHQL_SECONDS, defaults 3 and 5, after a
- *   1 s warm-up).
+ *   500, over 4 sites, each device in 2 of 4 static groups), through Apollo on this server, against
+ *   graphql-js `execute` over a plain `node:http` server on the server's own schema object (its
+ *   resolvers and middleware), the same database, the same context building (`contextFor` on the raw
+ *   request) and caller budget, each document parsed and validated once as Apollo's document cache
+ *   does. What is left between the two is Apollo, Express and the GraphQL HTTP handling. Same load
+ *   generator and alternating rounds as the `requests` section (BENCH_GRAPHQL_CONNECTIONS, default 50,
+ *   for `me`, BENCH_GRAPHQL_DASHBOARD_CONNECTIONS, default 10, for the page; BENCH_GRAPHQL_ROUNDS of
+ *   BENCH_GRAPHQL_SECONDS, defaults 3 and 5, after a 1 s warm-up).
  * - subscribers: BENCH_SUBSCRIBERS (default 5,000) graphql-ws clients in a child process
- *   (bench-subscribers.ts), each on its own socket, subscribed to `deviceStatusChanged(orgId)` as one of
- *   BENCH_SUBSCRIBER_USERS signed-in technicians (default 10); the server's memory per subscriber (heap
- *   and the buffers outside it, after a full GC); then BENCH_FANOUT_TRANSITIONS (default 30) devices set offline in the
- *   database, each brought back by its heartbeat: the time from the heartbeat request to the last
- *   subscriber's `online` message (and to each message). Ceiling: a plain graphql-js schema with the
- *   same subscription field over graphql-ws (`useServer`), the same fleet, each change published in
- *   memory: memory per subscriber and publish → last subscriber's message.
+ *   (bench-subscribers.ts), each on its own socket, subscribed to `deviceStatusChanged(orgId)` as one
+ *   of BENCH_SUBSCRIBER_USERS signed-in technicians (default 10); the server's memory per subscriber
+ *   (heap and the buffers outside it, after a full GC); then BENCH_FANOUT_TRANSITIONS (default 30)
+ *   devices set offline in the database, each brought back by its heartbeat: the time from the
+ *   heartbeat request to the last subscriber's `online` message (and to each message). Ceiling: a
+ *   plain graphql-js schema with the same subscription field over graphql-ws (`useServer`), the same
+ *   fleet, each change published in memory: memory per subscriber and publish → last subscriber's message.
  *
  * The process needs a file descriptor per subscriber (the fleet's process as many): `ulimit -n` must
  * exceed BENCH_SUBSCRIBERS by some hundreds, else the fleet is cut down to fit and the section fails.
@@ -36,7 +36,6 @@ import pg from 'pg';
 import { WebSocketServer } from 'ws';
 import { DeviceGroup } from '../../entities/device-group.js';
 import { Site } from '../../entities/site.js';
-import { buildGraphqlSchema } from '../graphql/schema.js';
 import { consumeCallerBudget } from '../http/rate-limit.js';
 import { contextFor } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
@@ -114,7 +113,7 @@ async function queryFigures(server: RunningServer, pool: pg.Pool, token: string)
   const { runtime } = server;
   const port = portOf(server);
   const headers = { authorization: `Bearer ${token}` };
-  const plain = plainExecute(runtime, await buildGraphqlSchema(runtime.pubsub));
+  const plain = plainExecute(runtime, server.schema);
   let ok = true;
   const figures: Record<string, unknown> = {};
   await withPlainServer(plain, async (plainPort) => {

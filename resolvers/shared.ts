@@ -74,7 +74,13 @@ function itemType(view: z.ZodType): { type: ClassType; title: string } {
   return { type: objectType(title, view), title };
 }
 
-const plural = (title: string) => title.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase() + (title.endsWith('s') ? '' : 's');
+/** `WebhookDelivery` → `webhook deliveries`: how descriptions name a connection's items. */
+const plural = (title: string) =>
+  title
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .replace(/([^aeiou])y$/, '$1ie')
+    .replace(/([^s])$/, '$1s');
 
 /** The connection of a view schema, named after its `meta({ title })`: `DeviceConnection`, `DeviceEdge`. */
 export function connectionOf<S extends z.ZodObject>(view: S): ClassType<Connection<z.output<S>>> {

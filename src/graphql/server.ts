@@ -10,6 +10,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { authenticate, type Credentials } from '../auth/authenticate.js';
 import { RequestContext } from '../auth/context.js';
 import { badRequest, toAppError } from '../errors.js';
+import { errorAnswer } from '../http/error-answer.js';
 import { consumeCallerBudget } from '../http/rate-limit.js';
 import { contextFor, rawClientIp } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
@@ -75,11 +76,8 @@ function responseType(req: Request): string {
 
 /** A request refused before any operation ran, as GraphQL over HTTP answers: `{errors}` with the envelope's status (and Retry-After). */
 function sendRefusal(runtime: Runtime, req: Request, res: Response, error: unknown): void {
-  const { error: appError, expected } = toAppError(error);
-  if (!expected) runtime.log.error({ reqId: req.requestId, err: error instanceof Error ? { message: error.message, stack: error.stack } : error }, 'unhandled GraphQL error');
-  if (res.headersSent) return void res.end();
-  const retryAfter = (appError.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
-  if (appError.status === 429 && retryAfter) res.setHeader('Retry-After', String(retryAfter));
+  const appError = errorAnswer(runtime, req, res, error);
+  if (!appError) return;
   const extensions = { code: appError.code, ...(appError.details === undefined ? {} : { details: appError.details }) };
   res.status(appError.status).setHeader('cache-control', 'no-store').type(responseType(req)).send(JSON.stringify({ errors: [{ message: appError.message, extensions }] }));
 }

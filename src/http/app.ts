@@ -5,8 +5,9 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import helmet from 'helmet';
 import { apiRouter } from '../../rest/index.js';
 import type { HotRoute } from '../../rest/router.js';
-import { AppError, badRequest, toAppError } from '../errors.js';
+import { AppError, badRequest } from '../errors.js';
 import type { Runtime } from '../runtime.js';
+import { errorAnswer } from './error-answer.js';
 import { healthRoutes, liveness } from './health.js';
 import { OpenApiRegistry } from './openapi.js';
 import { consumeCallerBudget } from './rate-limit.js';
@@ -175,13 +176,6 @@ function requireUtf8(_req: IncomingMessage, _res: unknown, body: Buffer, encodin
 
 /** The error envelope, for Express's answers and the hot path's alike. */
 export function sendError(runtime: Runtime, req: Incoming, res: ServerResponse, error: unknown): void {
-  const { error: appError, expected } = toAppError(error);
-  if (!expected) runtime.log.error({ reqId: req.requestId, err: error instanceof Error ? { message: error.message, stack: error.stack } : error }, 'unhandled error');
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  const retryAfter = (appError.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
-  if (appError.status === 429 && retryAfter) res.setHeader('Retry-After', String(retryAfter));
-  writeJson(res, appError.status, appError.toBody());
+  const appError = errorAnswer(runtime, req, res, error);
+  if (appError) writeJson(res, appError.status, appError.toBody());
 }

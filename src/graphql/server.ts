@@ -101,7 +101,11 @@ function headerMap(req: Request): HeaderMap {
 }
 
 async function writeApolloResponse(res: Response, response: HTTPGraphQLResponse): Promise<void> {
-  for (const [key, value] of response.headers) res.setHeader(key, value);
+  // Vary adds to what CORS has set (Origin).
+  for (const [key, value] of response.headers) {
+    if (key === 'vary') res.vary(value);
+    else res.setHeader(key, value);
+  }
   res.statusCode = response.status ?? 200;
   if (response.body.kind === 'complete') return void res.send(response.body.string);
   for await (const chunk of response.body.asyncIterator) res.write(chunk);

@@ -66,8 +66,12 @@ function metaOf(schema: ZodType): Meta {
 /** A named type's own description: a `.describe()`d copy of it (a field's use) describes the field, not the type. */
 function typeDescription(schema: ZodType): string | undefined {
   let current = schema;
-  for (let parent = current._zod.parent as ZodType | undefined; parent && metaOf(current).title !== undefined && metaOf(parent).title === metaOf(current).title; parent = current._zod.parent as ZodType | undefined) current = parent;
-  return metaOf(current).description;
+  const title = metaOf(schema).title;
+  for (;;) {
+    const parent = current._zod.parent as ZodType | undefined;
+    if (!parent || title === undefined || metaOf(parent).title !== title) return metaOf(current).description;
+    current = parent;
+  }
 }
 
 /** The GraphQL type of one zod field: wrappers become nullability and defaults, the rest a named type. */
@@ -140,7 +144,8 @@ function enumType(schema: ZodType, name: string): TypeThunk {
   if (!registered) {
     registered = Object.fromEntries(values.map((v) => [v, v]));
     const described = enumValues.get(schema) ?? {};
-    registerEnumType(registered, { name, description: typeDescription(schema), valuesConfig: Object.fromEntries(Object.entries(described).map(([value, text]) => [value, { description: text }])) });
+    const valuesConfig = Object.fromEntries(Object.entries(described).map(([value, text]) => [value, { description: text }]));
+    registerEnumType(registered, { name, description: typeDescription(schema), valuesConfig });
     enums.set(name, registered);
   }
   const type = registered;

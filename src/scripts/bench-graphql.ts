@@ -22,8 +22,9 @@
  *   plain graphql-js schema with the same subscription field over graphql-ws (`useServer`), the same
  *   fleet, each change published in memory: memory per subscriber and publish → last subscriber's message.
  *
- * The process needs a file descriptor per subscriber (the fleet's process as many): `ulimit -n` must
- * exceed BENCH_SUBSCRIBERS by some hundreds, else the fleet is cut down to fit and the section fails.
+ * The process needs a file descriptor per subscriber (the fleet's process as many): bench.ts raises
+ * the soft limit to the hard one (`ulimit -Hn`), which must exceed BENCH_SUBSCRIBERS by some
+ * hundreds, else the fleet is cut down to fit and the section fails.
  */
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';

@@ -190,7 +190,7 @@ async function subscriberFigures(server: RunningServer, pool: pg.Pool, orgId: st
   const port = portOf(server);
   const limit = openFileLimit();
   const count = limit === null ? SUBSCRIBERS : Math.min(SUBSCRIBERS, limit - SPARE_DESCRIPTORS);
-  if (count < SUBSCRIBERS) console.log(`bench: graphql — open file limit ${limit}: ${count} subscribers instead of ${SUBSCRIBERS} (raise it with \`ulimit -n ${SUBSCRIBERS + SPARE_DESCRIPTORS * 2}\`)`);
+  if (count < SUBSCRIBERS) console.log(`bench: graphql — open file limit ${limit}: ${count} subscribers instead of ${SUBSCRIBERS} (the bench raised it to the hard limit: raise that, \`ulimit -Hn ${SUBSCRIBERS + SPARE_DESCRIPTORS * 2}\` as root)`);
   const tokens: string[] = [];
   for (let i = 0; i < SUBSCRIBER_USERS; i++) tokens.push(await signedInUser(runtime, port, orgId, 'Organization Technician'));
   const fleetOptions = { count, concurrency: 50, query: DEVICE_STATUS_SUBSCRIPTION, variables: { orgId } };

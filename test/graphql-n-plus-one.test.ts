@@ -2,7 +2,7 @@ import { createTestApp, type TestApp } from './support/app.js';
 import { gql } from './support/clients.js';
 import { sql, statementsOn } from './support/db.js';
 import { agentCall, enroll, fleet } from './support/devices.js';
-import { buildSite, buildUser, type BuiltUser } from './support/factories.js';
+import { buildOrg, buildPartner, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 /**
  * A dashboard's devices page reads each device's organization, site, last heartbeat and groups. Every
@@ -88,4 +88,32 @@ test('a devices page with organization, site, last heartbeat, groups and command
   expect(large.statements).toEqual(small.statements);
   for (const table of ['organization', 'site', 'device_group', 'device_group_member', 'device_command']) expect(large.statements[table]).toBeGreaterThan(0);
   for (const table of TABLES) expect(large.statements[table]).toBeLessThanOrEqual(3);
+});
+
+test("a partner's sites with their organization, and its organizations with their partner: one statement per relation, whatever the page", async () => {
+  const partner = await buildPartner(app);
+  const orgs = [];
+  for (let i = 0; i < 6; i++) {
+    const org = await buildOrg(app, { partnerId: partner.id, name: `Customer ${i}` });
+    orgs.push(org);
+    await buildSite(app, org.id, { name: `Site ${i}` });
+  }
+  const viewer = await buildUser(app, { partnerId: partner.id, can: ['partners:read', 'organizations:read', 'sites:read'] });
+  const read = async (first: number) => {
+    const query = `{ sites(first: ${first}) { edges { node { name organization { id name } } } } organizations(first: ${first}) { edges { node { name partner { id } } } } }`;
+    const { result: orgStatements, statements: onOrganization } = await statementsOn(app, 'organization', () =>
+      statementsOn(app, 'partner', async () => {
+        const res = await gql(app, viewer.as, query);
+        expect(res.body.errors).toBeUndefined();
+        return res.body.data;
+      }),
+    );
+    return { data: orgStatements.result, onOrganization, onPartner: orgStatements.statements };
+  };
+  const small = await read(2);
+  const large = await read(6);
+  expect(large.data.sites.edges).toHaveLength(6);
+  expect(large.data.sites.edges.every((e: any) => e.node.organization.name === e.node.name.replace('Site', 'Customer'))).toBe(true);
+  expect(large.data.organizations.edges.every((e: any) => e.node.partner.id === partner.id)).toBe(true);
+  expect([large.onOrganization, large.onPartner]).toEqual([small.onOrganization, small.onPartner]);
 });

@@ -87,7 +87,7 @@ export interface DeniedAttempt {
  * logger. REST, GraphQL (HTTP and WebSocket) and jobs all build it through the same constructors.
  */
 export class RequestContext {
-  private orgPartnerCache = new Map<string, string | null>();
+  private orgPartnerCache = new Map<string, Promise<string | null>>();
 
   private constructor(
     readonly runtime: Runtime,
@@ -177,12 +177,15 @@ export class RequestContext {
   }
 
   /** Partner of an organization, cached for the request (null when the organization does not exist). */
-  async partnerOfOrg(orgId: string): Promise<string | null> {
-    if (!this.orgPartnerCache.has(orgId)) {
-      const rows = (await this.em.execute(`select partner_id from organization where id = ?`, [orgId])) as { partner_id: string }[];
-      this.orgPartnerCache.set(orgId, rows[0]?.partner_id ?? null);
+  partnerOfOrg(orgId: string): Promise<string | null> {
+    let partnerId = this.orgPartnerCache.get(orgId);
+    if (!partnerId) {
+      // The promise is kept, so decisions made at once (a page's field resolvers) share one look-up, batched with the others.
+      partnerId = this.loaders.partnerOfOrg.load(orgId);
+      this.orgPartnerCache.set(orgId, partnerId);
+      partnerId.catch(() => this.orgPartnerCache.delete(orgId));
     }
-    return this.orgPartnerCache.get(orgId) ?? null;
+    return partnerId;
   }
 }
 

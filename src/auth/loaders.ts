@@ -6,7 +6,20 @@ import type { EntityClass } from '@mikro-orm/core';
 export class Loaders {
   private byClass = new Map<EntityClass<unknown>, DataLoader<string, unknown>>();
 
-  constructor(private readonly em: EntityManager) {}
+  /** Each organization's partner (null when it does not exist): the organizations asked about together, in one statement. */
+  readonly partnerOfOrg: DataLoader<string, string | null>;
+
+  constructor(private readonly em: EntityManager) {
+    // No cache here: RequestContext keeps the answers for the request (across its transactions too).
+    this.partnerOfOrg = new DataLoader(
+      async (orgIds) => {
+        const rows = (await em.execute(`select id, partner_id from organization where id in (${orgIds.map(() => '?').join(', ')})`, [...orgIds])) as { id: string; partner_id: string }[];
+        const partners = new Map(rows.map((r) => [r.id, r.partner_id]));
+        return orgIds.map((id) => partners.get(id) ?? null);
+      },
+      { cache: false },
+    );
+  }
 
   byId<T extends { id: string }>(entity: EntityClass<T>): DataLoader<string, T | null> {
     let loader = this.byClass.get(entity as EntityClass<unknown>);

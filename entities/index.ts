@@ -6,6 +6,7 @@ import { Device, DeviceInventory } from './device.js';
 import { DeviceCommand } from './device-command.js';
 import { DeviceGroup, DeviceGroupLog, DeviceGroupMember } from './device-group.js';
 import { EnrollmentKey } from './enrollment-key.js';
+import { MaintenanceOccurrence, MaintenanceWindow } from './maintenance.js';
 import { Organization } from './organization.js';
 import { OutboxEvent } from './outbox.js';
 import { Partner } from './partner.js';
@@ -17,4 +18,4 @@ import { Membership, User } from './user.js';
 import { Webhook, WebhookDelivery } from './webhook.js';
 
 /** Every entity the ORM knows; a domain adds its classes here. */
-export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt, SsoProvider, SsoIdentity, SsoSession, SsoExchangeCode, SamlRequest, SamlAssertion, Webhook, WebhookDelivery, AccessReview, AccessReviewItem, Device, DeviceInventory, DeviceCommand, EnrollmentKey, DeviceGroup, DeviceGroupMember, DeviceGroupLog, AgentVersion];
+export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt, SsoProvider, SsoIdentity, SsoSession, SsoExchangeCode, SamlRequest, SamlAssertion, Webhook, WebhookDelivery, AccessReview, AccessReviewItem, Device, DeviceInventory, DeviceCommand, EnrollmentKey, DeviceGroup, DeviceGroupMember, DeviceGroupLog, AgentVersion, MaintenanceWindow, MaintenanceOccurrence];

@@ -1,5 +1,6 @@
 import { AccessReview, AccessReviewItem } from './access-review.js';
 import { AgentVersion } from './agent-version.js';
+import { Alert, AlertConditionState, AlertCorrelationGroup, AlertRule, AlertTemplate } from './alert.js';
 import { ApiKey } from './api-key.js';
 import { AuditLog } from './audit-log.js';
 import { Device, DeviceInventory } from './device.js';
@@ -18,4 +19,4 @@ import { Membership, User } from './user.js';
 import { Webhook, WebhookDelivery } from './webhook.js';
 
 /** Every entity the ORM knows; a domain adds its classes here. */
-export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt, SsoProvider, SsoIdentity, SsoSession, SsoExchangeCode, SamlRequest, SamlAssertion, Webhook, WebhookDelivery, AccessReview, AccessReviewItem, Device, DeviceInventory, DeviceCommand, EnrollmentKey, DeviceGroup, DeviceGroupMember, DeviceGroupLog, AgentVersion, MaintenanceWindow, MaintenanceOccurrence];
+export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt, SsoProvider, SsoIdentity, SsoSession, SsoExchangeCode, SamlRequest, SamlAssertion, Webhook, WebhookDelivery, AccessReview, AccessReviewItem, Device, DeviceInventory, DeviceCommand, EnrollmentKey, DeviceGroup, DeviceGroupMember, DeviceGroupLog, AgentVersion, MaintenanceWindow, MaintenanceOccurrence, AlertRule, AlertTemplate, AlertCorrelationGroup, Alert, AlertConditionState];

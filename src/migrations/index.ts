@@ -11,6 +11,7 @@ import { Migration20261124150000_webhook_delivery_claim } from './Migration20261
 import { Migration20261127170000_persisted_queries } from './Migration20261127170000_persisted_queries.js';
 import { Migration20261127180123_alerts } from './Migration20261127180123_alerts.js';
 import { Migration20261127190000_maintenance } from './Migration20261127190000_maintenance.js';
+import { Migration20261127191000_alert_notifications } from './Migration20261127191000_alert_notifications.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -25,4 +26,5 @@ export const migrations = [
   { name: 'Migration20261127170000_persisted_queries', class: Migration20261127170000_persisted_queries },
   { name: 'Migration20261127180123_alerts', class: Migration20261127180123_alerts },
   { name: 'Migration20261127190000_maintenance', class: Migration20261127190000_maintenance },
+  { name: 'Migration20261127191000_alert_notifications', class: Migration20261127191000_alert_notifications },
 ];

@@ -233,6 +233,13 @@ export const AUDIT_ACTIONS = {
   'alert_policy.create': null,
   'alert_policy.update': null,
   'alert_policy.delete': null,
+  // Maintenance windows: no webhook catalog event (spec, document 2), so audited only; devices entering or leaving maintenance emit their status events.
+  'maintenance_window.create': null,
+  'maintenance_window.update': null,
+  'maintenance_window.delete': null,
+  'maintenance_window.cancel': null,
+  'maintenance_occurrence.start': null,
+  'maintenance_occurrence.end': null,
   'agent_version.sync': 'agent_version.synced',
   'agent_version.promote': 'agent_version.promoted',
   'access.denied': null,

@@ -185,7 +185,7 @@ const STEADY_HEARTBEATS = statement(`
   from unnest(?::uuid[], ?::text[], ?::timestamptz[], ?::text[], ?::boolean[], ?::jsonb[], ?::boolean[], ?::text[], ?::boolean[], ?::timestamptz[])
     as report(agent_id, token_hash, seen_at, agent_version, has_metrics, metrics, has_watchdog, watchdog_status, has_silent, silent_since)
   where device.agent_id = report.agent_id and device.token_hash = report.token_hash and device.agent_version = report.agent_version
-    and (device.status = 'online' or (device.status = 'updating' and device.updating_to_version is distinct from report.agent_version))
+    and (device.status in ('online', 'maintenance') or (device.status = 'updating' and device.updating_to_version is distinct from report.agent_version))
   returning device.agent_id, device.id, device.org_id, device.status, device.os_type, device.architecture, device.auto_update,
     exists (select 1 from device_command c where c.device_id = device.id and c.status = 'pending') as has_pending`);
 
@@ -271,7 +271,8 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
     const previousVersion = device.agentVersion;
     const finishesUpdate = device.status === 'updating' && device.updatingToVersion === input.agentVersion;
     Object.assign(device, reportedFields(input, now));
-    if (device.status !== 'updating' || finishesUpdate) await changeStatus(tx, device, 'online');
+    // A device in maintenance stays so while its occurrence lasts; its presence is lastSeenAt.
+    if (device.status !== 'maintenance' && (device.status !== 'updating' || finishesUpdate)) await changeStatus(tx, device, 'online');
     // Groups filter on the version: a change outside an update (a manual reinstall) must reach them.
     if (previousVersion !== device.agentVersion && !finishesUpdate) {
       await emit(tx, { type: 'device.updated', orgId: device.orgId, data: { ...deviceEventData(device, null), changes: ['agentVersion'] } });
@@ -353,8 +354,8 @@ export async function markSeen(ctx: RequestContext, deviceId: string, tokenHash:
 }
 
 /**
- * The presence tick of many open channels in one statement: `lastSeenAt` now for those still online
- * or updating under the token they connected with. Answers the ids it touched; the others (offline
+ * The presence tick of many open channels in one statement: `lastSeenAt` now for those still online,
+ * updating or in maintenance under the token they connected with. Answers the ids it touched; the others (offline
  * meanwhile, re-enrolled, decommissioned) go through `markSeen` one by one.
  */
 export async function touchPresence(ctx: RequestContext, channels: { deviceId: string; tokenHash: string }[]): Promise<Set<string>> {
@@ -366,7 +367,7 @@ export async function touchPresence(ctx: RequestContext, channels: { deviceId: s
     const rows = (await ctx.em.execute(
       `update device set last_seen_at = ?, updated_at = now()
         from (values ${batch.map(() => '(?::uuid, ?)').join(', ')}) as open_channel(id, token_hash)
-        where device.id = open_channel.id and device.token_hash = open_channel.token_hash and device.status in ('online', 'updating')
+        where device.id = open_channel.id and device.token_hash = open_channel.token_hash and device.status in ('online', 'updating', 'maintenance')
         returning device.id`,
       [now, ...batch.flatMap((c) => [c.deviceId, c.tokenHash])],
     )) as { id: string }[];

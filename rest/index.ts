@@ -4,12 +4,14 @@ import { accessReviewsRouter } from './access-reviews.js';
 import { agentVersionsRouter } from './agent-versions.js';
 import { agentsRouter } from './agents.js';
 import { alertChannelsRouter } from './alert-channels.js';
+import { alertPoliciesRouter } from './alert-policies.js';
 import { apiKeysRouter } from './api-keys.js';
 import { auditRouter } from './audit.js';
 import { authRouter } from './auth.js';
 import { devicesRouter } from './devices.js';
 import { enrollmentKeysRouter } from './enrollment-keys.js';
 import { groupsRouter } from './groups.js';
+import { notificationsRouter } from './notifications.js';
 import { maintenanceRouter } from './maintenance.js';
 import { orgsRouter } from './orgs.js';
 import { rolesRouter } from './roles.js';
@@ -22,7 +24,7 @@ import { webhooksRouter } from './webhooks.js';
 type RouterFactory = (openapi: OpenApiRegistry) => RestRouter;
 
 /** Every domain's router, mounted under /api/v1 (the order does not matter: see mountRoutes). */
-const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter, groupsRouter, tagsRouter, maintenanceRouter, alertChannelsRouter];
+const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter, groupsRouter, tagsRouter, maintenanceRouter, alertChannelsRouter, alertPoliciesRouter, notificationsRouter];
 
 /** The REST API: the Express router for /api/v1, and the routes also served in front of Express. */
 export function apiRouter(openapi: OpenApiRegistry, version: string): { api: express.Router; hot: HotRoute[] } {

@@ -1,5 +1,6 @@
 import { AccessReviewResolver } from './access-review.js';
 import { AgentVersionResolver } from './agent-version.js';
+import { AlertResolver } from './alert.js';
 import { AlertChannelResolver } from './alert-channel.js';
 import { AlertPolicyResolver } from './alert-policy.js';
 import { ApiKeyResolver } from './api-key.js';
@@ -20,4 +21,4 @@ import { UserResolver } from './user.js';
 import { WebhookResolver } from './webhook.js';
 
 /** Every GraphQL resolver class; a domain adds its resolver here. */
-export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver, DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver, DeviceGroupResolver, MaintenanceResolver, AlertChannelResolver, AlertPolicyResolver, NotificationResolver] as const;
+export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver, DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver, DeviceGroupResolver, MaintenanceResolver, AlertChannelResolver, AlertPolicyResolver, NotificationResolver, AlertResolver] as const;

@@ -1,0 +1,14 @@
+import { RequestContext } from '../auth/context.js';
+import { checkDueConditions } from '../services/alert-evaluation.js';
+import type { JobDefinition } from './types.js';
+
+export const alertJobs: JobDefinition<never>[] = [
+  {
+    // Duration conditions of devices that send nothing more (gone silent) still fire: within this period of their time.
+    name: 'alerts.due-conditions',
+    every: '5 seconds',
+    handler: async (runtime) => {
+      await checkDueConditions(RequestContext.system(runtime, 'alerts.due-conditions'));
+    },
+  },
+];

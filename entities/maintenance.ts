@@ -1,4 +1,4 @@
-import { Entity, Index, ManyToOne, Property, Unique } from '@mikro-orm/core';
+import { ArrayType, Entity, Index, ManyToOne, Property, Unique } from '@mikro-orm/core';
 import { BaseEntity } from './base.js';
 import { Organization } from './organization.js';
 import { Site } from './site.js';
@@ -55,13 +55,13 @@ export class MaintenanceWindow extends BaseEntity<'siteId' | 'status' | 'cancell
   @Property({ type: 'json' })
   recurrence!: Recurrence;
 
-  @Property({ type: 'uuid[]', columnType: 'uuid[]' })
+  @Property({ type: ArrayType, columnType: 'uuid[]' })
   targetSiteIds!: string[];
 
-  @Property({ type: 'uuid[]', columnType: 'uuid[]' })
+  @Property({ type: ArrayType, columnType: 'uuid[]' })
   targetGroupIds!: string[];
 
-  @Property({ type: 'uuid[]', columnType: 'uuid[]' })
+  @Property({ type: ArrayType, columnType: 'uuid[]' })
   targetDeviceIds!: string[];
 
   @Property({ type: 'boolean' })

@@ -399,26 +399,29 @@ function scheduleJobs(tx: RequestContext, occurrences: { id: string; startsAt: D
 
 /**
  * Makes the rows of a window's occurrences that overlap [from, to) and did not exist yet, and queues
- * their jobs. Occurrences that ended before the window existed never happened, and are not made.
+ * their jobs. One whose end has already passed is made `completed` (its `startedAt` null: it never
+ * ran), so a range in the past lists with ids like any other.
  */
 async function materialize(tx: RequestContext, window: MaintenanceWindow, from: Date, to: Date): Promise<void> {
   if (window.status !== 'active') return;
-  const start = new Date(Math.max(from.getTime(), window.createdAt.getTime()));
-  if (start >= to) return;
-  const wanted = occurrencesBetween(window, start, to);
+  const wanted = occurrencesBetween(window, from, to);
   if (wanted.length === 0) return;
   const rows = (await tx.em.execute(
     `insert into maintenance_occurrence (id, created_at, updated_at, window_id, org_id, site_id, starts_at, ends_at, status)
-      select gen_random_uuid(), now(), now(), ?, ?, ?, s, e, 'scheduled' from unnest(?::timestamptz[], ?::timestamptz[]) as t(s, e)
+      select gen_random_uuid(), now(), now(), ?, ?, ?, s, e, case when e <= ? then 'completed' else 'scheduled' end
+        from unnest(?::timestamptz[], ?::timestamptz[]) as t(s, e)
       on conflict (window_id, starts_at) do nothing
-      returning id, starts_at, ends_at`,
-    [window.id, window.orgId, window.siteId, wanted.map((o) => o.startsAt.toISOString()), wanted.map((o) => o.endsAt.toISOString())],
-  )) as { id: string; starts_at: Date | string; ends_at: Date | string }[];
+      returning id, starts_at, ends_at, status`,
+    [window.id, window.orgId, window.siteId, tx.runtime.clock.now(), pgArray(wanted.map((o) => o.startsAt.toISOString())), pgArray(wanted.map((o) => o.endsAt.toISOString()))],
+  )) as { id: string; starts_at: Date | string; ends_at: Date | string; status: OccurrenceStatus }[];
   scheduleJobs(
     tx,
-    rows.map((r) => ({ id: r.id, startsAt: new Date(r.starts_at), endsAt: new Date(r.ends_at) })),
+    rows.filter((r) => r.status === 'scheduled').map((r) => ({ id: r.id, startsAt: new Date(r.starts_at), endsAt: new Date(r.ends_at) })),
   );
 }
+
+/** An array parameter as PostgreSQL's literal: the ORM's raw statements would spread a JavaScript array into a list. */
+const pgArray = (values: string[]) => `{${values.join(',')}}`;
 
 /** Occurrences up to the horizon: made when a window is created or rescheduled, and extended by the tick. */
 async function scheduleAhead(tx: RequestContext, window: MaintenanceWindow): Promise<void> {

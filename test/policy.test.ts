@@ -56,6 +56,13 @@ const ACTIONS: Record<string, Action> = {
   },
   listAlertPolicies: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts/policies' }), ok: 200 },
   createAlertPolicy: { permission: 'alerts:write', request: ({ orgId }) => ({ method: 'post', path: '/alerts/policies', body: { orgId, name: 'Critical', severities: ['critical'], channelIds: [] } }), ok: 201 },
+  listAlerts: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts' }), ok: 200 },
+  listAlertRules: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts/rules' }), ok: 200 },
+  createAlertRule: {
+    permission: 'alerts:write',
+    request: ({ orgId }) => ({ method: 'post', path: '/alerts/rules', body: { orgId, name: 'Offline', targetType: 'organization', targetId: orgId, conditions: [{ type: 'offline' }], severity: 'high' } }),
+    ok: 201,
+  },
 };
 type ActionName = keyof typeof ACTIONS;
 
@@ -64,11 +71,11 @@ const ALL = Object.keys(ACTIONS) as ActionName[];
 /** The actions each seeded role may take; every other action in ACTIONS answers 403 FORBIDDEN. */
 const ALLOWED: Record<string, { scope: 'organization' | 'partner'; may: ActionName[] }> = {
   'Organization Admin': { scope: 'organization', may: ALL },
-  'Organization Technician': { scope: 'organization', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'listUsers', 'listOrganizations', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy'] },
-  'Organization Viewer': { scope: 'organization', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies'] },
+  'Organization Technician': { scope: 'organization', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'listUsers', 'listOrganizations', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy', 'listAlerts', 'listAlertRules', 'createAlertRule'] },
+  'Organization Viewer': { scope: 'organization', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies', 'listAlerts', 'listAlertRules'] },
   'Partner Admin': { scope: 'partner', may: ALL },
-  'Partner Technician': { scope: 'partner', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy'] },
-  'Partner Viewer': { scope: 'partner', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies'] },
+  'Partner Technician': { scope: 'partner', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy', 'listAlerts', 'listAlertRules', 'createAlertRule'] },
+  'Partner Viewer': { scope: 'partner', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies', 'listAlerts', 'listAlertRules'] },
 };
 
 describe.each(Object.entries(ALLOWED))('%s', (roleName, { scope, may }) => {

@@ -18,7 +18,7 @@ export const maintenanceJobs: JobDefinition<never>[] = [
   {
     name: 'maintenance.tick',
     // The safety net behind each occurrence's own jobs, and what extends windows to the horizon.
-    every: '10 seconds',
+    every: '5 seconds',
     handler: async (runtime) => {
       const moved = await maintenanceTick(RequestContext.system(runtime, 'maintenance.tick'));
       if (moved > 0) runtime.log.debug({ moved }, 'maintenance occurrences caught up');

@@ -3,12 +3,16 @@ import {
   AlertChannelPageSchema,
   AlertChannelTestResultSchema,
   AlertChannelViewSchema,
+  ChannelDeliveryPageSchema,
   CreateAlertChannelSchema,
+  ListChannelDeliveriesQuery,
   ListAlertChannelsQuery,
   UpdateAlertChannelSchema,
   createAlertChannel,
   deleteAlertChannel,
+  getAlertChannel,
   listAlertChannels,
+  listChannelDeliveries,
   testAlertChannel,
   updateAlertChannel,
 } from '../src/services/alert-channels.js';
@@ -22,6 +26,10 @@ export function alertChannelsRouter(openapi: OpenApiRegistry): RestRouter {
       listAlertChannels(ctx, query),
     )
     .post('/alerts/channels', { summary: 'Create an alert channel', body: CreateAlertChannelSchema, status: 201, response: AlertChannelViewSchema }, (ctx, { body }) => createAlertChannel(ctx, body))
+    .get('/alerts/channels/:id', { summary: 'One alert channel', params: channel, response: AlertChannelViewSchema }, (ctx, { params }) => getAlertChannel(ctx, params.id))
+    .get('/alerts/channels/:id/deliveries', { summary: "The channel's deliveries, newest first", params: channel, query: ListChannelDeliveriesQuery, response: ChannelDeliveryPageSchema }, (ctx, { params, query }) =>
+      listChannelDeliveries(ctx, params.id, query),
+    )
     .patch('/alerts/channels/:id', { summary: 'Rename, reconfigure, enable or disable an alert channel', params: channel, body: UpdateAlertChannelSchema, response: AlertChannelViewSchema }, (ctx, { params, body }) =>
       updateAlertChannel(ctx, params.id, body),
     )

@@ -7,6 +7,7 @@ import {
   UpdateAlertPolicySchema,
   createAlertPolicy,
   deleteAlertPolicy,
+  getAlertPolicy,
   listAlertPolicies,
   updateAlertPolicy,
 } from '../src/services/alert-policies.js';
@@ -18,6 +19,7 @@ export function alertPoliciesRouter(openapi: OpenApiRegistry): RestRouter {
   return new RestRouter(openapi, 'Alert policies')
     .get('/alerts/policies', { summary: "An organization's alert policies", query: ListAlertPoliciesQuery, response: AlertPolicyPageSchema }, (ctx, { query }) => listAlertPolicies(ctx, query))
     .post('/alerts/policies', { summary: 'Create an alert policy', body: CreateAlertPolicySchema, status: 201, response: AlertPolicyViewSchema }, (ctx, { body }) => createAlertPolicy(ctx, body))
+    .get('/alerts/policies/:id', { summary: 'One alert policy', params: policy, response: AlertPolicyViewSchema }, (ctx, { params }) => getAlertPolicy(ctx, params.id))
     .patch('/alerts/policies/:id', { summary: 'Change an alert policy', params: policy, body: UpdateAlertPolicySchema, response: AlertPolicyViewSchema }, (ctx, { params, body }) =>
       updateAlertPolicy(ctx, params.id, body),
     )

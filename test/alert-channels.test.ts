@@ -185,8 +185,12 @@ describe('access', () => {
     expect((await rest(app, viewer.as).patch(`/alerts/channels/${id}`, { name: 'x' })).status).toBe(403);
     expect((await rest(app, viewer.as).post(`/alerts/channels/${id}/test`)).status).toBe(403);
 
+    expect((await rest(app, viewer.as).get(`/alerts/channels/${id}`)).body).toMatchObject({ id, name: 'Private' });
+    expect((await rest(app, viewer.as).get(`/alerts/channels/${id}/deliveries`)).body.data).toEqual([]);
     for (const caller of [outsider, partnerTech]) {
       const api = rest(app, caller.as);
+      expect((await api.get(`/alerts/channels/${id}`)).status).toBe(404);
+      expect((await api.get(`/alerts/channels/${id}/deliveries`)).status).toBe(404);
       expect((await api.patch(`/alerts/channels/${id}`, { name: 'stolen' })).status).toBe(404);
       expect((await api.post(`/alerts/channels/${id}/test`)).status).toBe(404);
       expect((await api.delete(`/alerts/channels/${id}`)).status).toBe(404);

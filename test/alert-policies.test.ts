@@ -1,4 +1,4 @@
-import { raiseAlert, settleAlert } from './support/alert-events.js';
+import { raiseAlert } from './support/alert-events.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
@@ -141,6 +141,8 @@ describe('policies over REST', () => {
     expect((await rest(app, viewer.as).post('/alerts/policies', { name: 'x', severities: ['low'], channelIds: [] })).status).toBe(403);
     expect((await rest(app, viewer.as).patch(`/alerts/policies/${id}`, { name: 'x' })).status).toBe(403);
     const api = rest(app, outsider.as);
+    expect((await rest(app, viewer.as).get(`/alerts/policies/${id}`)).body).toMatchObject({ id, name: 'Mine' });
+    expect((await api.get(`/alerts/policies/${id}`)).status).toBe(404);
     expect((await api.patch(`/alerts/policies/${id}`, { name: 'x' })).status).toBe(404);
     expect((await api.delete(`/alerts/policies/${id}`)).status).toBe(404);
     expect((await api.get(`/alerts/policies?orgId=${orgId}`)).status).toBe(404);
@@ -191,7 +193,7 @@ describe('alerts through policies', () => {
     await dispatched(app, low.eventId);
     expect(await deliveriesOf(low.alertId)).toEqual([]);
 
-    await settleAlert(app, alertId, 'resolved');
+    expect((await rest(app, tech.as).post(`/alerts/${alertId}/resolve`, {})).status).toBe(200);
     await eventually(() => receiver.to('/pd/v2/enqueue').length === 2, 10_000, 'the resolve');
     expect(bodies('/pd/v2/enqueue')[1]).toEqual({ routing_key: 'routing-key-0123456789', event_action: 'resolve', dedup_key: alertId });
     await eventually(() => receiver.to('/slack/T0/B0/secret-token').length === 2, 10_000, 'the resolved message');
@@ -231,6 +233,10 @@ describe('alerts through policies', () => {
     const gaps = receiver.to('/failing').slice(1).map((r, i) => r.at - receiver.to('/failing')[i]!.at);
     expect(gaps[2]!).toBeGreaterThan(gaps[0]!);
     expect(await shown()).toEqual({ status: 'failed', error: expect.stringContaining('HTTP 503'), at: expect.any(String) });
+    const listed = await rest(app, viewer.as).get(`/alerts/channels/${failing}/deliveries`);
+    expect(listed.body.data).toEqual([
+      expect.objectContaining({ kind: 'triggered', alertId, status: 'failed', attempt: 4, responseStatus: 503, error: expect.stringContaining('unavailable'), deliveredAt: null }),
+    ]);
   });
 
   test('an alert still unacknowledged after the step’s minutes escalates (alert.escalated); an acknowledged one does not', async () => {
@@ -239,7 +245,7 @@ describe('alerts through policies', () => {
     const attended = await raiseAlert(app, { orgId, deviceId: deviceA, severity: 'critical', title: 'Someone looks' });
     await dispatched(app, waiting.eventId);
     await dispatched(app, attended.eventId);
-    await dispatched(app, await settleAlert(app, attended.alertId, 'acknowledged'));
+    expect((await rest(app, tech.as).post(`/alerts/${attended.alertId}/acknowledge`)).status).toBe(200);
 
     clock.advance(14 * 60_000);
     // Not yet due: a check that ran after the clock moved leaves the step waiting.

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { ALERT_CHANNEL_TYPES, AlertChannel, AlertChannelDelivery, CHANNEL_DELIVERY_STATUSES, type AlertChannelType, type ChannelMessageKind } from '../../entities/alert-channel.js';
+import { ALERT_CHANNEL_TYPES, AlertChannel, AlertChannelDelivery, CHANNEL_DELIVERY_STATUSES, CHANNEL_MESSAGE_KINDS, type AlertChannelType, type ChannelMessageKind } from '../../entities/alert-channel.js';
 import { AlertPolicy } from '../../entities/alert-policy.js';
 import type { RequestContext } from '../auth/context.js';
 import { authorize, loadOwned, targetOrgId } from '../auth/policy.js';
@@ -44,8 +44,8 @@ const CONFIG_SCHEMAS: Record<AlertChannelType, z.ZodObject> = { email: EmailConf
 
 type ParsedConfig = { to?: string[]; url?: string; routingKey?: string };
 
-const ChannelTypeSchema = z.enum(ALERT_CHANNEL_TYPES).meta({ title: 'AlertChannelType' });
-const DeliveryStatusSchema = z.enum(CHANNEL_DELIVERY_STATUSES).meta({ title: 'AlertChannelDeliveryStatus' });
+const ChannelTypeSchema = z.enum(ALERT_CHANNEL_TYPES).meta({ title: 'AlertChannelType', description: 'Where a channel sends: email (SMTP), slack, teams (incoming webhooks), webhook (generic JSON), pagerduty (Events API v2), sms' });
+const DeliveryStatusSchema = z.enum(CHANNEL_DELIVERY_STATUSES).meta({ title: 'AlertChannelDeliveryStatus', description: 'pending (not tried yet), delivered, retrying (failed, will be tried again) or failed (out of attempts)' });
 const ConfigInput = z
   .record(z.string(), z.unknown())
   .describe('by type: email `{to: [addresses]}`; slack, teams, webhook `{url}`; pagerduty `{routingKey}`; sms `{to: [E.164 numbers]}`');
@@ -56,42 +56,43 @@ const Name = z.string().trim().min(1).max(255);
 
 export const CreateAlertChannelSchema = z.strictObject({
   orgId: uuid().optional().describe('required for partner and system callers'),
-  name: Name,
-  type: ChannelTypeSchema,
+  name: Name.describe('shown in lists and messages'),
+  type: ChannelTypeSchema.describe('cannot change later'),
   config: ConfigInput,
   enabled: z.boolean().optional().describe('default true; a disabled channel receives nothing'),
-});
+}).meta({ title: 'CreateAlertChannelInput', description: 'A new alert channel of an organization' });
 export type CreateAlertChannelInput = z.input<typeof CreateAlertChannelSchema>;
 
 export const UpdateAlertChannelSchema = z
   .strictObject({
-    name: Name.optional(),
+    name: Name.optional().describe('a new name'),
     config: ConfigInput.optional().describe("replaces the whole configuration (the channel's type stays)"),
-    enabled: z.boolean().optional(),
+    enabled: z.boolean().optional().describe('false: the channel receives no alerts until enabled again'),
   })
+  .meta({ title: 'UpdateAlertChannelInput', description: 'The fields to change; at least one' })
   .refine((input) => Object.values(input).some((v) => v !== undefined), 'Provide at least one field to change');
 export type UpdateAlertChannelInput = z.input<typeof UpdateAlertChannelSchema>;
 
 export const ListAlertChannelsQuery = PageQuery.extend({
   orgId: uuid().optional().describe('required for partner and system callers'),
-  type: ChannelTypeSchema.optional(),
+  type: ChannelTypeSchema.optional().describe('only channels of this type'),
 }).strict();
 export type ListAlertChannelsInput = z.input<typeof ListAlertChannelsQuery>;
 
 const LastDeliverySchema = z
   .object({
-    status: DeliveryStatusSchema,
+    status: DeliveryStatusSchema.describe('its state after the latest attempt'),
     error: z.string().nullable().describe('what went wrong with the latest attempt; null once delivered'),
-    at: timestamp(),
+    at: timestamp().describe('when the latest attempt ended'),
   })
   .meta({ title: 'AlertChannelLastDelivery', description: "The channel's latest delivery (retrying: it failed and will be tried again; failed: out of attempts)" });
 
 export const AlertChannelViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    name: z.string(),
-    type: ChannelTypeSchema,
+    id: uuid().describe('the channel'),
+    orgId: uuid().describe('the organization it belongs to'),
+    name: z.string().describe('shown in lists and messages'),
+    type: ChannelTypeSchema.describe('where it sends'),
     config: z
       .object({
         to: z.array(z.string()).optional().describe('email and sms: the recipients'),
@@ -99,23 +100,23 @@ export const AlertChannelViewSchema = z
         routingKey: z.string().optional().describe('pagerduty: a masked hint of the routing key (write-only)'),
       })
       .meta({ title: 'AlertChannelConfig', description: 'The configuration as shown: secrets appear as masked hints only' }),
-    enabled: z.boolean(),
-    lastDelivery: LastDeliverySchema.nullable(),
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+    enabled: z.boolean().describe('a disabled channel receives no alerts'),
+    lastDelivery: LastDeliverySchema.nullable().describe('the latest delivery’s outcome; null before the first'),
+    createdBy: uuid().nullable().describe('the user who created it'),
+    createdAt: timestamp().describe('when it was created'),
+    updatedAt: timestamp().describe('when it last changed'),
   })
   .meta({ title: 'AlertChannel', description: "A destination of an organization's alert notifications" });
 export type AlertChannelView = z.output<typeof AlertChannelViewSchema>;
-export const AlertChannelPageSchema = pageSchema(AlertChannelViewSchema, 'AlertChannelPage');
+export const AlertChannelPageSchema = pageSchema(AlertChannelViewSchema, 'AlertChannelPage').meta({ title: 'AlertChannelPage', description: 'A page of alert channels, newest first' });
 
 export const AlertChannelTestResultSchema = z
   .object({
-    success: z.boolean(),
+    success: z.boolean().describe('whether the test message was delivered'),
     status: DeliveryStatusSchema.describe('delivered or failed (a test is not retried)'),
-    error: z.string().nullable(),
+    error: z.string().nullable().describe('what went wrong; null when delivered'),
     responseStatus: z.number().int().nullable().describe('the receiver’s HTTP status (null for email, or when no answer came)'),
-    deliveryId: uuid(),
+    deliveryId: uuid().describe('the delivery recorded for the test'),
   })
   .meta({ title: 'AlertChannelTestResult', description: 'The outcome of a test message' });
 export type AlertChannelTestResult = z.output<typeof AlertChannelTestResultSchema>;
@@ -237,6 +238,60 @@ export async function deleteAlertChannel(ctx: RequestContext, id: string): Promi
 
 // ── deliveries ───────────────────────────────────────────────────────────────────────────────────
 
+const MessageKindSchema = z.enum(CHANNEL_MESSAGE_KINDS).meta({ title: 'AlertChannelMessageKind', description: 'What a delivery told the channel: an alert triggered, escalated or resolved, or a test' });
+
+export const ListChannelDeliveriesQuery = PageQuery.extend({
+  status: DeliveryStatusSchema.optional().describe('only deliveries in this state'),
+}).strict();
+export type ListChannelDeliveriesInput = z.input<typeof ListChannelDeliveriesQuery>;
+
+export const ChannelDeliveryViewSchema = z
+  .object({
+    id: uuid().describe('the delivery'),
+    channelId: uuid().describe('the channel it went to'),
+    kind: MessageKindSchema.describe('what it told the channel'),
+    alertId: uuid().nullable().describe('the alert it was about; null for tests'),
+    policyId: uuid().nullable().describe('the policy that sent it; null for tests'),
+    status: DeliveryStatusSchema.describe('its state'),
+    attempt: z.number().int().describe('attempts made'),
+    error: z.string().nullable().describe('what went wrong with the latest attempt'),
+    responseStatus: z.number().int().nullable().describe('the receiver’s HTTP status at the latest attempt'),
+    nextAttemptAt: timestamp().nullable().describe('retrying: when it is tried again'),
+    deliveredAt: timestamp().nullable().describe('when it was delivered'),
+    createdAt: timestamp().describe('when it was queued'),
+  })
+  .meta({ title: 'AlertChannelDelivery', description: 'One message to a channel, across its attempts' });
+export type ChannelDeliveryView = z.output<typeof ChannelDeliveryViewSchema>;
+export const ChannelDeliveryPageSchema = pageSchema(ChannelDeliveryViewSchema, 'AlertChannelDeliveryPage').meta({ title: 'AlertChannelDeliveryPage', description: 'A page of a channel’s deliveries, newest first' });
+
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+/** A channel's deliveries, newest first. */
+export async function listChannelDeliveries(ctx: RequestContext, channelId: string, raw: ListChannelDeliveriesInput): Promise<Page<ChannelDeliveryView>> {
+  const query = parseInput(ListChannelDeliveriesQuery, raw);
+  const channel = await requireAlertChannel(ctx, channelId, 'read');
+  const where = { channelId: channel.id, ...(query.status ? { status: query.status } : {}) };
+  const [rows, total] = await ctx.em.findAndCount(AlertChannelDelivery, where, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(query) });
+  return toPage(
+    rows.map((d) => ({
+      id: d.id,
+      channelId: d.channelId,
+      kind: d.kind,
+      alertId: d.alertId,
+      policyId: d.policyId,
+      status: d.status,
+      attempt: d.attempt,
+      error: d.error,
+      responseStatus: d.responseStatus,
+      nextAttemptAt: iso(d.nextAttemptAt),
+      deliveredAt: iso(d.deliveredAt),
+      createdAt: d.createdAt.toISOString(),
+    })),
+    total,
+    query,
+  );
+}
+
 export interface QueuedMessage {
   channelId: string;
   orgId: string;
@@ -275,7 +330,7 @@ function retryDelayMs(attempt: number): number {
   return RETRY.initialDelayMs * RETRY.multiplier ** (attempt - 1);
 }
 
-async function unsealed(ctx: RequestContext, channel: AlertChannel): Promise<SendableChannel> {
+function unsealed(ctx: RequestContext, channel: AlertChannel): SendableChannel {
   return { id: channel.id, type: channel.type, config: channel.config as ParsedConfig, secret: channel.secret === null ? null : ctx.runtime.secrets.decrypt(channel.secret) };
 }
 
@@ -287,7 +342,7 @@ interface Outcome {
 
 async function attempt(ctx: RequestContext, channel: AlertChannel, delivery: Pick<AlertChannelDelivery, 'id' | 'message'>): Promise<Outcome> {
   try {
-    const responseStatus = await sendThroughChannel(ctx, await unsealed(ctx, channel), delivery.message as unknown as ChannelMessage, delivery.id);
+    const responseStatus = await sendThroughChannel(ctx, unsealed(ctx, channel), delivery.message as unknown as ChannelMessage, delivery.id);
     return { ok: true, error: null, responseStatus };
   } catch (error) {
     if (error instanceof ChannelSendError) return { ok: false, error: error.message.slice(0, 1000), responseStatus: error.responseStatus };

@@ -16,6 +16,8 @@ import type { DomainEvent } from '../events/types.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { queueChannelMessages, type QueuedMessage } from './alert-channels.js';
+import { AlertSeveritySchema } from './alert-conditions.js';
+import { alertEventData } from './alerts.js';
 import { recordAudit } from './audit.js';
 import { applyChanges } from './changes.js';
 import type { ChannelMessage } from './channel-senders.js';
@@ -34,7 +36,6 @@ export const ESCALATE_JOB = 'alert-policies.escalate';
 export const ESCALATION_CHECK_JOB = 'alert-policies.escalation-check';
 const ESCALATION_BATCH = 200;
 
-const SeveritySchema = z.enum(ALERT_SEVERITIES).meta({ title: 'AlertSeverity', description: 'How serious an alert is' });
 const Ids = (max: number, min = 0) => z.array(uuid()).min(min).max(max).transform((ids) => [...new Set(ids.map((id) => id.toLowerCase()))]);
 
 const targetsShape = {
@@ -53,26 +54,27 @@ const Name = z.string().trim().min(1).max(255);
 
 export const CreateAlertPolicySchema = z.strictObject({
   orgId: uuid().optional().describe('required for partner and system callers'),
-  name: Name,
-  severities: z.array(SeveritySchema).min(1).max(ALERT_SEVERITIES.length).transform((s) => [...new Set(s)]),
+  name: Name.describe('shown in lists'),
+  severities: z.array(AlertSeveritySchema).min(1).max(ALERT_SEVERITIES.length).transform((s) => [...new Set(s)]).describe('the severities of the alerts it takes'),
   channelIds: Ids(20).describe('channels of the policy’s organization that receive the alerts'),
   targets: TargetsInput.nullable().optional(),
   notifyUserIds: Ids(100).optional().describe('users of the policy’s organization who receive in-app notifications'),
-  escalationSteps: z.array(StepInput).max(10).optional(),
+  escalationSteps: z.array(StepInput).max(10).optional().describe('up to 10 steps, in any order'),
   enabled: z.boolean().optional().describe('default true'),
-});
+}).meta({ title: 'CreateAlertPolicyInput', description: 'A new alert policy of an organization' });
 export type CreateAlertPolicyInput = z.input<typeof CreateAlertPolicySchema>;
 
 export const UpdateAlertPolicySchema = z
   .strictObject({
-    name: Name.optional(),
-    severities: CreateAlertPolicySchema.shape.severities.optional(),
+    name: Name.optional().describe('a new name'),
+    severities: CreateAlertPolicySchema.shape.severities.optional().describe('replaces the severities'),
     channelIds: CreateAlertPolicySchema.shape.channelIds.optional(),
     targets: TargetsInput.nullable().optional().describe('replaces the targets; null: every device of the organization'),
     notifyUserIds: CreateAlertPolicySchema.shape.notifyUserIds,
     escalationSteps: CreateAlertPolicySchema.shape.escalationSteps.describe('replaces the steps'),
-    enabled: z.boolean().optional(),
+    enabled: z.boolean().optional().describe('false: the policy takes no alerts until enabled again'),
   })
+  .meta({ title: 'UpdateAlertPolicyInput', description: 'The fields to change; at least one' })
   .refine((input) => Object.values(input).some((v) => v !== undefined), 'Provide at least one field to change');
 export type UpdateAlertPolicyInput = z.input<typeof UpdateAlertPolicySchema>;
 
@@ -81,25 +83,32 @@ export type ListAlertPoliciesInput = z.input<typeof ListAlertPoliciesQuery>;
 
 export const AlertPolicyViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    name: z.string(),
-    severities: z.array(SeveritySchema),
-    channelIds: z.array(uuid()),
+    id: uuid().describe('the policy'),
+    orgId: uuid().describe('the organization it belongs to'),
+    name: z.string().describe('shown in lists'),
+    severities: z.array(AlertSeveritySchema).describe('the severities of the alerts it takes'),
+    channelIds: z.array(uuid()).describe('channels that receive its alerts'),
     targets: z
-      .object({ siteIds: z.array(uuid()), groupIds: z.array(uuid()), deviceIds: z.array(uuid()) })
+      .object({ siteIds: z.array(uuid()).describe('devices of these sites'), groupIds: z.array(uuid()).describe('devices in these groups'), deviceIds: z.array(uuid()).describe('these devices') })
+      .meta({ title: 'AlertPolicyTargets', description: 'A device matches through its site, its groups or its id' })
       .nullable()
-      .meta({ title: 'AlertPolicyTargets', description: 'A device matches through its site, its groups or its id; null: every device of the organization' }),
-    notifyUserIds: z.array(uuid()),
-    escalationSteps: z.array(z.object({ afterMinutes: z.number().int(), channelIds: z.array(uuid()) }).meta({ title: 'AlertEscalationStep', description: StepInput.description })),
-    enabled: z.boolean(),
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+      .describe('the devices whose alerts it takes; null: every device of the organization'),
+    notifyUserIds: z.array(uuid()).describe('users who receive in-app notifications of its alerts'),
+    escalationSteps: z
+      .array(
+        z
+          .object({ afterMinutes: z.number().int().describe('minutes after the alert was raised'), channelIds: z.array(uuid()).describe('channels notified then') })
+          .meta({ title: 'AlertEscalationStep', description: StepInput.description }),
+      )
+      .describe('by afterMinutes'),
+    enabled: z.boolean().describe('a disabled policy takes no alerts'),
+    createdBy: uuid().nullable().describe('the user who created it'),
+    createdAt: timestamp().describe('when it was created'),
+    updatedAt: timestamp().describe('when it last changed'),
   })
   .meta({ title: 'AlertPolicy', description: 'Which channels and users hear of which alerts of an organization, and how they escalate' });
 export type AlertPolicyView = z.output<typeof AlertPolicyViewSchema>;
-export const AlertPolicyPageSchema = pageSchema(AlertPolicyViewSchema, 'AlertPolicyPage');
+export const AlertPolicyPageSchema = pageSchema(AlertPolicyViewSchema, 'AlertPolicyPage').meta({ title: 'AlertPolicyPage', description: 'A page of alert policies, newest first' });
 
 function policyView(policy: AlertPolicy): AlertPolicyView {
   const t = policy.targets;
@@ -355,11 +364,7 @@ export async function escalateDue(ctx: RequestContext, escalationId?: string): P
         tx,
         step.channelIds.map((channelId) => ({ channelId, orgId: alert.orgId, kind: 'escalated' as const, alertId: alert.id, policyId: policy.id, dedupKey: `${alert.id}:escalated:${policy.id}:${escalation.step}`, message })),
       );
-      await emit(tx, {
-        type: 'alert.escalated',
-        orgId: alert.orgId,
-        data: { alertId: alert.id, orgId: alert.orgId, siteId: alert.siteId, deviceId: alert.deviceId, ruleId: alert.ruleId, severity: alert.severity, status: alert.status, title: alert.title },
-      });
+      await emit(tx, { type: 'alert.escalated', orgId: alert.orgId, data: alertEventData(alert) });
     }
     await tx.em.flush();
     return escalated;

@@ -20,22 +20,22 @@ export const NOTIFICATION_TOPIC = 'notification_added';
 
 export const NotificationViewSchema = z
   .object({
-    id: uuid(),
+    id: uuid().describe('the notification'),
     orgId: uuid().describe('the organization it is about'),
     type: z.string().describe('what it is about: `alert`'),
-    title: z.string(),
-    message: z.string().nullable(),
+    title: z.string().describe('the headline'),
+    message: z.string().nullable().describe('the details, when there are any'),
     severity: z.string().nullable().describe('alerts: the alert’s severity'),
-    alertId: uuid().nullable(),
-    read: z.boolean(),
-    readAt: timestamp().nullable(),
-    createdAt: timestamp(),
+    alertId: uuid().nullable().describe('the alert it is about, if any'),
+    read: z.boolean().describe('whether it has been marked read'),
+    readAt: timestamp().nullable().describe('when it was marked read'),
+    createdAt: timestamp().describe('when it was created'),
   })
   .meta({ title: 'Notification', description: 'An in-app notification of the calling user' });
 export type NotificationView = z.output<typeof NotificationViewSchema>;
-export const NotificationPageSchema = pageSchema(NotificationViewSchema, 'NotificationPage');
+export const NotificationPageSchema = pageSchema(NotificationViewSchema, 'NotificationPage').meta({ title: 'NotificationPage', description: 'A page of notifications, newest first' });
 
-export const NotificationCountSchema = z.object({ count: z.number().int().describe('unread notifications') }).meta({ title: 'NotificationCount' });
+export const NotificationCountSchema = z.object({ count: z.number().int().describe('unread notifications') }).meta({ title: 'NotificationCount', description: 'A count of notifications' });
 export type NotificationCount = z.output<typeof NotificationCountSchema>;
 
 export const ListNotificationsQuery = PageQuery.extend({
@@ -43,7 +43,9 @@ export const ListNotificationsQuery = PageQuery.extend({
 }).strict();
 export type ListNotificationsInput = z.input<typeof ListNotificationsQuery>;
 
-export const UpdateNotificationSchema = z.strictObject({ read: z.boolean().describe('true marks it read, false unread again') });
+export const UpdateNotificationSchema = z
+  .strictObject({ read: z.boolean().describe('true marks it read, false unread again') })
+  .meta({ title: 'UpdateNotificationInput', description: 'The change to one notification' });
 export type UpdateNotificationInput = z.input<typeof UpdateNotificationSchema>;
 
 function notificationView(n: Notification): NotificationView {
@@ -103,7 +105,7 @@ export async function deleteNotification(ctx: RequestContext, id: string): Promi
   await ctx.em.nativeDelete(Notification, { id: row.id });
 }
 
-export const NotificationsClearedSchema = z.object({ deleted: z.number().int().describe('notifications deleted') }).meta({ title: 'NotificationsCleared' });
+export const NotificationsClearedSchema = z.object({ deleted: z.number().int().describe('notifications deleted') }).meta({ title: 'NotificationsCleared', description: 'What clearing deleted' });
 
 /** Deletes every notification of the caller; answers how many. */
 export async function clearNotifications(ctx: RequestContext): Promise<z.output<typeof NotificationsClearedSchema>> {

@@ -2,7 +2,7 @@ import { Alert, type AlertSeverity } from '../../entities/alert.js';
 import { RequestContext } from '../../src/auth/context.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { emit } from '../../src/events/outbox.js';
-import type { AlertEventData } from '../../src/events/types.js';
+import { alertEventData } from '../../src/services/alerts.js';
 import type { TestApp } from './app.js';
 
 export interface RaisedAlert {
@@ -10,8 +10,6 @@ export interface RaisedAlert {
   /** the outbox event that announced it (wait for it with `dispatched`) */
   eventId: string;
 }
-
-const eventData = (a: Alert): AlertEventData => ({ alertId: a.id, orgId: a.orgId, siteId: a.siteId, deviceId: a.deviceId, ruleId: a.ruleId, severity: a.severity, status: a.status, title: a.title });
 
 /**
  * An alert as the alert domain raises one: the row and its `alert.triggered` event in one transaction
@@ -34,20 +32,7 @@ export async function raiseAlert(
       triggeredAt: runtime.clock.now(),
     });
     await tx.em.flush();
-    const event = await emit(tx, { type: 'alert.triggered', orgId: alert.orgId, data: eventData(alert) });
+    const event = await emit(tx, { type: 'alert.triggered', orgId: alert.orgId, data: alertEventData(alert) });
     return { alertId: alert.id, eventId: event.id };
-  });
-}
-
-/** Acknowledges or resolves an alert as the alert domain does: the row and its event together. */
-export async function settleAlert(app: TestApp, alertId: string, how: 'acknowledged' | 'resolved'): Promise<string> {
-  const runtime = app.server.runtime;
-  return withTransaction(RequestContext.system(runtime, `test: alert ${how}`), async (tx) => {
-    const alert = await tx.em.findOneOrFail(Alert, { id: alertId });
-    alert.status = how;
-    if (how === 'acknowledged') alert.acknowledgedAt = runtime.clock.now();
-    else alert.resolvedAt = runtime.clock.now();
-    await tx.em.flush();
-    return (await emit(tx, { type: how === 'acknowledged' ? 'alert.acknowledged' : 'alert.resolved', orgId: alert.orgId, data: eventData(alert) })).id;
   });
 }

@@ -161,7 +161,7 @@ describe('occurrences and devices', () => {
     expect((await rest(app, tech.as).get('/maintenance/active')).body.data).toEqual([]);
   });
 
-  test('a device silent through its maintenance returns offline; the offline sweep leaves devices in maintenance', async () => {
+  test('a device silent through its maintenance returns offline; the offline sweep leaves devices in maintenance; a device enrolled meanwhile joins it', async () => {
     const { tech, key } = await fleet(app);
     const agent = await enroll(app, key);
     const created = await createWindow(tech.as, { startsAt: localUtc(new Date(clock.now().getTime() + 86_400_000)) });
@@ -175,8 +175,11 @@ describe('occurrences and devices', () => {
     await sweepDeviceStatus(RequestContext.system(app.server.runtime, 'test: devices.status-sweep'));
     expect((await sql(app, 'select status from device where id = ?', [witness.deviceId]))[0].status).toBe('offline');
     expect(await deviceStatus(tech.as, agent.deviceId)).toBe('maintenance');
+    // A device enrolled during the occurrence joins it within a tick.
+    const late = await enroll(app, key);
+    await eventually(async () => (await deviceStatus(tech.as, late.deviceId)) === 'maintenance', 15_000, 'the late device in maintenance');
     await rest(app, tech.as).post(`/maintenance/occurrences/${occurrence!.id}/end`);
-    expect(await deviceStatus(tech.as, agent.deviceId)).toBe('offline');
+    expect([await deviceStatus(tech.as, agent.deviceId), await deviceStatus(tech.as, late.deviceId)]).toEqual(['offline', 'online']);
   });
 
   test('Agenda starts and ends an occurrence at its instants, by the service clock', async () => {

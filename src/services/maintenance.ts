@@ -98,14 +98,17 @@ export function patchingDeferredDeviceIds(ctx: RequestContext, deviceIds: string
  * they were last seen. Each change goes through `changeStatus` (its event), under the device's lock.
  */
 async function reconcileDeviceStatuses(tx: RequestContext, orgId: string): Promise<void> {
+  // Only the devices whose status is wrong: the tick runs this every few seconds, and a device locked for nothing would hold up its heartbeat.
   const rows = (await tx.em.execute(
-    `select d.id, ${UNDER_MAINTENANCE()} as covered from device d
-      where d.org_id = ? and (d.status = 'maintenance' or (d.status in ('online', 'offline', 'updating') and ${UNDER_MAINTENANCE()}))
-      order by d.id`,
+    `select id, covered from (
+        select d.id, d.status, ${UNDER_MAINTENANCE()} as covered from device d where d.org_id = ? and d.status in ('online', 'offline', 'updating', 'maintenance')
+      ) as standing
+      where covered <> (status = 'maintenance')
+      order by id`,
     [orgId],
   )) as { id: string; covered: boolean }[];
-  const entering = new Set(rows.filter((r) => r.covered).map((r) => r.id));
   if (rows.length === 0) return;
+  const entering = new Set(rows.filter((r) => r.covered).map((r) => r.id));
   const now = tx.runtime.clock.now();
   const silentSince = now.getTime() - tx.runtime.config.devices.offlineAfterSeconds * 1000;
   const devices = await tx.em.find(Device, { id: { $in: rows.map((r) => r.id) } }, { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' }, refresh: true });
@@ -472,7 +475,8 @@ export async function runOccurrenceJob(ctx: RequestContext, occurrenceId: string
 
 /**
  * The recurring catch-up: occurrences whose start or end has passed without their job (a crash, a
- * clock moved) move on, and windows get their occurrences up to the horizon. Answers how many moved.
+ * clock moved) move on, device statuses follow target changes during an occurrence, and windows get
+ * their occurrences up to the horizon. Answers how many occurrences moved.
  */
 export async function maintenanceTick(ctx: RequestContext): Promise<number> {
   const now = ctx.runtime.clock.now();
@@ -488,6 +492,9 @@ export async function maintenanceTick(ctx: RequestContext): Promise<number> {
       if (occurrence && (await advance(tx, occurrence))) moved += 1;
     });
   }
+  // Devices that joined a target (enrolled, moved, a group's new member) or left one while an occurrence is under way.
+  const orgs = (await ctx.em.execute(`select distinct org_id from maintenance_occurrence where status = 'active' limit ?`, [TICK_BATCH])) as { org_id: string }[];
+  for (const { org_id: orgId } of orgs) await withTransaction(ctx, (tx) => reconcileDeviceStatuses(tx, orgId));
   const refill = new Date(now.getTime() + HORIZON_MS - DAY_MS);
   const windows = await ctx.em.find(MaintenanceWindow, { status: 'active', $or: [{ scheduledThrough: null }, { scheduledThrough: { $lt: refill } }] }, { fields: ['id'], limit: TICK_BATCH });
   for (const { id } of windows) {

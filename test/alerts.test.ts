@@ -6,7 +6,7 @@ import { gql, rest, type As } from './support/clients.js';
 import { sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
-import { buildOrg, buildUser, type BuiltUser } from './support/factories.js';
+import { buildOrg, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 // Alerts as people see and handle them: lists, summary, acknowledge/resolve/suppress, GraphQL and the live subscription.
 
@@ -198,4 +198,67 @@ test('alertChanged delivers a triggered alert raised on the other instance, and 
   await eventually(() => live.items.length > 0 && everything.items.length > 0, 10_000, 'the alert');
   expect(live.items).toEqual([{ id: expect.any(String), status: 'active', deviceId: agents[1]!.deviceId }]);
   expect(everything.items.map((i) => i.deviceId)).toEqual([agents[1]!.deviceId]);
+});
+
+test('alerts of one site within minutes are one incident; analyze regroups; templates and incidents of another organization are not found', async () => {
+  const { org, api, user, agents } = await setup();
+  const site = await buildSite(app, org.id);
+  const key = await api.post('/enrollment-keys', { name: 'Branch', siteId: site.id });
+  const [x, y] = [await enroll(app, key.body.key, 'x-ray'), await enroll(app, key.body.key, 'yankee')];
+  await raise(x, { cpuPercent: 99 });
+  await raise(y, { cpuPercent: 99, ramPercent: 99 });
+  await raise(agents[0]!, { cpuPercent: 99 });
+  const mine = rest(app, user.as);
+  const groups = (await mine.get('/alert-templates/correlations/groups')).body.data;
+  expect(groups.map((g: { key: string; alertCount: number; severity: string }) => [g.key, g.alertCount, g.severity]).sort()).toEqual(
+    [[`site:${site.id}`, 3, 'critical'], [`device:${agents[0]!.deviceId}`, 1, 'high']].sort(),
+  );
+  const siteGroup = groups.find((g: { key: string }) => g.key === `site:${site.id}`);
+  const links = (await mine.get(`/alert-templates/correlations?groupId=${siteGroup.id}`)).body.data;
+  expect(links.map((l: { deviceId: string }) => l.deviceId).sort()).toEqual([x.deviceId, y.deviceId, y.deviceId].sort());
+  const analyzed = await mine.post('/alert-templates/correlations/analyze', {});
+  expect(analyzed.body).toEqual({ groups: 2, alerts: 4 });
+  expect((await mine.get('/alert-templates/correlations/groups')).body.data.map((g: { alertCount: number }) => g.alertCount).sort()).toEqual([1, 3]);
+
+  const template = await mine.post('/alert-templates/templates', { name: 'Hot', conditions: [{ type: 'metric', metric: 'cpuPercent', operator: 'gt', threshold: 95 }], severity: 'high' });
+  expect(template.status).toBe(201);
+  expect((await mine.patch(`/alert-templates/templates/${template.body.id}`, { severity: 'critical' })).body.severity).toBe('critical');
+  expect((await mine.post('/alert-templates/templates', { name: 'Hot', conditions: [{ type: 'offline' }], severity: 'high' })).status).toBe(409);
+  expect((await mine.post('/alert-templates/templates', { name: 'Bad', conditions: [{ type: 'watchdog' }], severity: 'high' })).status).toBe(400);
+
+  const stranger = await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Admin' });
+  const them = rest(app, stranger.as);
+  for (const res of [
+    await them.patch(`/alert-templates/templates/${template.body.id}`, { name: 'mine' }),
+    await them.delete(`/alert-templates/templates/${template.body.id}`),
+    await them.post('/alert-templates/correlations/analyze', { orgId: org.id }),
+  ])
+    expect([res.status, res.body.code]).toEqual([404, 'NOT_FOUND']);
+  expect((await them.get('/alert-templates/templates')).body.data).toEqual([]);
+  expect((await them.get(`/alert-templates/correlations/groups?orgId=${org.id}`)).body.data).toEqual([]);
+  expect((await them.get('/alert-templates/correlations')).body.data).toEqual([]);
+  const builtIn = (await them.get('/alert-templates/templates/built-in')).body.data;
+  expect((await them.patch(`/alert-templates/templates/${builtIn[0].id}`, { name: 'mine' })).status).toBe(404);
+  const viaGraphql = await gql(app, stranger.as, 'mutation($id: ID!) { deleteAlertTemplate(id: $id) }', { id: template.body.id });
+  expect(viaGraphql.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+  expect((await rest(app, (await buildUser(app, { orgId: org.id, role: 'Organization Viewer' })).as).delete(`/alert-templates/templates/${template.body.id}`)).status).toBe(403);
+  expect((await mine.delete(`/alert-templates/templates/${template.body.id}`)).status).toBe(204);
+});
+
+test('an alert raised under a maintenance window that suppresses alerts is recorded suppressed and triggers no event', async () => {
+  const { org, api, user, agents } = await setup();
+  const window = await api.post('/maintenance/windows', {
+    name: 'Now',
+    timezone: 'UTC',
+    startsAt: new Date(Date.now() - 60_000).toISOString().slice(0, 19),
+    durationMinutes: 60,
+    recurrence: { type: 'once' },
+    suppressAlerts: true,
+  });
+  expect([window.status, window.body.message]).toEqual([201, undefined]);
+  await eventually(async () => (await sql(app, `select 1 from maintenance_occurrence where window_id = ? and status = 'active'`, [window.body.id])).length === 1, 15_000, 'the window to start');
+  await raise(agents[0]!, { cpuPercent: 99 });
+  const [alert] = (await rest(app, user.as).get(`/alerts?deviceId=${agents[0]!.deviceId}`)).body.data;
+  expect(alert).toMatchObject({ status: 'suppressed', orgId: org.id });
+  expect(await sql(app, `select type from outbox_event where data->>'alertId' = ?`, [alert.id])).toEqual([]);
 });

@@ -11,7 +11,7 @@ const OperatorSchema = z.enum(METRIC_OPERATORS).meta({ title: 'MetricOperator', 
 const MAX_DURATION_SECONDS = 7 * 24 * 3600;
 
 const conditionShape = {
-  type: ConditionTypeSchema,
+  type: ConditionTypeSchema.describe('what the condition watches'),
   metric: z.string().trim().min(1).max(100).optional().describe('metric conditions: a heartbeat metric, e.g. cpuPercent, ramPercent, diskPercent'),
   operator: OperatorSchema.optional().describe('metric conditions: how the metric compares to the threshold'),
   threshold: z.number().finite().optional().describe('metric conditions: the value compared with'),

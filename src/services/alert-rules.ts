@@ -30,19 +30,19 @@ const TargetTypeSchema = z.enum(ALERT_TARGET_TYPES).meta({ title: 'AlertTargetTy
 
 export const AlertRuleViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    name: z.string(),
+    id: uuid().describe('the rule'),
+    orgId: uuid().describe('the organization it belongs to'),
+    name: z.string().describe('shown in alert titles'),
     templateId: uuid().nullable().describe('the template the rule was made from'),
     targetType: TargetTypeSchema,
     targetId: uuid().describe('the organization, site, group or device watched'),
-    conditions: z.array(AlertConditionViewSchema),
-    severity: AlertSeveritySchema,
+    conditions: z.array(AlertConditionViewSchema).describe('every one must hold'),
+    severity: AlertSeveritySchema.describe('the severity of its alerts'),
     cooldownMinutes: z.number().int().describe('after an alert of the rule resolves, how long before it may fire again for that device'),
     autoResolve: z.boolean().describe('resolve the alert when its conditions clear'),
-    enabled: z.boolean(),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+    enabled: z.boolean().describe('a disabled rule raises nothing'),
+    createdAt: timestamp().describe('when it was created'),
+    updatedAt: timestamp().describe('when it last changed'),
   })
   .meta({ title: 'AlertRule', description: 'When every condition holds for a device the rule watches, an alert is raised for it' });
 export type AlertRuleView = z.output<typeof AlertRuleViewSchema>;
@@ -124,9 +124,9 @@ const cooldown = z.number().int().min(0).max(7 * 24 * 60);
 
 export const CreateAlertRuleSchema = z.strictObject({
   orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
-  name: ruleName,
+  name: ruleName.describe('shown in alert titles'),
   templateId: uuid().optional().describe('a built-in or the organization’s template: its conditions and severity unless given here'),
-  targetType: TargetTypeSchema,
+  targetType: TargetTypeSchema.describe('what the rule watches'),
   targetId: uuid().describe('the organization, site, group or device to watch'),
   conditions: ConditionsSchema.optional().describe('required without a template'),
   severity: AlertSeveritySchema.optional().describe('required without a template'),
@@ -137,21 +137,21 @@ export const CreateAlertRuleSchema = z.strictObject({
 export type CreateAlertRuleInput = z.input<typeof CreateAlertRuleSchema>;
 
 export const UpdateAlertRuleSchema = z.strictObject({
-  name: ruleName.optional(),
+  name: ruleName.optional().describe('shown in alert titles'),
   targetType: TargetTypeSchema.optional().describe('with targetId'),
   targetId: uuid().optional().describe('with targetType'),
-  conditions: ConditionsSchema.optional(),
-  severity: AlertSeveritySchema.optional(),
-  cooldownMinutes: cooldown.optional(),
-  autoResolve: z.boolean().optional(),
-  enabled: z.boolean().optional(),
+  conditions: ConditionsSchema.optional().describe('replaces every condition'),
+  severity: AlertSeveritySchema.optional().describe('the severity of alerts raised from now on'),
+  cooldownMinutes: cooldown.optional().describe('after an alert resolves, minutes before it may fire again for that device'),
+  autoResolve: z.boolean().optional().describe('resolve alerts when their conditions clear'),
+  enabled: z.boolean().optional().describe('a disabled rule raises nothing'),
 });
 export type UpdateAlertRuleInput = z.input<typeof UpdateAlertRuleSchema>;
 
 export const AlertRuleListQuery = PageQuery.extend({
-  orgId: uuid().optional(),
+  orgId: uuid().optional().describe('only rules of this organization'),
   enabled: z.boolean().or(queryBoolean).optional().describe('only enabled (true) or disabled (false) rules'),
-  severity: AlertSeveritySchema.optional(),
+  severity: AlertSeveritySchema.optional().describe('only rules of this severity'),
 }).strict();
 export type AlertRuleListInput = z.input<typeof AlertRuleListQuery>;
 
@@ -262,8 +262,8 @@ export type TestAlertRuleInput = z.input<typeof TestAlertRuleSchema>;
 export const AlertRuleTestResultSchema = z
   .object({
     wouldFire: z.array(
-      z.object({ deviceId: uuid(), hostname: z.string(), reason: z.string().describe('the values that make the conditions hold') }).meta({ title: 'AlertRuleTestHit' }),
-    ),
+      z.object({ deviceId: uuid().describe('a device the rule would fire for'), hostname: z.string().describe('its hostname'), reason: z.string().describe('the values that make the conditions hold') }).meta({ title: 'AlertRuleTestHit' }),
+    ).describe('devices whose current data makes every condition hold'),
   })
   .meta({ title: 'AlertRuleTestResult', description: 'The devices the rule would raise an alert for now (durations aside); nothing is raised' });
 export type AlertRuleTestResult = z.output<typeof AlertRuleTestResultSchema>;

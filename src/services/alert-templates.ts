@@ -77,20 +77,20 @@ const BUILT_IN: BuiltInTemplate[] = [
 
 export const AlertTemplateViewSchema = z
   .object({
-    id: uuid(),
+    id: uuid().describe('the template (built-in ones have fixed ids)'),
     orgId: uuid().nullable().describe('null for built-in templates'),
-    name: z.string(),
-    description: z.string().nullable(),
-    conditions: z.array(AlertConditionViewSchema),
-    severity: AlertSeveritySchema,
-    builtIn: z.boolean(),
+    name: z.string().describe('shown when choosing one'),
+    description: z.string().nullable().describe('what it watches'),
+    conditions: z.array(AlertConditionViewSchema).describe('the conditions a rule made from it takes'),
+    severity: AlertSeveritySchema.describe('the severity a rule made from it takes'),
+    builtIn: z.boolean().describe('one of the service’s own templates'),
     createdAt: timestamp().nullable().describe('null for built-in templates'),
     updatedAt: timestamp().nullable().describe('null for built-in templates'),
   })
   .meta({ title: 'AlertTemplate', description: 'Conditions and severity a rule can start from' });
 export type AlertTemplateView = z.output<typeof AlertTemplateViewSchema>;
 export const AlertTemplatePageSchema = pageSchema(AlertTemplateViewSchema, 'AlertTemplatePage');
-export const AlertTemplateListSchema = z.object({ data: z.array(AlertTemplateViewSchema) }).meta({ title: 'AlertTemplateList' });
+export const AlertTemplateListSchema = z.object({ data: z.array(AlertTemplateViewSchema).describe('every built-in template') }).meta({ title: 'AlertTemplateList', description: 'The built-in templates' });
 
 const builtInView = (t: BuiltInTemplate): AlertTemplateView => ({ ...t, orgId: null, builtIn: true, createdAt: null, updatedAt: null });
 
@@ -122,7 +122,7 @@ export async function listBuiltInTemplates(ctx: RequestContext): Promise<{ data:
   return { data: BUILT_IN.map(builtInView) };
 }
 
-export const AlertTemplateListQuery = PageQuery.extend({ orgId: uuid().optional() }).strict();
+export const AlertTemplateListQuery = PageQuery.extend({ orgId: uuid().optional().describe('only templates of this organization') }).strict();
 export type AlertTemplateListInput = z.input<typeof AlertTemplateListQuery>;
 
 /** The organizations' own templates, by name (the built-in ones are listed apart). */
@@ -139,17 +139,17 @@ const templateDescription = z.string().trim().max(2000).nullable().optional();
 
 export const CreateAlertTemplateSchema = z.strictObject({
   orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
-  name: templateName,
-  description: templateDescription,
-  conditions: ConditionsSchema,
-  severity: AlertSeveritySchema,
+  name: templateName.describe('unique in the organization'),
+  description: templateDescription.describe('what it watches'),
+  conditions: ConditionsSchema.describe('the conditions rules made from it take'),
+  severity: AlertSeveritySchema.describe('the severity rules made from it take'),
 });
 export type CreateAlertTemplateInput = z.input<typeof CreateAlertTemplateSchema>;
 export const UpdateAlertTemplateSchema = z.strictObject({
-  name: templateName.optional(),
-  description: templateDescription,
-  conditions: ConditionsSchema.optional(),
-  severity: AlertSeveritySchema.optional(),
+  name: templateName.optional().describe('unique in the organization'),
+  description: templateDescription.describe('what it watches'),
+  conditions: ConditionsSchema.optional().describe('replaces every condition (rules already made keep theirs)'),
+  severity: AlertSeveritySchema.optional().describe('the severity rules made from now on take'),
 });
 export type UpdateAlertTemplateInput = z.input<typeof UpdateAlertTemplateSchema>;
 
@@ -223,14 +223,14 @@ export async function correlate(tx: RequestContext, alert: Alert): Promise<void>
 
 export const CorrelationGroupViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    siteId: uuid().nullable(),
+    id: uuid().describe('the incident'),
+    orgId: uuid().describe('the organization it belongs to'),
+    siteId: uuid().nullable().describe('the site its alerts share; null for a device without a site'),
     key: z.string().describe('what the alerts share: site:<id>, or device:<id> for devices without a site'),
     severity: AlertSeveritySchema.describe('the gravest of its alerts'),
-    alertCount: z.number().int(),
-    firstAlertAt: timestamp(),
-    lastAlertAt: timestamp(),
+    alertCount: z.number().int().describe('alerts grouped in it'),
+    firstAlertAt: timestamp().describe('when its first alert was raised'),
+    lastAlertAt: timestamp().describe('when its latest alert was raised'),
   })
   .meta({ title: 'AlertCorrelationGroup', description: `Alerts of one site raised within ${CORRELATION_WINDOW_MINUTES} minutes of each other: one incident` });
 export type CorrelationGroupView = z.output<typeof CorrelationGroupViewSchema>;
@@ -247,7 +247,7 @@ const groupView = (g: AlertCorrelationGroup): CorrelationGroupView => ({
   lastAlertAt: g.lastAlertAt.toISOString(),
 });
 
-export const CorrelationGroupListQuery = PageQuery.extend({ orgId: uuid().optional(), siteId: uuid().optional() }).strict();
+export const CorrelationGroupListQuery = PageQuery.extend({ orgId: uuid().optional().describe('only incidents of this organization'), siteId: uuid().optional().describe('only incidents of this site') }).strict();
 export type CorrelationGroupListInput = z.input<typeof CorrelationGroupListQuery>;
 
 /** Incidents, latest first. Site-limited callers see their sites' only. */
@@ -262,17 +262,17 @@ export async function listCorrelationGroups(ctx: RequestContext, rawQuery: Corre
 
 export const CorrelationViewSchema = z
   .object({
-    groupId: uuid(),
-    alertId: uuid(),
-    deviceId: uuid(),
-    siteId: uuid().nullable(),
-    severity: AlertSeveritySchema,
-    title: z.string(),
-    triggeredAt: timestamp(),
+    groupId: uuid().describe('the incident'),
+    alertId: uuid().describe('the alert'),
+    deviceId: uuid().describe('the alert’s device'),
+    siteId: uuid().nullable().describe('the alert’s site'),
+    severity: AlertSeveritySchema.describe('the alert’s severity'),
+    title: z.string().describe('the alert’s title'),
+    triggeredAt: timestamp().describe('when the alert was raised'),
   })
   .meta({ title: 'AlertCorrelation', description: 'An alert and the incident (correlation group) it belongs to' });
 export const CorrelationPageSchema = pageSchema(CorrelationViewSchema, 'AlertCorrelationPage');
-export const CorrelationListQuery = PageQuery.extend({ orgId: uuid().optional(), groupId: uuid().optional() }).strict();
+export const CorrelationListQuery = PageQuery.extend({ orgId: uuid().optional().describe('only alerts of this organization'), groupId: uuid().optional().describe('only alerts of this incident') }).strict();
 export type CorrelationListInput = z.input<typeof CorrelationListQuery>;
 
 /** Which alert belongs to which incident, latest first (optionally of one incident). */
@@ -290,7 +290,7 @@ export const AnalyzeCorrelationsSchema = z.strictObject({ orgId: uuid().optional
 export type AnalyzeCorrelationsInput = z.input<typeof AnalyzeCorrelationsSchema>;
 export const CorrelationAnalysisSchema = z
   .object({ groups: z.number().int().describe('incidents after the analysis'), alerts: z.number().int().describe('unresolved alerts regrouped') })
-  .meta({ title: 'AlertCorrelationAnalysis' });
+  .meta({ title: 'AlertCorrelationAnalysis', description: 'What a regrouping found' });
 export type CorrelationAnalysis = z.output<typeof CorrelationAnalysisSchema>;
 
 /** Regroups the organization's unresolved alerts from scratch, oldest first; incidents left empty go. */

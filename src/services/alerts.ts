@@ -28,18 +28,18 @@ export const AlertStatusSchema = z.enum(ALERT_STATUSES).meta({ title: 'AlertStat
 
 export const AlertViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    siteId: uuid().nullable(),
-    deviceId: uuid(),
-    ruleId: uuid().nullable().describe('null once the rule is deleted'),
+    id: uuid().describe('the alert'),
+    orgId: uuid().describe('the organization of its device'),
+    siteId: uuid().nullable().describe('the site of its device when it was raised'),
+    deviceId: uuid().describe('the device its rule fired for'),
+    ruleId: uuid().nullable().describe('the rule that raised it; null once the rule is deleted'),
     severity: AlertSeveritySchema,
     status: AlertStatusSchema,
-    title: z.string(),
-    message: z.string().nullable(),
-    triggeredAt: timestamp(),
-    acknowledgedAt: timestamp().nullable(),
-    resolvedAt: timestamp().nullable(),
+    title: z.string().describe('the rule’s name and the device’s hostname'),
+    message: z.string().nullable().describe('the values that made the conditions hold'),
+    triggeredAt: timestamp().describe('when it was raised'),
+    acknowledgedAt: timestamp().nullable().describe('when someone acknowledged it'),
+    resolvedAt: timestamp().nullable().describe('when it was resolved (by hand, or its conditions cleared)'),
     suppressedUntil: timestamp().nullable().describe('suppressed by hand: until when'),
     correlationGroupId: uuid().nullable().describe('the incident (correlation group) it belongs to'),
   })
@@ -90,19 +90,19 @@ function accessibleAlert(ctx: RequestContext, id: string, permission: 'alerts:re
 // ── lists ───────────────────────────────────────────────────────────────────────────────────────
 
 const filters = {
-  status: AlertStatusSchema.optional().describe('every status by default'),
-  severity: AlertSeveritySchema.optional(),
-  orgId: uuid().optional(),
-  siteId: uuid().optional(),
-  deviceId: uuid().optional(),
+  status: AlertStatusSchema.optional().describe('only alerts in this status (every status by default)'),
+  severity: AlertSeveritySchema.optional().describe('only alerts of this severity'),
+  orgId: uuid().optional().describe('only alerts of this organization'),
+  siteId: uuid().optional().describe('only alerts of this site'),
+  deviceId: uuid().optional().describe('only alerts of this device'),
   since: isoDateTime().optional().describe('triggered at or after'),
   until: isoDateTime().optional().describe('triggered before'),
 };
 export const AlertListQuery = z.strictObject({ ...filters, cursor: CursorQuery.shape.cursor.describe('`nextCursor` of the previous page'), limit: CursorQuery.shape.limit });
 export type AlertListInput = z.input<typeof AlertListQuery>;
 export const AlertPageSchema = z
-  .object({ data: z.array(AlertViewSchema), nextCursor: z.string().nullable().describe('pass back as `cursor` for the next page; null on the last'), limit: z.number().int() })
-  .meta({ title: 'AlertPage' });
+  .object({ data: z.array(AlertViewSchema).describe('the page’s alerts'), nextCursor: z.string().nullable().describe('pass back as `cursor` for the next page; null on the last'), limit: z.number().int().describe('the page size asked for') })
+  .meta({ title: 'AlertPage', description: 'A page of alerts, newest first' });
 export type AlertPage = z.output<typeof AlertPageSchema>;
 
 async function alertFilter(ctx: RequestContext, query: z.output<z.ZodObject<typeof filters>>): Promise<FilterQuery<Alert>> {
@@ -142,14 +142,14 @@ export async function alertsConnection(ctx: RequestContext, rawArgs: AlertConnec
   return { edges, pageInfo: { hasNextPage: page.nextCursor !== null, endCursor: edges.at(-1)?.cursor ?? null }, totalCount: () => ctx.em.count(Alert, filter) };
 }
 
-const counts = <T extends readonly string[]>(keys: T) => z.object(Object.fromEntries(keys.map((k) => [k, z.number().int()])) as Record<T[number], z.ZodNumber>);
+const counts = <T extends readonly string[]>(keys: T) => z.object(Object.fromEntries(keys.map((k) => [k, z.number().int().describe(`alerts ${k}`)])) as Record<T[number], z.ZodNumber>);
 export const AlertSummarySchema = z
   .object({
     total: z.number().int().describe('alerts not resolved'),
     bySeverity: counts(ALERT_SEVERITIES).meta({ title: 'AlertSeverityCounts', description: 'alerts not resolved, per severity' }),
     byStatus: counts(ALERT_STATUSES).meta({ title: 'AlertStatusCounts', description: 'every alert, per status' }),
   })
-  .meta({ title: 'AlertSummary' });
+  .meta({ title: 'AlertSummary', description: 'Counts of the alerts the caller can see' });
 export type AlertSummary = z.output<typeof AlertSummarySchema>;
 export const AlertSummaryQuery = z.strictObject({ orgId: filters.orgId, siteId: filters.siteId });
 export type AlertSummaryInput = z.input<typeof AlertSummaryQuery>;

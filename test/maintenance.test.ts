@@ -121,6 +121,8 @@ describe('schedules', () => {
       expect({ fields, status: res.status, code: res.body.code }).toEqual({ fields, status: 400, code: 'VALIDATION_ERROR' });
     }
     const created = await createWindow(tech.as);
+    // A one-off window lists its one occurrence without a range, however far ahead.
+    expect((await rest(app, tech.as).get(`/maintenance/windows/${created.id}/occurrences`)).body.data.map((o: any) => [o.startsAt, o.endsAt])).toEqual([['2030-01-01T02:00:00.000Z', '2030-01-01T03:00:00.000Z']]);
     const tooLong = await api.get(`/maintenance/windows/${created.id}/occurrences?from=2030-01-01T00:00:00Z&to=2031-06-01T00:00:00Z`);
     expect([tooLong.status, tooLong.body.message]).toEqual([400, 'to: a range spans at most 366 days']);
   });

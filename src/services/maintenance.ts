@@ -23,7 +23,7 @@ import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { changeStatus } from './devices.js';
-import { formatLocal, isTimeZone, occurrencesBetween, parseLocal, type Schedule } from './maintenance-schedule.js';
+import { formatLocal, isTimeZone, occurrencesBetween, parseLocal, toInstant, type Schedule } from './maintenance-schedule.js';
 
 /*
  * Maintenance windows: periods during which targeted devices show `maintenance`, their alerts are
@@ -265,7 +265,7 @@ export const OccurrenceConnectionArgs = z.strictObject({ ...occurrenceFilters, f
 export type OccurrenceConnectionInput = z.input<typeof OccurrenceConnectionArgs>;
 
 export const WindowOccurrencesQuery = z.strictObject({
-  from: isoDateTime().optional().describe('start of the range (now by default)'),
+  from: isoDateTime().optional().describe('start of the range (now by default; a one-off window without a range lists its one occurrence)'),
   to: isoDateTime().optional().describe(`end of the range (30 days after \`from\` by default); a range spans at most ${MAX_RANGE_DAYS} days`),
 });
 export type WindowOccurrencesInput = z.input<typeof WindowOccurrencesQuery>;
@@ -648,11 +648,18 @@ function range(from: string | undefined, to: string | undefined, now: Date): { f
   return { from: start, to: end };
 }
 
+function onlyOccurrence(window: MaintenanceWindow): { from: Date; to: Date } {
+  const from = toInstant(parseLocal(window.startsAt)!, window.timezone);
+  return { from, to: new Date(from.getTime() + window.durationMinutes * 60_000) };
+}
+
 /** The window's occurrences overlapping the range, made as rows if they were not yet (each with its id), by start. */
 export async function listWindowOccurrences(ctx: RequestContext, id: string, rawQuery: WindowOccurrencesInput): Promise<{ data: OccurrenceView[] }> {
   const query = parseInput(WindowOccurrencesQuery, rawQuery);
   const window = await accessibleWindow(ctx, id, 'maintenance:read');
-  const { from, to } = range(query.from, query.to, ctx.runtime.clock.now());
+  // A one-off window without a range: its one occurrence, whenever it is.
+  const { from, to } =
+    window.recurrence.type === 'once' && !query.from && !query.to ? onlyOccurrence(window) : range(query.from, query.to, ctx.runtime.clock.now());
   await withTransaction(ctx, (tx) => materialize(tx, window, from, to));
   const rows = await ctx.em.find(MaintenanceOccurrence, { windowId: window.id, endsAt: { $gt: from }, startsAt: { $lt: to } }, { orderBy: { startsAt: 'asc' } });
   return { data: rows.map(occurrenceView) };

@@ -208,7 +208,12 @@ describe('alerts through policies', () => {
     const suppressed = await raiseAlert(app, { orgId, deviceId: deviceA, severity: 'high', status: 'suppressed' });
     const onA = await raiseAlert(app, { orgId, deviceId: deviceA, severity: 'high', title: 'On A' });
     await eventually(() => receiver.to('/grouped').length === 1, 10_000, 'the group member’s alert');
-    expect(bodies('/grouped')[0]).toMatchObject({ event: 'alert.triggered', alert: { id: onA.alertId, title: 'On A', deviceId: deviceA, severity: 'high' } });
+    expect(bodies('/grouped')[0]).toMatchObject({
+      event: 'alert.triggered',
+      alert: { id: onA.alertId, title: 'On A', deviceId: deviceA, severity: 'high' },
+      type: 'alert.triggered',
+      data: { alertId: onA.alertId, deviceId: deviceA, ruleId: null, severity: 'high', status: 'active', title: 'On A' },
+    });
     await dispatched(app, onB.eventId);
     await dispatched(app, suppressed.eventId);
     expect(await deliveriesOf(onB.alertId)).toEqual([]);

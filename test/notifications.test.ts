@@ -4,10 +4,10 @@ import { NOTIFICATION_TOPIC } from '../src/services/notifications.js';
 import { raiseAlert } from './support/alert-events.js';
 import { useInstancePair, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
-import { dispatched } from './support/db.js';
+import { dispatched, sql } from './support/db.js';
 import { enroll, fleet } from './support/devices.js';
 import { eventually } from './support/eventually.js';
-import { buildUser, type BuiltUser } from './support/factories.js';
+import { buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 // Two instances on one database: alerts are raised through `a`, subscriptions held on `b`.
 const pair = useInstancePair();
@@ -105,6 +105,22 @@ describe('REST', () => {
     expect((await api.get('/notifications?limit=100000')).status).toBe(400);
     expect((await api.get('/notifications?unread=maybe')).status).toBe(400);
   });
+});
+
+test('a user limited to some sites hears only of alerts of those sites; a partner user of the organization hears of them too', async () => {
+  const f = await fleet(app, { user: { can: ['alerts:read', 'alerts:write', 'devices:read', 'devices:write'] } });
+  const device = (await enroll(app, f.key)).deviceId;
+  const [north, south] = [await buildSite(app, f.org.id), await buildSite(app, f.org.id)];
+  const limited = await buildUser(app, { orgId: f.org.id, role: 'Organization Viewer' });
+  await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([north.id]), limited.membership.id]);
+  const partnerUser = await buildUser(app, { partnerId: f.org.partnerId, role: 'Partner Viewer' });
+  expect((await f.api.post('/alerts/policies', { name: 'Both', severities: ['medium'], channelIds: [], notifyUserIds: [limited.user.id, partnerUser.user.id] })).status).toBe(201);
+  for (const [siteId, title] of [[south.id, 'In the south'], [north.id, 'In the north']] as const) {
+    await dispatched(app, (await raiseAlert(app, { orgId: f.org.id, deviceId: device, siteId, severity: 'medium', title })).eventId);
+  }
+  const titles = async (user: BuiltUser) => (await rest(app, user.as).get('/notifications')).body.data.map((n: { title: string }) => n.title);
+  expect(await titles(limited)).toEqual(['In the north']);
+  expect(await titles(partnerUser)).toEqual(['In the north', 'In the south']);
 });
 
 describe('GraphQL', () => {

@@ -6,7 +6,6 @@ import { Alert, ALERT_SEVERITIES } from '../../entities/alert.js';
 import { Device } from '../../entities/device.js';
 import { DeviceGroup } from '../../entities/device-group.js';
 import { Site } from '../../entities/site.js';
-import { Organization } from '../../entities/organization.js';
 import type { RequestContext } from '../auth/context.js';
 import { authorize, loadOwned, targetOrgId } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
@@ -157,16 +156,23 @@ async function checkReferences(ctx: RequestContext, orgId: string, refs: { chann
   await allFound(ctx, DeviceGroup, refs.targets?.groupIds, { orgId }, 'Group');
   await allFound(ctx, Device, refs.targets?.deviceIds, { orgId }, 'Device');
   const userIds = refs.notifyUserIds ?? [];
-  if (userIds.length > 0) {
-    const org = await ctx.em.findOneOrFail(Organization, { id: orgId });
-    const rows = (await ctx.em.execute(
-      `select distinct m.user_id from membership m
-        where m.user_id in (?) and m.status = 'active'
-          and (m.org_id = ? or (m.scope = 'partner' and m.partner_id = ? and (m.org_access = 'all' or m.org_ids @> to_jsonb(array[?::text]))))`,
-      [userIds, orgId, org.partnerId, orgId],
-    )) as { user_id: string }[];
-    if (rows.length !== userIds.length) throw notFound('User');
-  }
+  if (userIds.length > 0 && (await reachingUsers(ctx, orgId, userIds)).length !== userIds.length) throw notFound('User');
+}
+
+/**
+ * Of `userIds`, those with an active membership reaching the organization: of the organization
+ * (limited to some sites: only when `siteId` is one of them, when given), or of its partner for all
+ * or this one of its organizations.
+ */
+async function reachingUsers(ctx: RequestContext, orgId: string, userIds: string[], site?: { siteId: string | null }): Promise<string[]> {
+  const siteCondition = site ? `and (jsonb_array_length(m.site_ids) = 0 or m.site_ids @> to_jsonb(array[?::text]))` : '';
+  const rows = (await ctx.em.execute(
+    `select distinct m.user_id from membership m join organization o on o.id = ?
+      where m.user_id in (?) and m.status = 'active'
+        and ((m.org_id = o.id ${siteCondition}) or (m.scope = 'partner' and m.partner_id = o.partner_id and (m.org_access = 'all' or m.org_ids @> to_jsonb(array[o.id::text]))))`,
+    [orgId, userIds, ...(site ? [site.siteId] : [])],
+  )) as { user_id: string }[];
+  return rows.map((r) => r.user_id);
 }
 
 function requirePolicy(ctx: RequestContext, id: string, access: 'read' | 'write'): Promise<AlertPolicy> {
@@ -285,7 +291,9 @@ async function alertTriggered(tx: RequestContext, alert: Alert): Promise<void> {
     policy.channelIds.map((channelId) => ({ channelId, orgId: alert.orgId, kind: 'triggered' as const, alertId: alert.id, policyId: policy.id, dedupKey: `${alert.id}:triggered`, message })),
   );
   await queueChannelMessages(tx, messages);
-  const userIds = [...new Set(policies.flatMap((p) => p.notifyUserIds))];
+  // Only users who may still see the alert: a membership changed since the policy named them, or limited to other sites, gets nothing.
+  const named = [...new Set(policies.flatMap((p) => p.notifyUserIds))];
+  const userIds = named.length > 0 ? await reachingUsers(tx, alert.orgId, named, { siteId: alert.siteId }) : [];
   await createNotifications(
     tx,
     userIds.map((userId) => ({ userId, orgId: alert.orgId, type: 'alert', title: alert.title, message: alert.message, severity: alert.severity, alertId: alert.id, dedupKey: `alert:${alert.id}:triggered` })),

@@ -121,10 +121,15 @@ export function teamsBody(message: ChannelMessage): Record<string, unknown> {
 
 const WEBHOOK_EVENT: Record<ChannelMessageKind, string> = { triggered: 'alert.triggered', escalated: 'alert.escalated', resolved: 'alert.resolved', test: 'alert.test' };
 
-/** Generic webhook: the event name and the alert's facts as JSON. */
+/**
+ * Generic webhook: the event and the alert's facts as JSON. `type` and `data` carry them as the
+ * service's webhooks do (`data` is the alert event's payload), so one receiver can take both.
+ */
 export function webhookBody(message: ChannelMessage): Record<string, unknown> {
   return {
     event: WEBHOOK_EVENT[message.kind],
+    type: WEBHOOK_EVENT[message.kind],
+    data: { alertId: message.alertId, deviceId: message.deviceId, ruleId: message.ruleId, severity: message.severity, status: message.status, title: message.title },
     timestamp: message.timestamp,
     orgId: message.orgId,
     alert: {

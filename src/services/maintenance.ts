@@ -93,15 +93,15 @@ export function patchingDeferredDeviceIds(ctx: RequestContext, deviceIds: string
 }
 
 /**
- * Brings the organization's device statuses in line with its active occurrences: devices an active
- * occurrence covers show `maintenance`; the others that show it return to online or offline by when
- * they were last seen. Each change goes through `changeStatus` (its event), under the device's lock.
+ * Brings the organization's device statuses in line with its active occurrences: online and offline
+ * devices an active occurrence covers show `maintenance` (an updating one once its update is over);
+ * the others that show it return to online or offline by when they were last seen. Each change goes through `changeStatus` (its event), under the device's lock.
  */
 async function reconcileDeviceStatuses(tx: RequestContext, orgId: string): Promise<void> {
   // Only the devices whose status is wrong: the tick runs this every few seconds, and a device locked for nothing would hold up its heartbeat.
   const rows = (await tx.em.execute(
     `select id, covered from (
-        select d.id, d.status, ${UNDER_MAINTENANCE()} as covered from device d where d.org_id = ? and d.status in ('online', 'offline', 'updating', 'maintenance')
+        select d.id, d.status, ${UNDER_MAINTENANCE()} as covered from device d where d.org_id = ? and d.status in ('online', 'offline', 'maintenance')
       ) as standing
       where covered <> (status = 'maintenance')
       order by id`,
@@ -114,7 +114,7 @@ async function reconcileDeviceStatuses(tx: RequestContext, orgId: string): Promi
   const devices = await tx.em.find(Device, { id: { $in: rows.map((r) => r.id) } }, { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' }, refresh: true });
   for (const device of devices) {
     if (entering.has(device.id)) {
-      if (['online', 'offline', 'updating'].includes(device.status)) await changeStatus(tx, device, 'maintenance');
+      if (device.status === 'online' || device.status === 'offline') await changeStatus(tx, device, 'maintenance');
     } else if (device.status === 'maintenance') {
       await changeStatus(tx, device, device.lastSeenAt.getTime() > silentSince ? 'online' : 'offline');
     }

@@ -133,10 +133,15 @@ describe('channels over REST', () => {
     receiver.script('/slack-fail/x', [{ status: 500, body: 'boom' }]);
     const failing = await create({ name: 'Failing', type: 'slack', config: { url: receiver.url('/slack-fail/x') } });
     const failed = await rest(app, tech.as).post(`/alerts/channels/${failing.body.id}/test`);
-    expect(failed.body).toMatchObject({ success: false, status: 'failed', responseStatus: 500, error: expect.stringContaining('HTTP 500') });
-    const shown = await rest(app, viewer.as).get('/alerts/channels?type=slack&limit=500');
-    expect(shown.body.data.find((c: { id: string }) => c.id === failing.body.id).lastDelivery).toEqual({ status: 'failed', error: expect.stringContaining('HTTP 500'), at: expect.any(String) });
-    expect(shown.body.data.find((c: { id: string }) => c.id === slack.body.id).lastDelivery).toMatchObject({ status: 'delivered', error: null });
+    expect(failed.body).toMatchObject({ success: false, status: 'retrying', responseStatus: 500, error: expect.stringContaining('HTTP 500') });
+    const shown = async (id: string) => (await rest(app, viewer.as).get(`/alerts/channels/${id}`)).body.lastDelivery;
+    expect(await shown(failing.body.id)).toEqual({ status: 'retrying', error: expect.stringContaining('HTTP 500'), at: expect.any(String) });
+    expect(await shown(slack.body.id)).toMatchObject({ status: 'delivered', error: null });
+    // A failed test is retried like any delivery, until its attempts run out.
+    await eventually(async () => (await shown(failing.body.id)).status === 'failed', 20_000, 'the retries to run out');
+    expect(receiver.to('/slack-fail/x')).toHaveLength(4);
+    const [delivery] = (await rest(app, viewer.as).get(`/alerts/channels/${failing.body.id}/deliveries`)).body.data;
+    expect(delivery).toMatchObject({ id: failed.body.deliveryId, kind: 'test', status: 'failed', attempt: 4, responseStatus: 500 });
   });
 
   test('update replaces the config (re-sealed), enables and disables; delete removes it', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { ALERT_CHANNEL_TYPES, AlertChannel, AlertChannelDelivery, CHANNEL_DELIVERY_STATUSES, CHANNEL_MESSAGE_KINDS, type AlertChannelType, type ChannelMessageKind } from '../../entities/alert-channel.js';
+import { ALERT_CHANNEL_TYPES, AlertChannel, AlertChannelDelivery, CHANNEL_DELIVERY_STATUSES, CHANNEL_MESSAGE_KINDS, type AlertChannelType, type ChannelDeliveryStatus, type ChannelMessageKind } from '../../entities/alert-channel.js';
 import { AlertPolicy } from '../../entities/alert-policy.js';
 import type { RequestContext } from '../auth/context.js';
 import { authorize, loadOwned, targetOrgId } from '../auth/policy.js';
@@ -113,7 +113,7 @@ export const AlertChannelPageSchema = pageSchema(AlertChannelViewSchema, 'AlertC
 export const AlertChannelTestResultSchema = z
   .object({
     success: z.boolean().describe('whether the test message was delivered'),
-    status: DeliveryStatusSchema.describe('delivered or failed (a test is not retried)'),
+    status: DeliveryStatusSchema.describe('delivered, or retrying: it failed and will be tried again like any delivery'),
     error: z.string().nullable().describe('what went wrong; null when delivered'),
     responseStatus: z.number().int().nullable().describe('the receiver’s HTTP status (null for email, or when no answer came)'),
     deliveryId: uuid().describe('the delivery recorded for the test'),
@@ -350,18 +350,21 @@ async function attempt(ctx: RequestContext, channel: AlertChannel, delivery: Pic
   }
 }
 
-/** Writes an attempt's outcome on the delivery and its channel; answers when to try again (null: done). */
-async function record(ctx: RequestContext, delivery: AlertChannelDelivery, outcome: Outcome, retries: boolean): Promise<Date | null> {
-  const now = ctx.runtime.clock.now();
-  const status = outcome.ok ? 'delivered' : retries && delivery.attempt < RETRY.maxAttempts ? 'retrying' : 'failed';
-  const nextAttemptAt = status === 'retrying' ? new Date(now.getTime() + retryDelayMs(delivery.attempt)) : null;
-  await ctx.em.nativeUpdate(
-    AlertChannelDelivery,
-    { id: delivery.id },
-    { status, error: outcome.error, responseStatus: outcome.responseStatus, nextAttemptAt, lockedUntil: null, deliveredAt: outcome.ok ? now : null },
-  );
-  await ctx.em.nativeUpdate(AlertChannel, { id: delivery.channelId }, { lastDeliveryStatus: status, lastDeliveryError: outcome.error, lastDeliveryAt: now });
-  return nextAttemptAt;
+/** Writes an attempt's outcome on the delivery and its channel, and schedules the retry once committed; answers the delivery's new status. */
+function record(ctx: RequestContext, delivery: AlertChannelDelivery, outcome: Outcome, retries: boolean): Promise<ChannelDeliveryStatus> {
+  return withTransaction(ctx, async (tx) => {
+    const now = tx.runtime.clock.now();
+    const status = outcome.ok ? 'delivered' : retries && delivery.attempt < RETRY.maxAttempts ? 'retrying' : 'failed';
+    const nextAttemptAt = status === 'retrying' ? new Date(now.getTime() + retryDelayMs(delivery.attempt)) : null;
+    await tx.em.nativeUpdate(
+      AlertChannelDelivery,
+      { id: delivery.id },
+      { status, error: outcome.error, responseStatus: outcome.responseStatus, nextAttemptAt, lockedUntil: null, deliveredAt: outcome.ok ? now : null },
+    );
+    await tx.em.nativeUpdate(AlertChannel, { id: delivery.channelId }, { lastDeliveryStatus: status, lastDeliveryError: outcome.error, lastDeliveryAt: now });
+    if (nextAttemptAt) tx.afterCommit(() => tx.runtime.jobs.schedule(SEND_JOB, { deliveryId: delivery.id }, nextAttemptAt));
+    return status;
+  });
 }
 
 /**
@@ -380,8 +383,7 @@ export async function sendDelivery(ctx: RequestContext, deliveryId: string): Pro
   const channel = await ctx.em.findOne(AlertChannel, { id: delivery.channelId });
   if (!channel) return;
   const outcome = channel.enabled ? await attempt(ctx, channel, delivery) : { ok: false, error: 'The channel is disabled', responseStatus: null };
-  const retryAt = await record(ctx, delivery, outcome, channel.enabled);
-  if (retryAt) await ctx.runtime.jobs.schedule(SEND_JOB, { deliveryId }, retryAt);
+  await record(ctx, delivery, outcome, channel.enabled);
 }
 
 /** The backstop: due deliveries no job is about to send (lost between a commit and its scheduling, or a crash) are queued again. */
@@ -395,7 +397,10 @@ export async function sweepChannelDeliveries(ctx: RequestContext): Promise<numbe
   return rows.length;
 }
 
-/** Sends a test message through the channel now (no retry) and answers the outcome, which the channel also shows. */
+/**
+ * Sends a test message through the channel now and answers the outcome of that attempt, which the
+ * channel also shows; a failed test is retried like any delivery (the answer says `retrying`).
+ */
 export async function testAlertChannel(ctx: RequestContext, id: string): Promise<AlertChannelTestResult> {
   const channel = await requireAlertChannel(ctx, id, 'write');
   const now = ctx.runtime.clock.now();
@@ -420,6 +425,6 @@ export async function testAlertChannel(ctx: RequestContext, id: string): Promise
     return created;
   });
   const outcome = await attempt(ctx, channel, delivery);
-  await withTransaction(ctx, (tx) => record(tx, delivery, outcome, false));
-  return { success: outcome.ok, status: outcome.ok ? 'delivered' : 'failed', error: outcome.error, responseStatus: outcome.responseStatus, deliveryId: delivery.id };
+  const status = await record(ctx, delivery, outcome, true);
+  return { success: outcome.ok, status, error: outcome.error, responseStatus: outcome.responseStatus, deliveryId: delivery.id };
 }

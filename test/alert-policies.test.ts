@@ -3,7 +3,7 @@ import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
 import { dispatched, sql } from './support/db.js';
-import { enroll, fleet } from './support/devices.js';
+import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { buildOrg, buildUser, type BuiltUser } from './support/factories.js';
 import { useHttpsReceiver } from './support/https-receiver.js';
@@ -19,6 +19,7 @@ let viewer: BuiltUser;
 let outsider: BuiltUser;
 let deviceA: string;
 let deviceB: string;
+let agentB: EnrolledAgent;
 let groupOfA: string;
 const ch: Record<string, string> = {};
 let foreignChannel: string;
@@ -44,7 +45,8 @@ beforeAll(async () => {
   tech = f.tech;
   viewer = await buildUser(app, { orgId, role: 'Organization Viewer' });
   deviceA = (await enroll(app, f.key)).deviceId;
-  deviceB = (await enroll(app, f.key)).deviceId;
+  agentB = await enroll(app, f.key);
+  deviceB = agentB.deviceId;
   const group = await f.api.post('/groups', { name: 'Servers', type: 'static' });
   groupOfA = group.body.id;
   expect((await f.api.post(`/groups/${groupOfA}/devices`, { deviceIds: [deviceA] })).status).toBe(200);
@@ -223,6 +225,29 @@ describe('alerts through policies', () => {
     await raiseAlert(app, { orgId, deviceId: deviceB, severity: 'medium', title: 'On B' });
     await eventually(() => receiver.to('/grouped').length === 2, 10_000, 'the named device’s alert');
     expect(bodies('/grouped')[1].alert.title).toBe('On B');
+  });
+
+  test('end to end: a rule that a heartbeat fires reaches the policy’s channel; when its metric clears, PagerDuty resolves the incident', async () => {
+    const pager = await channel({ name: 'PD end to end', type: 'pagerduty', config: { routingKey: 'e2e-routing-key-0000' } });
+    await policy({ name: 'Hot devices', severities: ['medium'], channelIds: [pager], targets: { deviceIds: [deviceB] } });
+    const rule = await rest(app, tech.as).post('/alerts/rules', {
+      name: 'Hot',
+      targetType: 'device',
+      targetId: deviceB,
+      conditions: [{ type: 'metric', metric: 'cpuPercent', operator: 'gt', threshold: 80 }],
+      severity: 'medium',
+    });
+    expect(rule.status).toBe(201);
+    const ours = () => bodies('/pd/v2/enqueue').filter((b) => b.routing_key === 'e2e-routing-key-0000');
+    const heartbeat = async (cpuPercent: number) => expect((await agentCall(app, agentB, '/heartbeat', { agentVersion: '1.0.0', metrics: { cpuPercent } })).status).toBe(200);
+    await heartbeat(95);
+    await eventually(() => ours().length === 1, 10_000, 'the trigger');
+    const [alert] = (await rest(app, tech.as).get(`/alerts?deviceId=${deviceB}&severity=medium&status=active`)).body.data;
+    expect(ours()[0]).toMatchObject({ event_action: 'trigger', dedup_key: alert.id, payload: { severity: 'warning', summary: expect.stringContaining('Hot') } });
+    await heartbeat(10);
+    await eventually(() => ours().length === 2, 10_000, 'the resolve');
+    expect(ours()[1]).toEqual({ routing_key: 'e2e-routing-key-0000', event_action: 'resolve', dedup_key: alert.id });
+    await rest(app, tech.as).delete(`/alerts/rules/${rule.body.id}`);
   });
 
   test('a failing channel is retried with backoff and its failure shows on the channel', async () => {

@@ -212,6 +212,12 @@ describe('access', () => {
     expect(read.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     expect((await gql(app, outsider.as, `mutation($id: ID!) { testAlertChannel(id: $id) { success } }`, { id })).body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     expect((await gql(app, outsider.as, `mutation($id: ID!) { deleteAlertChannel(id: $id) }`, { id })).body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect((await gql(app, outsider.as, `query($id: ID!) { alertChannelDeliveries(id: $id) { data { id } } }`, { id })).body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect((await gql(app, outsider.as, `query($orgId: ID) { alertChannels(orgId: $orgId) { data { id } } }`, { orgId: orgA })).body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    const planted = await gql(app, outsider.as, `mutation($input: CreateAlertChannelInput!) { createAlertChannel(input: $input) { id } }`, {
+      input: { orgId: orgA, name: 'Planted', type: 'email', config: { to: ['spy@example.test'] } },
+    });
+    expect(planted.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     expect((await rest(app, tech.as).get(`/alerts/channels`)).body.data.map((c: { id: string }) => c.id)).toContain(id);
   });
 

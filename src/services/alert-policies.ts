@@ -259,10 +259,13 @@ function messageOf(tx: RequestContext, alert: Alert, kind: ChannelMessage['kind'
   };
 }
 
+function suppressed(tx: RequestContext, alert: Alert): boolean {
+  return alert.status === 'suppressed' || (alert.suppressedUntil !== null && alert.suppressedUntil > tx.runtime.clock.now());
+}
+
 /** Whether the alert still wants someone: not acknowledged, resolved or suppressed. */
 function unattended(tx: RequestContext, alert: Alert): boolean {
-  const suppressed = alert.status === 'suppressed' || (alert.suppressedUntil !== null && alert.suppressedUntil > tx.runtime.clock.now());
-  return alert.status === 'active' && alert.acknowledgedAt === null && alert.resolvedAt === null && !suppressed;
+  return alert.status === 'active' && alert.acknowledgedAt === null && alert.resolvedAt === null && !suppressed(tx, alert);
 }
 
 /** The enabled policies of the alert's organization that take its severity and whose targets hold its device. */
@@ -282,9 +285,13 @@ function targetsHold(targets: AlertPolicyTargets | null, alert: Alert, groupIds:
   );
 }
 
-/** An alert was raised: its policies' channels and users hear of it, and their escalation steps start waiting. */
+/**
+ * An alert was raised: its policies' channels and users hear of it, and their escalation steps start
+ * waiting. Only suppression silences it: one acknowledged or resolved before its event came through was
+ * still raised (its steps will not escalate, and a resolve follows its own event).
+ */
 async function alertTriggered(tx: RequestContext, alert: Alert): Promise<void> {
-  if (!unattended(tx, alert)) return;
+  if (suppressed(tx, alert)) return;
   const policies = await matchingPolicies(tx, alert);
   const message = messageOf(tx, alert, 'triggered');
   const messages: QueuedMessage[] = policies.flatMap((policy) =>

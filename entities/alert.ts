@@ -124,6 +124,10 @@ export class AlertCorrelationGroup extends BaseEntity<'siteId' | 'alertCount'> {
 @Index({ properties: ['orgId', 'triggeredAt', 'id'] })
 @Index({ properties: ['orgId', 'status'] })
 @Index({ properties: ['ruleId', 'deviceId', 'resolvedAt'] })
+@Index({
+  name: 'alert_suppression_ends_index',
+  expression: `create index "alert_suppression_ends_index" on "alert" ("suppressed_until") where "status" = 'suppressed' and "suppressed_until" is not null`,
+})
 export class Alert extends BaseEntity<
   | 'siteId'
   | 'ruleId'
@@ -198,6 +202,7 @@ export class Alert extends BaseEntity<
 @Entity()
 @Unique({ properties: ['ruleId', 'deviceId'] })
 @Index({ properties: ['deviceId'] })
+@Index({ properties: ['dueAt'] })
 export class AlertConditionState extends BaseEntity {
   @ManyToOne(() => AlertRule, { mapToPk: true, fieldName: 'rule_id', deleteRule: 'cascade' })
   ruleId!: string;

@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import { ALERT_TOPIC } from '../src/services/alerts.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
+import { TestClock } from './support/clock.js';
 import { sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
@@ -13,10 +14,11 @@ import { buildOrg, buildSite, buildUser, type BuiltUser } from './support/factor
 let app: TestApp;
 let peer: TestApp;
 const clients: Client[] = [];
+const clock = new TestClock();
 
 beforeAll(async () => {
-  app = await createTestApp();
-  peer = await createTestApp({ databaseUrl: app.databaseUrl });
+  app = await createTestApp({ start: { clock } });
+  peer = await createTestApp({ start: { clock }, databaseUrl: app.databaseUrl });
 });
 afterAll(async () => {
   await Promise.all(clients.splice(0).map((client) => client.dispose()));
@@ -261,4 +263,18 @@ test('an alert raised under a maintenance window that suppresses alerts is recor
   const [alert] = (await rest(app, user.as).get(`/alerts?deviceId=${agents[0]!.deviceId}`)).body.data;
   expect(alert).toMatchObject({ status: 'suppressed', orgId: org.id });
   expect(await sql(app, `select type from outbox_event where data->>'alertId' = ?`, [alert.id])).toEqual([]);
+});
+
+test('a suppression ends at its time by the service clock: the alert is back to what it was', async () => {
+  const { user, agents } = await setup();
+  await raise(agents[0]!, { cpuPercent: 99, diskPercent: 99 });
+  const api = rest(app, user.as);
+  const [first, second] = (await api.get(`/alerts?deviceId=${agents[0]!.deviceId}`)).body.data;
+  expect((await api.post(`/alerts/${first.id}/acknowledge`, {})).status).toBe(200);
+  const until = new Date(clock.now().getTime() + 60_000).toISOString();
+  for (const alert of [first, second]) expect((await api.post(`/alerts/${alert.id}/suppress`, { until })).body.status).toBe('suppressed');
+  clock.advance(61_000);
+  const statusOf = async (id: string) => (await api.get(`/alerts/${id}`)).body;
+  await eventually(async () => (await statusOf(second.id)).status === 'active', 15_000, 'the suppression to end');
+  expect(await statusOf(first.id)).toMatchObject({ status: 'acknowledged', suppressedUntil: null });
 });

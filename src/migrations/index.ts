@@ -11,6 +11,7 @@ import { Migration20261124150000_webhook_delivery_claim } from './Migration20261
 import { Migration20261127170000_persisted_queries } from './Migration20261127170000_persisted_queries.js';
 import { Migration20261127180123_alerts } from './Migration20261127180123_alerts.js';
 import { Migration20261127190000_maintenance } from './Migration20261127190000_maintenance.js';
+import { Migration20261127190105_alert_due_indexes } from './Migration20261127190105_alert_due_indexes.js';
 import { Migration20261127191000_alert_notifications } from './Migration20261127191000_alert_notifications.js';
 
 export const migrations = [
@@ -26,5 +27,6 @@ export const migrations = [
   { name: 'Migration20261127170000_persisted_queries', class: Migration20261127170000_persisted_queries },
   { name: 'Migration20261127180123_alerts', class: Migration20261127180123_alerts },
   { name: 'Migration20261127190000_maintenance', class: Migration20261127190000_maintenance },
+  { name: 'Migration20261127190105_alert_due_indexes', class: Migration20261127190105_alert_due_indexes },
   { name: 'Migration20261127191000_alert_notifications', class: Migration20261127191000_alert_notifications },
 ];

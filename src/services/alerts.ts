@@ -244,6 +244,27 @@ export async function suppressAlert(ctx: RequestContext, id: string, rawInput: S
   });
 }
 
+const SUPPRESSION_BATCH = 500;
+
+/**
+ * Part of the recurring due check: alerts suppressed by hand whose `suppressedUntil` has passed (by
+ * the service clock) are back to what they were (acknowledged, or active). Answers how many.
+ */
+export async function endSuppressions(ctx: RequestContext): Promise<number> {
+  const now = ctx.runtime.clock.now();
+  const due = await ctx.em.find(Alert, { status: 'suppressed', suppressedUntil: { $ne: null, $lte: now } }, { fields: ['id'], limit: SUPPRESSION_BATCH, disableIdentityMap: true });
+  for (const { id } of due) {
+    await withTransaction(ctx, async (tx) => {
+      const alert = await tx.em.findOne(Alert, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (!alert || alert.status !== 'suppressed' || !alert.suppressedUntil || alert.suppressedUntil > now) return;
+      Object.assign(alert, { status: alert.acknowledgedAt ? 'acknowledged' : 'active', suppressedUntil: null });
+      await tx.em.flush();
+      await alertChanged(tx, alert);
+    });
+  }
+  return due.length;
+}
+
 // ── live ────────────────────────────────────────────────────────────────────────────────────────
 
 /**

@@ -141,7 +141,7 @@ test('offline durations count from the last heartbeat; the alert resolves when t
   expect((await alertsOf(agent.deviceId)).map((a) => a.status)).toEqual(['resolved']);
 });
 
-test('agent_silent and watchdog conditions read the heartbeat fields; site and device targets watch only theirs', async () => {
+test('agent_silent and watchdog conditions read the heartbeat fields; a device target watches that device only', async () => {
   const { org, tech, agent, key } = await setup();
   const other = await enroll(app, key);
   await createRule(tech.as, { name: 'Silent', targetType: 'device', targetId: agent.deviceId, conditions: [{ type: 'agent_silent' }], severity: 'high' });
@@ -246,4 +246,20 @@ test('rules: CRUD, validation 400s, least privilege, and another organization’
   expect(mine.body.data.alertRules.data).toEqual([{ id: rule.id, severity: 'LOW'.toLowerCase(), conditions: [{ type: 'metric', metric: 'cpuPercent', operator: 'gt', threshold: 90 }] }]);
   expect((await api.delete(`/alerts/rules/${rule.id}`)).status).toBe(204);
   expect((await api.get(`/alerts/rules/${rule.id}`)).status).toBe(404);
+});
+
+test('a group rule watches the group’s members only; the rule test sees the same devices', async () => {
+  const { org, tech, agent, key, api } = await setup();
+  const outsider = await enroll(app, key);
+  const group = await api.post('/groups', { name: 'Servers', type: 'static' });
+  expect(group.status).toBe(201);
+  expect((await api.post(`/groups/${group.body.id}/devices`, { deviceIds: [agent.deviceId] })).status).toBe(200);
+  const rule = await createRule(tech.as, cpuRule(org.id, { targetType: 'group', targetId: group.body.id }));
+  await heartbeat(agent, { metrics: { cpuPercent: 99 } });
+  await heartbeat(outsider, { metrics: { cpuPercent: 99 } });
+  expect(await alertsOf(agent.deviceId)).toHaveLength(1);
+  expect(await alertsOf(outsider.deviceId)).toEqual([]);
+  expect((await api.post(`/alerts/rules/${rule.id}/test`, {})).body.wouldFire.map((h: { deviceId: string }) => h.deviceId)).toEqual([agent.deviceId]);
+  const otherGroup = await rest(app, (await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Admin' })).as).post('/groups', { name: 'Theirs', type: 'static' });
+  expect((await api.post('/alerts/rules', cpuRule(org.id, { targetType: 'group', targetId: otherGroup.body.id }))).status).toBe(404);
 });

@@ -282,7 +282,7 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
       await emit(tx, { type: 'device.updated', orgId: device.orgId, data: { ...deviceEventData(device, null), changes: ['agentVersion'] } });
     }
     await tx.em.flush();
-    tx.afterCommit(() => evaluateDevice(tx.runtime, factsOf(device)));
+    tx.afterCommit(() => evaluateDevice(tx.runtime, factsOf(device), now));
   });
   // The claim comes last: once it has committed the commands count as sent, so nothing may fail after it.
   const upgradeTo = await upgradeFor(ctx, seen, input.agentVersion);

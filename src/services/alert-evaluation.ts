@@ -69,11 +69,11 @@ async function standingChanged(tx: RequestContext, deviceId: string): Promise<vo
 }
 
 /**
- * Evaluates the organization's rules that watch the device against what is now known of it. Called
- * after a heartbeat or status change has committed; never fails its caller (a failure is logged and
- * the next arrival evaluates again).
+ * Evaluates the organization's rules that watch the device against what is known of it `at` (a
+ * heartbeat's arrival; by default now). Called after a heartbeat or status change has committed;
+ * never fails its caller (a failure is logged and the next arrival evaluates again).
  */
-export async function evaluateDevice(runtime: Runtime, facts: DeviceFacts): Promise<void> {
+export async function evaluateDevice(runtime: Runtime, facts: DeviceFacts, at: Date = runtime.clock.now()): Promise<void> {
   try {
     const rules = await enabledRules(runtime, facts.orgId);
     if (rules.length === 0) return;
@@ -86,7 +86,7 @@ export async function evaluateDevice(runtime: Runtime, facts: DeviceFacts): Prom
     const watching = rules.filter((rule) => ruleTargets(rule, facts, groupIds));
     if (watching.length === 0) return;
     const known = await standings(runtime).of(facts.id);
-    const now = runtime.clock.now();
+    const now = at;
     for (const rule of watching) {
       const { holds, reason } = ruleHolds(rule, facts);
       if (holds === null) continue;
@@ -216,11 +216,15 @@ export function evaluateHeartbeat(
   seenAt: Date,
 ): Promise<void> {
   const silentSince = reported.mainAgentSilentSince;
-  return evaluateDevice(runtime, {
-    ...device,
-    lastSeenAt: seenAt,
-    metrics: reported.metrics,
-    watchdogStatus: reported.watchdogStatus,
-    mainAgentSilentSince: silentSince === undefined ? undefined : silentSince === null ? null : new Date(silentSince),
-  });
+  return evaluateDevice(
+    runtime,
+    {
+      ...device,
+      lastSeenAt: seenAt,
+      metrics: reported.metrics,
+      watchdogStatus: reported.watchdogStatus,
+      mainAgentSilentSince: silentSince === undefined ? undefined : silentSince === null ? null : new Date(silentSince),
+    },
+    seenAt,
+  );
 }

@@ -304,7 +304,7 @@ export interface QueuedMessage {
 }
 
 /**
- * Queues messages in the caller's transaction (enabled channels only; one per channel and dedup key)
+ * Queues messages in the caller's transaction (enabled channels of the message's organization only; one per channel and dedup key)
  * and schedules their sends once it commits. Answers how many were new.
  */
 export async function queueChannelMessages(tx: RequestContext, messages: QueuedMessage[]): Promise<number> {
@@ -315,7 +315,7 @@ export async function queueChannelMessages(tx: RequestContext, messages: QueuedM
   const rows = (await tx.em.execute(
     `insert into alert_channel_delivery (id, channel_id, org_id, kind, alert_id, policy_id, dedup_key, message, next_attempt_at, created_at)
      select v.* from (values ${values}) as v(id, channel_id, org_id, kind, alert_id, policy_id, dedup_key, message, next_attempt_at, created_at)
-     join alert_channel c on c.id = v.channel_id and c.enabled
+     join alert_channel c on c.id = v.channel_id and c.org_id = v.org_id and c.enabled
      on conflict (channel_id, dedup_key) do nothing returning id`,
     params,
   )) as { id: string }[];

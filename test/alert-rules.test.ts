@@ -248,18 +248,20 @@ test('rules: CRUD, validation 400s, least privilege, and another organization’
   expect((await api.get(`/alerts/rules/${rule.id}`)).status).toBe(404);
 });
 
-test('a group rule watches the group’s members only; the rule test sees the same devices', async () => {
+test('a group rule watches the group’s members only, its alerts are one incident; the rule test sees the same devices', async () => {
   const { org, tech, agent, key, api } = await setup();
-  const outsider = await enroll(app, key);
+  const [mate, outsider] = [await enroll(app, key, 'a-mate'), await enroll(app, key)];
   const group = await api.post('/groups', { name: 'Servers', type: 'static' });
   expect(group.status).toBe(201);
-  expect((await api.post(`/groups/${group.body.id}/devices`, { deviceIds: [agent.deviceId] })).status).toBe(200);
+  expect((await api.post(`/groups/${group.body.id}/devices`, { deviceIds: [agent.deviceId, mate.deviceId] })).status).toBe(200);
   const rule = await createRule(tech.as, cpuRule(org.id, { targetType: 'group', targetId: group.body.id }));
-  await heartbeat(agent, { metrics: { cpuPercent: 99 } });
-  await heartbeat(outsider, { metrics: { cpuPercent: 99 } });
+  for (const device of [agent, mate, outsider]) await heartbeat(device, { metrics: { cpuPercent: 99 } });
   expect(await alertsOf(agent.deviceId)).toHaveLength(1);
+  expect(await alertsOf(mate.deviceId)).toHaveLength(1);
   expect(await alertsOf(outsider.deviceId)).toEqual([]);
-  expect((await api.post(`/alerts/rules/${rule.id}/test`, {})).body.wouldFire.map((h: { deviceId: string }) => h.deviceId)).toEqual([agent.deviceId]);
+  const incidents = (await api.get('/alert-templates/correlations/groups')).body.data;
+  expect(incidents.map((g: { key: string; alertCount: number }) => [g.key, g.alertCount])).toEqual([[`group:${group.body.id}`, 2]]);
+  expect((await api.post(`/alerts/rules/${rule.id}/test`, {})).body.wouldFire.map((h: { deviceId: string }) => h.deviceId).sort()).toEqual([agent.deviceId, mate.deviceId].sort());
   const otherGroup = await rest(app, (await buildUser(app, { orgId: (await buildOrg(app)).id, role: 'Organization Admin' })).as).post('/groups', { name: 'Theirs', type: 'static' });
   expect((await api.post('/alerts/rules', cpuRule(org.id, { targetType: 'group', targetId: otherGroup.body.id }))).status).toBe(404);
 });

@@ -167,7 +167,7 @@ async function fire(runtime: Runtime, ruleId: string, deviceId: string, reason?:
       message: reason ?? (ruleHolds(rule, factsOf(device)).reason || null),
       triggeredAt: now,
     });
-    await correlate(tx, alert);
+    await correlate(tx, alert, rule);
     await tx.em.flush();
     // A suppressed alert is recorded and shown, but notifies no one.
     if (!suppressed) await emit(tx, { type: 'alert.triggered', orgId: alert.orgId, data: alertEventData(alert) });

@@ -1,6 +1,6 @@
 import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
-import { ALERT_SEVERITIES, Alert, AlertCorrelationGroup, AlertTemplate, type AlertCondition, type AlertSeverity } from '../../entities/alert.js';
+import { ALERT_SEVERITIES, Alert, AlertCorrelationGroup, AlertRule, AlertTemplate, type AlertCondition, type AlertSeverity } from '../../entities/alert.js';
 import type { RequestContext } from '../auth/context.js';
 import { authorize, isUuid, loadOwned, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
@@ -13,9 +13,9 @@ import { applyChanges, providedFields } from './changes.js';
 
 /*
  * Templates: named conditions and severity a rule starts from (built-in ones for the common cases,
- * and an organization's own). Correlation: alerts of one site (a device without a site: of that
- * device) raised within CORRELATION_WINDOW_MINUTES of the group's last one share a correlation group,
- * so a dashboard shows one incident for a site-wide outage.
+ * and an organization's own). Correlation: alerts of rules watching one group, else of one site (a
+ * device without a site: of that device), raised within CORRELATION_WINDOW_MINUTES of the incident's
+ * last one share a correlation group, so a dashboard shows one incident for a site-wide outage.
  */
 
 const RESOURCE = 'Alert template';
@@ -206,11 +206,14 @@ export async function deleteAlertTemplate(ctx: RequestContext, id: string): Prom
 const SEVERITY_RANK = Object.fromEntries(ALERT_SEVERITIES.map((s, i) => [s, i])) as Record<AlertSeverity, number>;
 const graver = (a: AlertSeverity, b: AlertSeverity) => (SEVERITY_RANK[a] <= SEVERITY_RANK[b] ? a : b);
 
-const correlationKey = (alert: Pick<Alert, 'siteId' | 'deviceId'>) => (alert.siteId ? `site:${alert.siteId}` : `device:${alert.deviceId}`);
+/** What an incident's alerts share: the group their rule watches, else their site, else their device. */
+type RuleTarget = Pick<AlertRule, 'targetType' | 'targetId'> | null | undefined;
+const correlationKey = (alert: Pick<Alert, 'siteId' | 'deviceId'>, rule: RuleTarget) =>
+  rule?.targetType === 'group' ? `group:${rule.targetId}` : alert.siteId ? `site:${alert.siteId}` : `device:${alert.deviceId}`;
 
-/** In the alert's transaction: joins it to its site's (or device's) open incident, or starts one. */
-export async function correlate(tx: RequestContext, alert: Alert): Promise<void> {
-  const key = correlationKey(alert);
+/** In the alert's transaction: joins it to its group's, site's (or device's) open incident, or starts one. */
+export async function correlate(tx: RequestContext, alert: Alert, rule: RuleTarget): Promise<void> {
+  const key = correlationKey(alert, rule);
   const since = new Date(alert.triggeredAt.getTime() - CORRELATION_WINDOW_MINUTES * 60_000);
   const group =
     (await tx.em.findOne(AlertCorrelationGroup, { orgId: alert.orgId, key, lastAlertAt: { $gte: since } }, { orderBy: { lastAlertAt: 'desc' } })) ??
@@ -226,7 +229,7 @@ export const CorrelationGroupViewSchema = z
     id: uuid().describe('the incident'),
     orgId: uuid().describe('the organization it belongs to'),
     siteId: uuid().nullable().describe('the site its alerts share; null for a device without a site'),
-    key: z.string().describe('what the alerts share: site:<id>, or device:<id> for devices without a site'),
+    key: z.string().describe('what the alerts share: group:<id> (their rule watches that group), site:<id>, or device:<id> for devices without a site'),
     severity: AlertSeveritySchema.describe('the gravest of its alerts'),
     alertCount: z.number().int().describe('alerts grouped in it'),
     firstAlertAt: timestamp().describe('when its first alert was raised'),
@@ -302,16 +305,19 @@ export async function analyzeCorrelations(ctx: RequestContext, rawInput: Analyze
     // One analysis of an organization at a time: it rewrites what concurrent ones would read.
     await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`alert-correlation:${orgId}`]);
     const alerts = await tx.em.find(Alert, { orgId, status: { $ne: 'resolved' } }, { orderBy: { triggeredAt: 'asc', id: 'asc' } });
+    const rules = new Map((await tx.em.find(AlertRule, { orgId }, { fields: ['id', 'targetType', 'targetId'] })).map((r) => [r.id, r]));
     const previous = new Set(alerts.map((a) => a.correlationGroupId).filter((id): id is string => id !== null));
     for (const alert of alerts) alert.correlationGroupId = null;
     await tx.em.flush();
     // Incidents keep their resolved alerts; only those left empty go.
     if (previous.size > 0) await tx.em.execute('delete from alert_correlation_group g where g.id in (?) and not exists (select 1 from alert a where a.correlation_group_id = g.id)', [[...previous]]);
     const groups = new Map<string, AlertCorrelationGroup>();
+    let created = 0;
     for (const alert of alerts) {
-      const key = correlationKey(alert);
+      const key = correlationKey(alert, alert.ruleId ? rules.get(alert.ruleId) : null);
       let group = groups.get(key);
       if (!group || alert.triggeredAt.getTime() - group.lastAlertAt.getTime() > CORRELATION_WINDOW_MINUTES * 60_000) {
+        created += 1;
         group = tx.em.create(AlertCorrelationGroup, { orgId, siteId: alert.siteId, key, severity: alert.severity, firstAlertAt: alert.triggeredAt, lastAlertAt: alert.triggeredAt });
         groups.set(key, group);
       }
@@ -321,6 +327,6 @@ export async function analyzeCorrelations(ctx: RequestContext, rawInput: Analyze
       alert.correlationGroupId = group.id;
     }
     await tx.em.flush();
-    return { groups: new Set(groups.values()).size, alerts: alerts.length };
+    return { groups: created, alerts: alerts.length };
   });
 }

@@ -185,7 +185,7 @@ test('the rule test reports the devices it would fire for, and raises nothing', 
   expect(await sql(app, 'select count(*)::int as n from alert where rule_id = ?', [rule.id])).toEqual([{ n: 0 }]);
 });
 
-test('rule changes reach evaluation at once: disabling a rule stops it firing', async () => {
+test('rule changes reach evaluation at once: disabling a rule stops it firing; changed conditions start holding again', async () => {
   const { org, tech, agent } = await setup();
   const rule = await createRule(tech.as, cpuRule(org.id));
   expect((await rest(app, tech.as).patch(`/alerts/rules/${rule.id}`, { enabled: false })).status).toBe(200);
@@ -194,6 +194,18 @@ test('rule changes reach evaluation at once: disabling a rule stops it firing', 
   expect((await rest(app, tech.as).patch(`/alerts/rules/${rule.id}`, { enabled: true })).status).toBe(200);
   await heartbeat(agent, { metrics: { cpuPercent: 99 } });
   expect(await alertsOf(agent.deviceId)).toHaveLength(1);
+
+  // A condition holding under the old conditions starts again under the new ones.
+  const slow = await createRule(tech.as, cpuRule(org.id, { conditions: [{ type: 'metric', metric: 'ramPercent', operator: 'gt', threshold: 50, durationSeconds: 600 }] }));
+  await heartbeat(agent, { metrics: { cpuPercent: 99, ramPercent: 80 } });
+  const pending = () => sql(app, 'select since from alert_condition_state where rule_id = ?', [slow.id]);
+  expect(await pending()).toHaveLength(1);
+  expect((await rest(app, tech.as).patch(`/alerts/rules/${slow.id}`, { conditions: [{ type: 'metric', metric: 'ramPercent', operator: 'gt', threshold: 70, durationSeconds: 600 }] })).status).toBe(200);
+  expect(await pending()).toEqual([]);
+  await eventually(async () => {
+    await heartbeat(agent, { metrics: { cpuPercent: 99, ramPercent: 80 } });
+    return (await pending()).length === 1;
+  }, 10_000, 'the condition to start again');
 });
 
 test('rules: CRUD, validation 400s, least privilege, and another organization’s rules and targets are not found (REST and GraphQL)', async () => {

@@ -7,7 +7,7 @@ import { publishOnCommit } from '../events/pubsub.js';
 import { onePer } from '../memo.js';
 import type { Runtime } from '../runtime.js';
 import { dueAt, factsOf, ruleHolds, ruleTargets, type DeviceFacts } from './alert-conditions.js';
-import { enabledRules, type CachedRule } from './alert-rules.js';
+import { RULES_TOPIC, enabledRules, type CachedRule } from './alert-rules.js';
 import { correlate } from './alert-templates.js';
 import { ALERT_STATE_TOPIC, alertChanged, alertEventData } from './alerts.js';
 import { suppressedDeviceIds } from './maintenance.js';
@@ -31,6 +31,8 @@ class DeviceStandings {
 
   constructor(private readonly runtime: Runtime) {
     runtime.pubsub.on(ALERT_STATE_TOPIC, (payload) => this.devices.delete((payload as { deviceId: string }).deviceId));
+    // A rule change may drop pending conditions of many devices: each reloads on its next evaluation (rule changes are rare).
+    runtime.pubsub.on(RULES_TOPIC, () => this.devices.clear());
   }
 
   forget(deviceId: string): void {

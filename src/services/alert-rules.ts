@@ -1,6 +1,6 @@
 import { raw, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
-import { ALERT_TARGET_TYPES, AlertRule } from '../../entities/alert.js';
+import { ALERT_TARGET_TYPES, AlertConditionState, AlertRule } from '../../entities/alert.js';
 import { Device } from '../../entities/device.js';
 import { DeviceGroup } from '../../entities/device-group.js';
 import { Site } from '../../entities/site.js';
@@ -68,7 +68,8 @@ export function ruleView(rule: AlertRule): AlertRuleView {
 
 // ── the per-instance cache of enabled rules ─────────────────────────────────────────────────────
 
-const RULES_TOPIC = 'alert_rules_changed';
+/** Published on every rule change: instances drop the organization's rules (and evaluation its device standings). */
+export const RULES_TOPIC = 'alert_rules_changed';
 // A NOTIFY missed while the listener reconnects is healed by this age at most.
 const RULE_CACHE_TTL_MS = 60_000;
 
@@ -239,6 +240,8 @@ export async function updateAlertRule(ctx: RequestContext, id: string, rawInput:
     const changes = applyChanges(current, { ...input, targetId: input.targetId?.toLowerCase(), conditions: input.conditions?.map(normalizeCondition) });
     if (changes.length === 0) return ruleView(current);
     await tx.em.flush();
+    // Conditions that started holding under what the rule was start again under what it is.
+    if (changes.some((c) => ['conditions', 'targetType', 'targetId', 'enabled'].includes(c))) await tx.em.nativeDelete(AlertConditionState, { ruleId: current.id });
     await rulesChanged(tx, current.orgId);
     await recordAudit(tx, { action: 'alert_rule.update', resourceType: 'alert_rule', resourceId: id, orgId: current.orgId, changes, details: { name: current.name } });
     return ruleView(current);

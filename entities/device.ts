@@ -3,7 +3,8 @@ import { BaseEntity } from './base.js';
 import { Organization } from './organization.js';
 import { Site } from './site.js';
 
-export const DEVICE_STATUSES = ['pending', 'online', 'offline', 'updating', 'decommissioned'] as const;
+/** `maintenance`: an active maintenance occurrence covers the device (presence is still kept in `lastSeenAt`). */
+export const DEVICE_STATUSES = ['pending', 'online', 'offline', 'updating', 'maintenance', 'decommissioned'] as const;
 export type DeviceStatus = (typeof DEVICE_STATUSES)[number];
 export const OS_TYPES = ['windows', 'macos', 'linux'] as const;
 export type OsType = (typeof OS_TYPES)[number];

@@ -1,11 +1,16 @@
 import { AccessReviewResolver } from './access-review.js';
 import { AgentVersionResolver } from './agent-version.js';
+import { AlertResolver } from './alert.js';
+import { AlertChannelResolver } from './alert-channel.js';
+import { AlertPolicyResolver } from './alert-policy.js';
 import { ApiKeyResolver } from './api-key.js';
 import { AuditResolver } from './audit.js';
 import { AuthResolver } from './auth.js';
 import { DeviceResolver } from './device.js';
 import { DeviceGroupResolver } from './device-group.js';
 import { EnrollmentKeyResolver } from './enrollment-key.js';
+import { MaintenanceResolver } from './maintenance.js';
+import { NotificationResolver } from './notification.js';
 import { OrganizationResolver } from './organization.js';
 import { PartnerResolver } from './partner.js';
 import { RoleResolver } from './role.js';
@@ -16,4 +21,4 @@ import { UserResolver } from './user.js';
 import { WebhookResolver } from './webhook.js';
 
 /** Every GraphQL resolver class; a domain adds its resolver here. */
-export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver, DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver, DeviceGroupResolver] as const;
+export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver, DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver, DeviceGroupResolver, MaintenanceResolver, AlertChannelResolver, AlertPolicyResolver, NotificationResolver, AlertResolver] as const;

@@ -77,6 +77,10 @@ const EnvSchema = z.object({
   SAML_SP_CERTIFICATE: z.string().optional(),
   SMTP_URL: z.string().regex(/^smtps?:\/\//, 'must be an smtp:// or smtps:// URL').optional(),
   SMTP_FROM: z.string().default('rmm-service <no-reply@localhost>'),
+  PAGERDUTY_EVENTS_URL: url,
+  SMS_API_URL: url,
+  SMS_API_KEY: z.string().optional(),
+  ALERT_ESCALATION_CHECK_SECONDS: int(5, 1),
   GRAPHQL_MAX_DEPTH: int(12, 2),
   GRAPHQL_MAX_COST: int(10000, 10),
   GRAPHQL_MAX_ALIASES: int(100, 1),
@@ -125,6 +129,12 @@ export interface Config {
   ssoRateLimitPerMinute: number;
   saml: { spEntityId: string; privateKey: string | null; certificate: string | null };
   smtp: { url: string; from: string } | null;
+  /**
+   * Alert notification channels: pagerdutyEventsUrl, PagerDuty's Events API v2 enqueue URL; sms, the
+   * SMS provider's send URL and key (null: sms channels fail their sends); escalationCheckSeconds, how
+   * often due escalation steps are looked for
+   */
+  alertChannels: { pagerdutyEventsUrl: string; sms: { url: string; apiKey: string | null } | null; escalationCheckSeconds: number };
   /** wsRecheckSeconds: how often every open WebSocket's credentials are re-checked, behind the revocation events */
   /** persistedQueriesMax: automatic persisted queries kept in the database; past it, new ones run but are not kept */
   /** maxAliases: aliased fields in one operation; maxBatch: operations in one HTTP request (a JSON array) */
@@ -218,6 +228,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       certificate: e.SAML_SP_CERTIFICATE ?? null,
     },
     smtp: e.SMTP_URL ? { url: e.SMTP_URL, from: e.SMTP_FROM } : null,
+    alertChannels: {
+      pagerdutyEventsUrl: pagerdutyEventsUrl(e.PAGERDUTY_EVENTS_URL ?? 'https://events.pagerduty.com'),
+      sms: e.SMS_API_URL ? { url: e.SMS_API_URL, apiKey: e.SMS_API_KEY ?? null } : null,
+      escalationCheckSeconds: e.ALERT_ESCALATION_CHECK_SECONDS,
+    },
     graphql: {
       maxDepth: e.GRAPHQL_MAX_DEPTH,
       maxCost: e.GRAPHQL_MAX_COST,
@@ -244,6 +259,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       binaryDir: path.resolve(e.AGENT_BINARY_DIR ?? path.join(dataDir, 'agent-binaries')),
     },
   };
+}
+
+/** A bare origin (or one ending in `/`) names PagerDuty's host: its Events API v2 path is added; any other path is the endpoint itself. */
+function pagerdutyEventsUrl(raw: string): string {
+  const url = new URL(raw);
+  if (url.pathname === '/' || url.pathname === '') url.pathname = '/v2/enqueue';
+  return url.toString();
 }
 
 type SecretSpec = Record<string, { value: string | undefined; names: string }>;

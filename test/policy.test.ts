@@ -42,6 +42,27 @@ const ACTIONS: Record<string, Action> = {
   exportAudit: { permission: 'audit:export', request: () => ({ method: 'get', path: '/audit/export?format=json' }), ok: 200 },
   listAccessReviews: { orgQuery: true, permission: 'access_reviews:read', request: () => ({ method: 'get', path: '/access-reviews' }), ok: 200 },
   listWebhooks: { orgQuery: true, permission: 'organizations:read', request: () => ({ method: 'get', path: '/webhooks' }), ok: 200 },
+  listMaintenanceWindows: { orgQuery: true, permission: 'maintenance:read', request: () => ({ method: 'get', path: '/maintenance/windows' }), ok: 200 },
+  createMaintenanceWindow: {
+    permission: 'maintenance:write',
+    request: ({ orgId }) => ({ method: 'post', path: '/maintenance/windows', body: { orgId, name: 'Patch night', timezone: 'UTC', startsAt: '2030-01-01T02:00:00', durationMinutes: 60, recurrence: { type: 'once' } } }),
+    ok: 201,
+  },
+  listAlertChannels: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts/channels' }), ok: 200 },
+  createAlertChannel: {
+    permission: 'alerts:write',
+    request: ({ orgId }) => ({ method: 'post', path: '/alerts/channels', body: { orgId, name: 'On call', type: 'email', config: { to: ['oncall@example.test'] } } }),
+    ok: 201,
+  },
+  listAlertPolicies: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts/policies' }), ok: 200 },
+  createAlertPolicy: { permission: 'alerts:write', request: ({ orgId }) => ({ method: 'post', path: '/alerts/policies', body: { orgId, name: 'Critical', severities: ['critical'], channelIds: [] } }), ok: 201 },
+  listAlerts: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts' }), ok: 200 },
+  listAlertRules: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts/rules' }), ok: 200 },
+  createAlertRule: {
+    permission: 'alerts:write',
+    request: ({ orgId }) => ({ method: 'post', path: '/alerts/rules', body: { orgId, name: 'Offline', targetType: 'organization', targetId: orgId, conditions: [{ type: 'offline' }], severity: 'high' } }),
+    ok: 201,
+  },
 };
 type ActionName = keyof typeof ACTIONS;
 
@@ -50,11 +71,11 @@ const ALL = Object.keys(ACTIONS) as ActionName[];
 /** The actions each seeded role may take; every other action in ACTIONS answers 403 FORBIDDEN. */
 const ALLOWED: Record<string, { scope: 'organization' | 'partner'; may: ActionName[] }> = {
   'Organization Admin': { scope: 'organization', may: ALL },
-  'Organization Technician': { scope: 'organization', may: ['listSites', 'listUsers', 'listOrganizations', 'listWebhooks'] },
-  'Organization Viewer': { scope: 'organization', may: ['listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks'] },
+  'Organization Technician': { scope: 'organization', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'listUsers', 'listOrganizations', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy', 'listAlerts', 'listAlertRules', 'createAlertRule'] },
+  'Organization Viewer': { scope: 'organization', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies', 'listAlerts', 'listAlertRules'] },
   'Partner Admin': { scope: 'partner', may: ALL },
-  'Partner Technician': { scope: 'partner', may: ['listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks'] },
-  'Partner Viewer': { scope: 'partner', may: ['listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks'] },
+  'Partner Technician': { scope: 'partner', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy', 'listAlerts', 'listAlertRules', 'createAlertRule'] },
+  'Partner Viewer': { scope: 'partner', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies', 'listAlerts', 'listAlertRules'] },
 };
 
 describe.each(Object.entries(ALLOWED))('%s', (roleName, { scope, may }) => {

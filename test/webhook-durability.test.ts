@@ -64,7 +64,7 @@ test('two instances never send one event to one webhook twice, even with duplica
     const events = await Promise.all(
       Array.from({ length: 15 }, (_, i) => {
         const runtime = (i % 2 ? first : second).server.runtime;
-        return withTransaction(RequestContext.system(runtime, 'test'), (tx) => emit(tx, { type: 'alert.triggered', orgId, data: { n: i } }));
+        return withTransaction(RequestContext.system(runtime, 'test'), (tx) => emit(tx, { type: 'alert.triggered', orgId, data: { n: i } as never }));
       }),
     );
     // Extra jobs for the same deliveries from both instances: the claim lets one send.

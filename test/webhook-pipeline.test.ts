@@ -62,7 +62,7 @@ describe('per-webhook isolation: a pool of 4 request slots, at most 2 per webhoo
     // Then events for both webhooks.
     const ctx = RequestContext.system(app.server.runtime, 'test');
     await withTransaction(ctx, async (tx) => {
-      for (let i = 0; i < 10; i++) await emit(tx, { type: 'alert.triggered', orgId, data: { n: i } });
+      for (let i = 0; i < 10; i++) await emit(tx, { type: 'alert.triggered', orgId, data: { n: i } as never });
     });
 
     const delivered = await eventually(

@@ -124,7 +124,7 @@ test('two instances, 2,000 events, one instance killed (SIGKILL) mid-stream and 
     stream = (async () => {
       while (streaming && committed < EVENTS) {
         await withTransaction(RequestContext.system(writer, 'test'), async (tx) => {
-          for (let i = 0; i < PER_TRANSACTION; i++) await emit(tx, { type: 'alert.triggered', orgId, data: { n: committed + i } });
+          for (let i = 0; i < PER_TRANSACTION; i++) await emit(tx, { type: 'alert.triggered', orgId, data: { n: committed + i } as never });
         });
         committed += PER_TRANSACTION;
         await new Promise((resolve) => setTimeout(resolve, 40));

@@ -12,6 +12,7 @@ export const PERMISSION_CATALOG = {
   audit: ['read', 'export'],
   devices: ['read', 'write', 'delete', 'execute'],
   alerts: ['read', 'write'],
+  maintenance: ['read', 'write'],
   scripts: ['read', 'write', 'execute'],
 } as const satisfies Record<string, readonly string[]>;
 
@@ -75,7 +76,7 @@ export interface SystemRoleSeed {
   permissions: PermissionGrant[];
 }
 
-const orgWork: PermissionGrant[] = ['devices:*', 'alerts:*', 'scripts:*'];
+const orgWork: PermissionGrant[] = ['devices:*', 'alerts:*', 'maintenance:*', 'scripts:*'];
 
 /** Seeded on every start (ids fixed, permissions kept in step with this table). */
 export const SYSTEM_ROLES: SystemRoleSeed[] = [

@@ -45,10 +45,10 @@ export interface DomainEventMap {
   'enrollment_key.created': EnrollmentKeyEventData;
   'enrollment_key.rotated': EnrollmentKeyEventData;
   'enrollment_key.deleted': EnrollmentKeyEventData;
-  'alert.triggered': PendingPayload;
-  'alert.acknowledged': PendingPayload;
-  'alert.resolved': PendingPayload;
-  'alert.escalated': PendingPayload;
+  'alert.triggered': AlertEventData;
+  'alert.acknowledged': AlertEventData;
+  'alert.resolved': AlertEventData;
+  'alert.escalated': AlertEventData;
   'script.started': PendingPayload;
   'script.completed': PendingPayload;
   'script.failed': PendingPayload;
@@ -88,6 +88,18 @@ export type DeviceEventData = {
   previousStatus: string | null;
   lastSeenAt: string | null;
   lastSeen: string | null;
+};
+
+/** Every alert event carries the alert as it now is. */
+export type AlertEventData = {
+  alertId: string;
+  orgId: string;
+  siteId: string | null;
+  deviceId: string;
+  ruleId: string | null;
+  severity: string;
+  status: string;
+  title: string;
 };
 
 type EnrollmentKeyEventData = {
@@ -213,9 +225,34 @@ export const AUDIT_ACTIONS = {
   'device_group.member.remove': null,
   'device_group.pin': null,
   'device_group.unpin': null,
+  // Alert channels and policies: organization configuration, audited only (alerts themselves emit alert.*).
+  'alert_channel.create': null,
+  'alert_channel.update': null,
+  'alert_channel.delete': null,
+  'alert_channel.test': null,
+  'alert_policy.create': null,
+  'alert_policy.update': null,
+  'alert_policy.delete': null,
+  // Maintenance windows: no webhook catalog event (spec, document 2), so audited only; devices entering or leaving maintenance emit their status events.
+  'maintenance_window.create': null,
+  'maintenance_window.update': null,
+  'maintenance_window.delete': null,
+  'maintenance_window.cancel': null,
+  'maintenance_occurrence.start': null,
+  'maintenance_occurrence.end': null,
   'agent_version.sync': 'agent_version.synced',
   'agent_version.promote': 'agent_version.promoted',
   'graphql.trusted_documents.import': null,
+  // Alert rules, templates and suppression are configuration: audited, no catalog event.
+  'alert_rule.create': null,
+  'alert_rule.update': null,
+  'alert_rule.delete': null,
+  'alert_template.create': null,
+  'alert_template.update': null,
+  'alert_template.delete': null,
+  'alert.acknowledge': 'alert.acknowledged',
+  'alert.resolve': 'alert.resolved',
+  'alert.suppress': null,
   'access.denied': null,
   'audit.read': null,
   'audit.export': null,

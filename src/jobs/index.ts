@@ -1,5 +1,8 @@
 import type { JobDefinition } from './types.js';
+import { alertChannelJobs } from './alert-channels.js';
+import { alertJobs } from './alerts.js';
 import { deviceJobs } from './devices.js';
+import { maintenanceJobs } from './maintenance.js';
 import { sessionJobs } from './sessions.js';
 import { webhookJobs } from './webhooks.js';
 
@@ -14,4 +17,4 @@ export function collectJobs(...lists: JobDefinition<never>[][]): JobDefinition<n
   return all;
 }
 
-export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs, deviceJobs);
+export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs, deviceJobs, maintenanceJobs, alertChannelJobs, alertJobs);

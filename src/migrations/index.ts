@@ -10,6 +10,10 @@ import { Migration20261124141000_agent_versions } from './Migration2026112414100
 import { Migration20261124150000_webhook_delivery_claim } from './Migration20261124150000_webhook_delivery_claim.js';
 import { Migration20261127170000_persisted_queries } from './Migration20261127170000_persisted_queries.js';
 import { Migration20261127180000_trusted_documents } from './Migration20261127180000_trusted_documents.js';
+import { Migration20261127180123_alerts } from './Migration20261127180123_alerts.js';
+import { Migration20261127190000_maintenance } from './Migration20261127190000_maintenance.js';
+import { Migration20261127190105_alert_due_indexes } from './Migration20261127190105_alert_due_indexes.js';
+import { Migration20261127191000_alert_notifications } from './Migration20261127191000_alert_notifications.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -23,4 +27,8 @@ export const migrations = [
   { name: 'Migration20261124150000_webhook_delivery_claim', class: Migration20261124150000_webhook_delivery_claim },
   { name: 'Migration20261127170000_persisted_queries', class: Migration20261127170000_persisted_queries },
   { name: 'Migration20261127180000_trusted_documents', class: Migration20261127180000_trusted_documents },
+  { name: 'Migration20261127180123_alerts', class: Migration20261127180123_alerts },
+  { name: 'Migration20261127190000_maintenance', class: Migration20261127190000_maintenance },
+  { name: 'Migration20261127190105_alert_due_indexes', class: Migration20261127190105_alert_due_indexes },
+  { name: 'Migration20261127191000_alert_notifications', class: Migration20261127191000_alert_notifications },
 ];

@@ -8,7 +8,8 @@
  *   for BENCH_HEARTBEAT_SECONDS (default 10) after a 2 s warm-up. Ceiling: the same generator
  *   against a plain `node:http` JSON server. Beside it, the heartbeat's own statement sent once per
  *   heartbeat by a bare `pg` pool (no HTTP, no ORM, no batching): what the shared statements save. Also the statements one heartbeat sends to PostgreSQL, and the CPU
- *   each heartbeat costs the server process and PostgreSQL's backends.
+ *   each heartbeat costs the server process and PostgreSQL's backends. Then the same load again with
+ *   50 enabled alert rules in the organization (`routeWithAlertRules`, `alertEvaluationCostPercent`).
  * - device-list: BENCH_LIST_DEVICES (default 100,000) devices in one organization (generate_series),
  *   `GET /api/v1/devices?limit=50` as an Organization Technician (signed in), sorted by hostname (asc)
  *   and by lastSeen (desc), first page and the page after row 50,000 (its cursor the one the server
@@ -30,8 +31,10 @@ import { createClient, type Client } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import pg from 'pg';
 import WebSocket, { WebSocketServer } from 'ws';
+import { RequestContext } from '../auth/context.js';
 import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
 import { sha256Hex } from '../secrets.js';
+import { createAlertRule } from '../services/alert-rules.js';
 import type { RunningServer } from '../server.js';
 import { percentiles, runLoad, type LoadRequest } from './bench-load.js';
 import {
@@ -99,19 +102,49 @@ async function heartbeats(server: RunningServer, pool: pg.Pool): Promise<boolean
   const shapes = statementShapes(captured.flat(), sample.length);
   const unbatched = await replayHeartbeats(pool, typicalHeartbeat(sample, captured), agents, HEARTBEAT_CONNECTIONS, 5000);
   const measured = await metered(pool, (onWindow) => runLoad({ ...load, port }, onWindow));
+  await seedAlertRules(server, orgId);
+  // One heartbeat per device first: each instance reads a device's alert standing once, on its first heartbeat after start-up.
+  for (let i = 0; i < agents.length; i += HEARTBEAT_CONNECTIONS) await Promise.all(agents.slice(i, i + HEARTBEAT_CONNECTIONS).map((agent) => request(port, heartbeatRequest(agent))));
+  const capturedWithRules: Statement[][] = [];
+  for (const agent of sample) capturedWithRules.push((await captureQueries(() => request(port, heartbeatRequest(agent)), pool)).queries);
+  const withRules = await metered(pool, (onWindow) => runLoad({ ...load, port }, onWindow));
 
   print({
     heartbeats: {
       devices: AGENTS,
       connections: HEARTBEAT_CONNECTIONS,
       route: { ...loadFigures(measured.result), ...measured.usage },
+      routeWithAlertRules: { rules: ALERT_RULES, ...loadFigures(withRules.result), ...withRules.usage, statementsPerHeartbeat: statementShapes(capturedWithRules.flat(), sample.length).perUnit },
+      // Server CPU per heartbeat, not throughput: on a busy machine the rate moves more than evaluation costs.
+      alertEvaluationCostPercent: round((withRules.usage.processCpuMsPerRequest / measured.usage.processCpuMsPerRequest - 1) * 100),
       ceilingPlainNodeHttp: { ...loadFigures(ceiling.result), ...ceiling.usage },
       unbatchedBarePgStatements: unbatched,
       statementsPerHeartbeat: shapes.perUnit,
       statements: shapes.list,
     },
   });
-  return measured.result.statuses['200'] !== undefined && failures(measured.result) === 0;
+  return measured.result.statuses['200'] !== undefined && failures(measured.result) === 0 && failures(withRules.result) === 0;
+}
+
+const ALERT_RULES = 50;
+
+/**
+ * ALERT_RULES enabled rules watching the whole organization, on the metrics every heartbeat sends, with
+ * thresholds no percentage passes: evaluation's steady cost (every rule evaluated on every heartbeat),
+ * without the one-off writes of alerts being raised.
+ */
+async function seedAlertRules(server: RunningServer, orgId: string): Promise<void> {
+  const metrics = ['cpuPercent', 'ramPercent', 'diskPercent'];
+  for (let i = 0; i < ALERT_RULES; i++) {
+    await createAlertRule(RequestContext.system(server.runtime, 'bench'), {
+      orgId,
+      name: `Bench rule ${i}`,
+      targetType: 'organization',
+      targetId: orgId,
+      conditions: [{ type: 'metric', metric: metrics[i % metrics.length], operator: 'gt', threshold: 100, ...(i % 2 ? { durationSeconds: 300 } : {}) }],
+      severity: 'medium',
+    });
+  }
 }
 
 /** A heartbeat as an agent sends it: its version and a few metrics (the same for a device every time). */

@@ -18,6 +18,7 @@ import type { Runtime } from '../runtime.js';
 import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 import { OsTypeSchema } from './devices.js';
+import { updatesDeferredDeviceIds } from './maintenance.js';
 
 // Agent releases (spec, Versioning 4–8): binaries registered from a GitHub-compatible releases API,
 // promoted to upgrade targets, handed to agents on heartbeat (`upgradeTo`) and to installers.
@@ -254,14 +255,16 @@ async function effectiveUpdateWindow(ctx: RequestContext, orgId: string): Promis
 /**
  * The heartbeat's `upgradeTo`: the agent's promoted build for the device's platform, when it is
  * newer than `reportedVersion`, the device updates itself (`autoUpdate`), is not updating already,
- * and its update window is open. Usually no query at all: the targets are cached.
+ * its update window is open, and no maintenance occurrence defers its updates. Usually no query at all:
+ * the targets are cached, and only devices in maintenance ask about their occurrences.
  */
-export async function upgradeFor(ctx: RequestContext, device: Pick<Device, 'autoUpdate' | 'status' | 'osType' | 'architecture' | 'orgId'>, reportedVersion: string): Promise<UpgradeTo | null> {
+export async function upgradeFor(ctx: RequestContext, device: Pick<Device, 'id' | 'autoUpdate' | 'status' | 'osType' | 'architecture' | 'orgId'>, reportedVersion: string): Promise<UpgradeTo | null> {
   if (!device.autoUpdate || device.status === 'updating' || !device.osType || !device.architecture) return null;
   const targets = await promotedTargets(ctx.runtime).get();
   const target = targets.get(targetKey('agent', device.osType, normalizeArch(device.architecture)));
   if (!target || !((compareVersions(target.version, reportedVersion) ?? 0) > 0)) return null;
   if (!updateWindowOpen(await effectiveUpdateWindow(ctx, device.orgId), ctx.runtime.clock.now())) return null;
+  if (device.status === 'maintenance' && (await updatesDeferredDeviceIds(ctx, [device.id])).has(device.id)) return null;
   return { version: target.version, component: target.component, url: agentDownloadUrl(ctx.runtime.config, target), checksum: target.checksum };
 }
 

@@ -15,6 +15,8 @@ import type { Runtime } from '../runtime.js';
 import { randomToken, sha256Hex } from '../secrets.js';
 import { isoDateTime, parseInput, uuid } from '../validation.js';
 import { UpgradeToSchema, upgradeFor } from './agent-versions.js';
+import { factsOf } from './alert-conditions.js';
+import { evaluateDevice, evaluateHeartbeat } from './alert-evaluation.js';
 import { recordChange } from './audit.js';
 import { ClaimedCommandSchema, claimCommands, completeCommand, CommandResultSchema, JsonObjectSchema, boundedJson, type CommandResultInput } from './device-commands.js';
 import { changeStatus, deviceEventData } from './devices.js';
@@ -164,7 +166,7 @@ function reportedFields(input: Heartbeat, now: Date): Partial<Device> {
   };
 }
 
-type SteadyDevice = Pick<Device, 'id' | 'orgId' | 'status' | 'osType' | 'architecture' | 'autoUpdate'> & { hasPending: boolean };
+type SteadyDevice = Pick<Device, 'id' | 'orgId' | 'siteId' | 'status' | 'osType' | 'architecture' | 'autoUpdate'> & { hasPending: boolean };
 
 /** A heartbeat offered to the steady path: the agent, its token's hash, what it reports and when it arrived. */
 interface SteadyReport {
@@ -185,14 +187,15 @@ const STEADY_HEARTBEATS = statement(`
   from unnest(?::uuid[], ?::text[], ?::timestamptz[], ?::text[], ?::boolean[], ?::jsonb[], ?::boolean[], ?::text[], ?::boolean[], ?::timestamptz[])
     as report(agent_id, token_hash, seen_at, agent_version, has_metrics, metrics, has_watchdog, watchdog_status, has_silent, silent_since)
   where device.agent_id = report.agent_id and device.token_hash = report.token_hash and device.agent_version = report.agent_version
-    and (device.status = 'online' or (device.status = 'updating' and device.updating_to_version is distinct from report.agent_version))
-  returning device.agent_id, device.id, device.org_id, device.status, device.os_type, device.architecture, device.auto_update,
+    and (device.status in ('online', 'maintenance') or (device.status = 'updating' and device.updating_to_version is distinct from report.agent_version))
+  returning device.agent_id, device.id, device.org_id, device.site_id, device.status, device.os_type, device.architecture, device.auto_update,
     exists (select 1 from device_command c where c.device_id = device.id and c.status = 'pending') as has_pending`);
 
 interface SteadyRow {
   agent_id: string;
   id: string;
   org_id: string;
+  site_id: string | null;
   status: Device['status'];
   os_type: Device['osType'];
   architecture: string | null;
@@ -231,7 +234,7 @@ const steadyHeartbeats = onePer(
         const byAgent = new Map(rows.map((row) => [row.agent_id, row]));
         return reports.map(({ agentId }) => {
           const row = byAgent.get(agentId);
-          return row ? { id: row.id, orgId: row.org_id, status: row.status, osType: row.os_type, architecture: row.architecture, autoUpdate: row.auto_update, hasPending: row.has_pending } : null;
+          return row ? { id: row.id, orgId: row.org_id, siteId: row.site_id, status: row.status, osType: row.os_type, architecture: row.architecture, autoUpdate: row.auto_update, hasPending: row.has_pending } : null;
         });
       },
       { maxBatch: 200, inFlight: 2, key: (report) => report.agentId },
@@ -262,6 +265,7 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
   const steady = token && isUuid(agentId) ? await steadyHeartbeats(ctx.runtime).submit({ agentId, tokenHash: sha256Hex(token), input, seenAt: now }) : null;
   if (steady) {
     skipAuthorization(ctx, 'agent protocol: the agent token authenticates');
+    await evaluateHeartbeat(ctx.runtime, steady, input, now);
     const upgradeTo = await upgradeFor(ctx, steady, input.agentVersion);
     return { commands: steady.hasPending ? await claimCommands(ctx, steady.id) : [], configUpdate: null, upgradeTo };
   }
@@ -271,12 +275,14 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
     const previousVersion = device.agentVersion;
     const finishesUpdate = device.status === 'updating' && device.updatingToVersion === input.agentVersion;
     Object.assign(device, reportedFields(input, now));
-    if (device.status !== 'updating' || finishesUpdate) await changeStatus(tx, device, 'online');
+    // A device in maintenance stays so while its occurrence lasts; its presence is lastSeenAt.
+    if (device.status !== 'maintenance' && (device.status !== 'updating' || finishesUpdate)) await changeStatus(tx, device, 'online');
     // Groups filter on the version: a change outside an update (a manual reinstall) must reach them.
     if (previousVersion !== device.agentVersion && !finishesUpdate) {
       await emit(tx, { type: 'device.updated', orgId: device.orgId, data: { ...deviceEventData(device, null), changes: ['agentVersion'] } });
     }
     await tx.em.flush();
+    tx.afterCommit(() => evaluateDevice(tx.runtime, factsOf(device), now));
   });
   // The claim comes last: once it has committed the commands count as sent, so nothing may fail after it.
   const upgradeTo = await upgradeFor(ctx, seen, input.agentVersion);
@@ -346,15 +352,18 @@ export async function markSeen(ctx: RequestContext, deviceId: string, tokenHash:
     if (!device || device.status === 'decommissioned') return 'decommissioned';
     if (device.tokenHash !== tokenHash) return 'replaced';
     device.lastSeenAt = tx.runtime.clock.now();
-    if (device.status === 'offline') await changeStatus(tx, device, 'online');
+    if (device.status === 'offline') {
+      await changeStatus(tx, device, 'online');
+      tx.afterCommit(() => evaluateDevice(tx.runtime, factsOf(device)));
+    }
     await tx.em.flush();
     return 'seen';
   });
 }
 
 /**
- * The presence tick of many open channels in one statement: `lastSeenAt` now for those still online
- * or updating under the token they connected with. Answers the ids it touched; the others (offline
+ * The presence tick of many open channels in one statement: `lastSeenAt` now for those still online,
+ * updating or in maintenance under the token they connected with. Answers the ids it touched; the others (offline
  * meanwhile, re-enrolled, decommissioned) go through `markSeen` one by one.
  */
 export async function touchPresence(ctx: RequestContext, channels: { deviceId: string; tokenHash: string }[]): Promise<Set<string>> {
@@ -366,7 +375,7 @@ export async function touchPresence(ctx: RequestContext, channels: { deviceId: s
     const rows = (await ctx.em.execute(
       `update device set last_seen_at = ?, updated_at = now()
         from (values ${batch.map(() => '(?::uuid, ?)').join(', ')}) as open_channel(id, token_hash)
-        where device.id = open_channel.id and device.token_hash = open_channel.token_hash and device.status in ('online', 'updating')
+        where device.id = open_channel.id and device.token_hash = open_channel.token_hash and device.status in ('online', 'updating', 'maintenance')
         returning device.id`,
       [now, ...batch.flatMap((c) => [c.deviceId, c.tokenHash])],
     )) as { id: string }[];
@@ -398,6 +407,7 @@ export async function sweepDeviceStatus(ctx: RequestContext): Promise<number> {
       const device = await tx.em.findOne(Device, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
       if (!device || !stale(device)) return;
       await changeStatus(tx, device, 'offline');
+      tx.afterCommit(() => evaluateDevice(tx.runtime, factsOf(device)));
       changed += 1;
     });
   }

@@ -97,7 +97,7 @@ export function deviceEventData(device: Device, previousStatus: DeviceStatus | n
   return { deviceId: device.id, orgId: device.orgId, siteId: device.siteId, hostname: device.hostname, status: device.status, previousStatus, lastSeenAt: lastSeen, lastSeen };
 }
 
-const STATUS_EVENTS = { online: 'device.online', offline: 'device.offline', updating: 'device.updated', decommissioned: 'device.decommissioned' } as const;
+const STATUS_EVENTS = { online: 'device.online', offline: 'device.offline', updating: 'device.updated', maintenance: 'device.updated', decommissioned: 'device.decommissioned' } as const;
 
 /**
  * Moves a device to `next` in the caller's transaction and emits the transition's event (a device

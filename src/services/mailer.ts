@@ -2,7 +2,7 @@ import nodemailer from 'nodemailer';
 import type { RequestContext } from '../auth/context.js';
 
 export interface Mail {
-  to: string;
+  to: string | string[];
   subject: string;
   text: string;
 }
@@ -18,6 +18,17 @@ export async function sendMail(ctx: RequestContext, mail: Mail): Promise<void> {
     ctx.log.info({ to: mail.to, subject: mail.subject }, 'SMTP is not configured: email not sent');
     return;
   }
+  await transmit(ctx, smtp, mail);
+}
+
+/** Sends one message over SMTP, or throws: for messages that reach their readers no other way (alert channels). */
+export async function deliverMail(ctx: RequestContext, mail: Mail): Promise<void> {
+  const smtp = ctx.runtime.config.smtp;
+  if (!smtp) throw new Error('SMTP is not configured (SMTP_URL)');
+  await transmit(ctx, smtp, mail);
+}
+
+async function transmit(ctx: RequestContext, smtp: { url: string; from: string }, mail: Mail): Promise<void> {
   const transport = nodemailer.createTransport(smtp.url);
   try {
     await transport.sendMail({ from: smtp.from, to: mail.to, subject: mail.subject, text: mail.text });

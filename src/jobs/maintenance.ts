@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { RequestContext } from '../auth/context.js';
+import { END_JOB, START_JOB, maintenanceTick, runOccurrenceJob } from '../services/maintenance.js';
+import type { JobDefinition } from './types.js';
+
+const OccurrenceJobData = z.object({ occurrenceId: z.uuid() });
+
+const occurrenceJob = (name: string): JobDefinition<never> => ({
+  name,
+  handler: async (runtime, data) => {
+    await runOccurrenceJob(RequestContext.system(runtime, name), OccurrenceJobData.parse(data).occurrenceId);
+  },
+});
+
+export const maintenanceJobs: JobDefinition<never>[] = [
+  occurrenceJob(START_JOB),
+  occurrenceJob(END_JOB),
+  {
+    name: 'maintenance.tick',
+    // The safety net behind each occurrence's own jobs, and what extends windows to the horizon.
+    every: '5 seconds',
+    handler: async (runtime) => {
+      const moved = await maintenanceTick(RequestContext.system(runtime, 'maintenance.tick'));
+      if (moved > 0) runtime.log.debug({ moved }, 'maintenance occurrences caught up');
+    },
+  },
+];

@@ -1,12 +1,10 @@
-import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Principal } from '../auth/context.js';
 import type { Config } from '../config.js';
+import { Coalescer } from '../db/coalesce.js';
+import { preparedRows, statement } from '../db/prepared.js';
 import { rateLimited } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { onePer } from '../memo.js';
-
-/** Created by Migration20261124111000_rate_limits in the shape rate-limiter-flexible expects; its rows are counters, not entities. */
-const RATE_LIMIT_TABLE = 'rate_limit';
 
 /** A budget of requests per key and minute, named so that different budgets never share a counter. */
 export interface RateLimit {
@@ -14,43 +12,75 @@ export interface RateLimit {
   perMinute: (config: Config) => number;
 }
 
-const limitersOf = onePer((_runtime: Runtime) => new Map<string, RateLimiterPostgres>());
+const WINDOW_MS = 60_000;
 
-function limiterFor(runtime: Runtime, limit: RateLimit): RateLimiterPostgres {
-  const byName = limitersOf(runtime);
-  let limiter = byName.get(limit.name);
-  if (!limiter) {
-    const points = limit.perMinute(runtime.config);
-    limiter = new RateLimiterPostgres({
-      storeClient: runtime.orm.em.getConnection().getKnex(),
-      storeType: 'knex',
-      tableName: RATE_LIMIT_TABLE,
-      // The migration made it; the library's own CREATE would race the first requests.
-      tableCreated: true,
-      keyPrefix: limit.name,
-      points,
-      duration: 60,
-      // Once a key is used up, this instance refuses it from memory until its window ends: a flood
-      // past the limit costs no queries.
-      inMemoryBlockOnConsumed: points,
-    });
-    byName.set(limit.name, limiter);
-  }
-  return limiter;
+/**
+ * Adds each key's requests to its counter in `rate_limit` (Migration20261124111000_rate_limits): a
+ * window starts at a key's first request and lasts a minute; a key whose window ended starts again.
+ * The keys of one statement are distinct (`countRequests` sums a batch's calls per key).
+ */
+const COUNT_REQUESTS = statement(`
+  insert into rate_limit (key, points, expire)
+  select k.key, k.points, ?::bigint + ${WINDOW_MS} from unnest(?::text[], ?::int[]) as k(key, points)
+  on conflict (key) do update set
+    points = case when rate_limit.expire is null or rate_limit.expire <= ? then excluded.points else rate_limit.points + excluded.points end,
+    expire = case when rate_limit.expire is null or rate_limit.expire <= ? then excluded.expire else rate_limit.expire end
+  returning key, points, expire`);
+
+interface Counted {
+  /** the counter once this request is counted: over the budget means refused */
+  points: number;
+  expire: number;
 }
 
 /**
+ * Requests arriving together are counted by one statement, so a budget that every request draws on
+ * costs PostgreSQL a share of one upsert per request, not one each. Each call still sees a count made
+ * after it arrived, so every instance draws on the same budget.
+ */
+const requestCounter = onePer(
+  (runtime: Runtime) =>
+    new Coalescer<string, Counted>(
+      async (keys) => {
+        const calls = new Map<string, number>();
+        for (const key of keys) calls.set(key, (calls.get(key) ?? 0) + 1);
+        const now = runtime.clock.now().getTime();
+        const rows = await preparedRows<{ key: string; points: number; expire: string }>(runtime.orm, COUNT_REQUESTS, [now, [...calls.keys()], [...calls.values()], now, now]);
+        const counted = new Map(rows.map((row) => [row.key, { points: row.points, expire: Number(row.expire) }]));
+        // The batch's calls of one key take the counter's last values in arrival order.
+        const seen = new Map<string, number>();
+        return keys.map((key) => {
+          const total = counted.get(key)!;
+          const before = calls.get(key)! - 1 - (seen.get(key) ?? 0);
+          seen.set(key, (seen.get(key) ?? 0) + 1);
+          return { points: total.points - before, expire: total.expire };
+        });
+      },
+      { maxBatch: 200, inFlight: 2 },
+    ),
+);
+
+/** Keys used up, with the end of their window: refused from memory until then, so a flood past the limit costs no queries. */
+const usedUp = onePer((_runtime: Runtime) => new Map<string, number>());
+
+/**
  * Counts one request for `key` in the service's database, so every instance draws on the same
- * budget (one upsert per request; none once the key is used up). The window starts at the key's
- * first request. Over the limit: 429 RATE_LIMITED with Retry-After.
+ * budget. Over the limit: 429 RATE_LIMITED with Retry-After.
  */
 export async function consumeRateLimit(runtime: Runtime, limit: RateLimit, key: string): Promise<void> {
-  try {
-    await limiterFor(runtime, limit).consume(key);
-  } catch (error) {
-    if (error instanceof RateLimiterRes) throw rateLimited(undefined, Math.max(1, Math.ceil(error.msBeforeNext / 1000)));
-    throw error;
+  const counterKey = `${limit.name}:${key}`;
+  const blocked = usedUp(runtime);
+  const now = runtime.clock.now().getTime();
+  const until = blocked.get(counterKey);
+  if (until !== undefined) {
+    if (until > now) throw rateLimited(undefined, Math.max(1, Math.ceil((until - now) / 1000)));
+    blocked.delete(counterKey);
   }
+  const { points, expire } = await requestCounter(runtime).submit(counterKey);
+  if (points <= limit.perMinute(runtime.config)) return;
+  if (blocked.size >= 10_000) for (const [other, end] of blocked) if (end <= now) blocked.delete(other);
+  blocked.set(counterKey, expire);
+  throw rateLimited(undefined, Math.max(1, Math.ceil((expire - now) / 1000)));
 }
 
 /** Every caller's own budget (API_RATE_LIMIT_PER_MINUTE), drawn on by REST requests, GraphQL requests and subscribes alike. */

@@ -10,6 +10,7 @@ import { Organization } from './organization.js';
 import { OutboxEvent } from './outbox.js';
 import { Partner } from './partner.js';
 import { Role } from './role.js';
+import { Script, ScriptCategory, ScriptExecution, ScriptTag, ScriptVersion } from './script.js';
 import { LoginAttempt, RefreshToken } from './session.js';
 import { Site } from './site.js';
 import { SamlAssertion, SamlRequest, SsoExchangeCode, SsoIdentity, SsoProvider, SsoSession } from './sso.js';
@@ -17,4 +18,4 @@ import { Membership, User } from './user.js';
 import { Webhook, WebhookDelivery } from './webhook.js';
 
 /** Every entity the ORM knows; a domain adds its classes here. */
-export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt, SsoProvider, SsoIdentity, SsoSession, SsoExchangeCode, SamlRequest, SamlAssertion, Webhook, WebhookDelivery, AccessReview, AccessReviewItem, Device, DeviceInventory, DeviceCommand, EnrollmentKey, DeviceGroup, DeviceGroupMember, DeviceGroupLog, AgentVersion];
+export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt, SsoProvider, SsoIdentity, SsoSession, SsoExchangeCode, SamlRequest, SamlAssertion, Webhook, WebhookDelivery, AccessReview, AccessReviewItem, Device, DeviceInventory, DeviceCommand, EnrollmentKey, DeviceGroup, DeviceGroupMember, DeviceGroupLog, AgentVersion, Script, ScriptVersion, ScriptExecution, ScriptCategory, ScriptTag];

@@ -49,9 +49,11 @@ export interface DomainEventMap {
   'alert.acknowledged': PendingPayload;
   'alert.resolved': PendingPayload;
   'alert.escalated': PendingPayload;
-  'script.started': PendingPayload;
-  'script.completed': PendingPayload;
-  'script.failed': PendingPayload;
+  'script.started': ScriptExecutionEventData;
+  'script.completed': ScriptExecutionEventData;
+  'script.failed': ScriptExecutionEventData;
+  /** every status change of an execution (live updates; not a webhook event) */
+  'script.execution_updated': ScriptExecutionEventData;
   'automation.started': PendingPayload;
   'automation.completed': PendingPayload;
   'automation.failed': PendingPayload;
@@ -94,6 +96,16 @@ type EnrollmentKeyEventData = {
   enrollmentKeyId: string;
   orgId: string;
   name: string;
+};
+
+/** A script execution as its status changed; `exitCode` once the agent reported one. */
+export type ScriptExecutionEventData = {
+  executionId: string;
+  scriptId: string;
+  deviceId: string;
+  orgId: string;
+  status: string;
+  exitCode: number | null;
 };
 
 /** A payload its domain has not narrowed yet. */
@@ -213,6 +225,20 @@ export const AUDIT_ACTIONS = {
   'device_group.member.remove': null,
   'device_group.pin': null,
   'device_group.unpin': null,
+  // Scripts: executions publish their script.* events from the agent's reports, not from these actions.
+  'script.create': null,
+  'script.update': null,
+  'script.delete': null,
+  'script.import': null,
+  'script.execute': null,
+  'script.execution.cancel': null,
+  'script.version.create': null,
+  'script.version.rollback': null,
+  'script_category.create': null,
+  'script_category.update': null,
+  'script_category.delete': null,
+  'script_tag.create': null,
+  'script_tag.delete': null,
   'agent_version.sync': 'agent_version.synced',
   'agent_version.promote': 'agent_version.promoted',
   'access.denied': null,

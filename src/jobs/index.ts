@@ -1,5 +1,6 @@
 import type { JobDefinition } from './types.js';
 import { deviceJobs } from './devices.js';
+import { scriptJobs } from './scripts.js';
 import { sessionJobs } from './sessions.js';
 import { webhookJobs } from './webhooks.js';
 
@@ -14,4 +15,4 @@ export function collectJobs(...lists: JobDefinition<never>[][]): JobDefinition<n
   return all;
 }
 
-export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs, deviceJobs);
+export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs, deviceJobs, scriptJobs);

@@ -9,6 +9,7 @@ import { Migration20261124140000_device_groups } from './Migration20261124140000
 import { Migration20261124141000_agent_versions } from './Migration20261124141000_agent_versions.js';
 import { Migration20261124150000_webhook_delivery_claim } from './Migration20261124150000_webhook_delivery_claim.js';
 import { Migration20261127170000_persisted_queries } from './Migration20261127170000_persisted_queries.js';
+import { Migration20261127180608_scripts } from './Migration20261127180608_scripts.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -21,4 +22,5 @@ export const migrations = [
   { name: 'Migration20261124141000_agent_versions', class: Migration20261124141000_agent_versions },
   { name: 'Migration20261124150000_webhook_delivery_claim', class: Migration20261124150000_webhook_delivery_claim },
   { name: 'Migration20261127170000_persisted_queries', class: Migration20261127170000_persisted_queries },
+  { name: 'Migration20261127180608_scripts', class: Migration20261127180608_scripts },
 ];

@@ -542,6 +542,17 @@ export async function deleteGroup(ctx: RequestContext, id: string): Promise<void
 
 // ── members ─────────────────────────────────────────────────────────────────────────────────────
 
+/**
+ * The group's current members the caller can see, for work aimed at a group (running a script):
+ * the group is decided on with `permission` like its own routes (404 for another tenant's).
+ */
+export async function groupMemberDevices(ctx: RequestContext, groupId: string, permission: Permission): Promise<{ group: DeviceGroupView; devices: Device[] }> {
+  const group = await accessibleGroup(ctx, groupId, permission);
+  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const devices = await ctx.em.find(Device, { $and: [visible, membersOf(group.id)] }, { orderBy: { hostname: 'asc', id: 'asc' } });
+  return { group: await viewOf(ctx, group), devices };
+}
+
 export const GroupDeviceListQuery = PageQuery.strict();
 export type GroupDeviceListInput = z.input<typeof GroupDeviceListQuery>;
 

@@ -2,6 +2,7 @@ import { AccessReview, AccessReviewItem } from './access-review.js';
 import { AgentVersion } from './agent-version.js';
 import { ApiKey } from './api-key.js';
 import { AuditLog } from './audit-log.js';
+import { Automation, AutomationRun, AutomationRunResult } from './automation.js';
 import { Device, DeviceInventory } from './device.js';
 import { DeviceCommand } from './device-command.js';
 import { DeviceGroup, DeviceGroupLog, DeviceGroupMember } from './device-group.js';
@@ -18,4 +19,4 @@ import { Membership, User } from './user.js';
 import { Webhook, WebhookDelivery } from './webhook.js';
 
 /** Every entity the ORM knows; a domain adds its classes here. */
-export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt, SsoProvider, SsoIdentity, SsoSession, SsoExchangeCode, SamlRequest, SamlAssertion, Webhook, WebhookDelivery, AccessReview, AccessReviewItem, Device, DeviceInventory, DeviceCommand, EnrollmentKey, DeviceGroup, DeviceGroupMember, DeviceGroupLog, AgentVersion, Script, ScriptVersion, ScriptExecution, ScriptCategory, ScriptTag];
+export const entities = [OutboxEvent, AuditLog, Partner, Organization, Site, Role, User, Membership, ApiKey, RefreshToken, LoginAttempt, SsoProvider, SsoIdentity, SsoSession, SsoExchangeCode, SamlRequest, SamlAssertion, Webhook, WebhookDelivery, AccessReview, AccessReviewItem, Device, DeviceInventory, DeviceCommand, EnrollmentKey, DeviceGroup, DeviceGroupMember, DeviceGroupLog, AgentVersion, Script, ScriptVersion, ScriptExecution, ScriptCategory, ScriptTag, Automation, AutomationRun, AutomationRunResult];

@@ -2,6 +2,7 @@ import { AccessReviewResolver } from './access-review.js';
 import { AgentVersionResolver } from './agent-version.js';
 import { ApiKeyResolver } from './api-key.js';
 import { AuditResolver } from './audit.js';
+import { AutomationResolver } from './automation.js';
 import { AuthResolver } from './auth.js';
 import { DeviceResolver } from './device.js';
 import { DeviceGroupResolver } from './device-group.js';
@@ -16,4 +17,4 @@ import { UserResolver } from './user.js';
 import { WebhookResolver } from './webhook.js';
 
 /** Every GraphQL resolver class; a domain adds its resolver here. */
-export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver, DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver, DeviceGroupResolver] as const;
+export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver, DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver, DeviceGroupResolver, AutomationResolver] as const;

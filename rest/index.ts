@@ -5,6 +5,7 @@ import { agentVersionsRouter } from './agent-versions.js';
 import { agentsRouter } from './agents.js';
 import { apiKeysRouter } from './api-keys.js';
 import { auditRouter } from './audit.js';
+import { automationsRouter } from './automations.js';
 import { authRouter } from './auth.js';
 import { devicesRouter } from './devices.js';
 import { enrollmentKeysRouter } from './enrollment-keys.js';
@@ -20,7 +21,7 @@ import { webhooksRouter } from './webhooks.js';
 type RouterFactory = (openapi: OpenApiRegistry) => RestRouter;
 
 /** Every domain's router, mounted under /api/v1 (the order does not matter: see mountRoutes). */
-const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter, groupsRouter, tagsRouter];
+const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter, groupsRouter, tagsRouter, automationsRouter];
 
 /** The REST API: the Express router for /api/v1, and the routes also served in front of Express. */
 export function apiRouter(openapi: OpenApiRegistry, version: string): { api: express.Router; hot: HotRoute[] } {

@@ -42,6 +42,12 @@ const ACTIONS: Record<string, Action> = {
   exportAudit: { permission: 'audit:export', request: () => ({ method: 'get', path: '/audit/export?format=json' }), ok: 200 },
   listAccessReviews: { orgQuery: true, permission: 'access_reviews:read', request: () => ({ method: 'get', path: '/access-reviews' }), ok: 200 },
   listWebhooks: { orgQuery: true, permission: 'organizations:read', request: () => ({ method: 'get', path: '/webhooks' }), ok: 200 },
+  listAutomations: { orgQuery: true, permission: 'automations:read', request: () => ({ method: 'get', path: '/automations' }), ok: 200 },
+  createAutomation: {
+    permission: 'automations:write',
+    request: ({ orgId }) => ({ method: 'post', path: '/automations', body: { orgId, name: 'Nightly', trigger: { type: 'manual' }, target: { type: 'organization' }, steps: [{ type: 'wait', seconds: 60 }] } }),
+    ok: 201,
+  },
 };
 type ActionName = keyof typeof ACTIONS;
 
@@ -50,11 +56,11 @@ const ALL = Object.keys(ACTIONS) as ActionName[];
 /** The actions each seeded role may take; every other action in ACTIONS answers 403 FORBIDDEN. */
 const ALLOWED: Record<string, { scope: 'organization' | 'partner'; may: ActionName[] }> = {
   'Organization Admin': { scope: 'organization', may: ALL },
-  'Organization Technician': { scope: 'organization', may: ['listSites', 'listUsers', 'listOrganizations', 'listWebhooks'] },
-  'Organization Viewer': { scope: 'organization', may: ['listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks'] },
+  'Organization Technician': { scope: 'organization', may: ['listSites', 'listUsers', 'listOrganizations', 'listWebhooks', 'listAutomations', 'createAutomation'] },
+  'Organization Viewer': { scope: 'organization', may: ['listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAutomations'] },
   'Partner Admin': { scope: 'partner', may: ALL },
-  'Partner Technician': { scope: 'partner', may: ['listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks'] },
-  'Partner Viewer': { scope: 'partner', may: ['listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks'] },
+  'Partner Technician': { scope: 'partner', may: ['listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks', 'listAutomations', 'createAutomation'] },
+  'Partner Viewer': { scope: 'partner', may: ['listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAutomations'] },
 };
 
 describe.each(Object.entries(ALLOWED))('%s', (roleName, { scope, may }) => {

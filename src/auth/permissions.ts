@@ -13,6 +13,7 @@ export const PERMISSION_CATALOG = {
   devices: ['read', 'write', 'delete', 'execute'],
   alerts: ['read', 'write'],
   scripts: ['read', 'write', 'execute'],
+  automations: ['read', 'write', 'run'],
 } as const satisfies Record<string, readonly string[]>;
 
 type Catalog = typeof PERMISSION_CATALOG;
@@ -75,7 +76,7 @@ export interface SystemRoleSeed {
   permissions: PermissionGrant[];
 }
 
-const orgWork: PermissionGrant[] = ['devices:*', 'alerts:*', 'scripts:*'];
+const orgWork: PermissionGrant[] = ['devices:*', 'alerts:*', 'scripts:*', 'automations:*'];
 
 /** Seeded on every start (ids fixed, permissions kept in step with this table). */
 export const SYSTEM_ROLES: SystemRoleSeed[] = [

@@ -54,9 +54,9 @@ export interface DomainEventMap {
   'script.failed': ScriptExecutionEventData;
   /** every status change of an execution (live updates; not a webhook event) */
   'script.execution_updated': ScriptExecutionEventData;
-  'automation.started': PendingPayload;
-  'automation.completed': PendingPayload;
-  'automation.failed': PendingPayload;
+  'automation.started': AutomationRunEventData;
+  'automation.completed': AutomationRunEventData;
+  'automation.failed': AutomationRunEventData;
   'policy.evaluated': PendingPayload;
   'policy.violation': PendingPayload;
   'policy.compliant': PendingPayload;
@@ -90,6 +90,22 @@ export type DeviceEventData = {
   previousStatus: string | null;
   lastSeenAt: string | null;
   lastSeen: string | null;
+};
+
+/** A run of an automation: started (status running), or ended (completed; failed and partial end as automation.failed). */
+export type AutomationRunEventData = {
+  automationId: string;
+  runId: string;
+  orgId: string;
+  name: string;
+  /** what started the run: schedule, event, webhook or manual */
+  source: string;
+  status: string;
+  deviceCount: number;
+  /** devices that failed a step (ended runs) */
+  failedDeviceIds?: string[];
+  startedAt: string;
+  completedAt: string | null;
 };
 
 type EnrollmentKeyEventData = {
@@ -225,6 +241,12 @@ export const AUDIT_ACTIONS = {
   'device_group.member.remove': null,
   'device_group.pin': null,
   'device_group.unpin': null,
+  // Automations: the runs' own events (automation.started/completed/failed) come from the run engine.
+  'automation.create': null,
+  'automation.update': null,
+  'automation.delete': null,
+  'automation.run': null,
+  'automation.notify': null,
   // Scripts: executions publish their script.* events from the agent's reports, not from these actions.
   'script.create': null,
   'script.update': null,

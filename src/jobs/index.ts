@@ -1,4 +1,5 @@
 import type { JobDefinition } from './types.js';
+import { automationJobs } from './automations.js';
 import { deviceJobs } from './devices.js';
 import { scriptJobs } from './scripts.js';
 import { sessionJobs } from './sessions.js';
@@ -15,4 +16,4 @@ export function collectJobs(...lists: JobDefinition<never>[][]): JobDefinition<n
   return all;
 }
 
-export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs, deviceJobs, scriptJobs);
+export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs, deviceJobs, scriptJobs, automationJobs);

@@ -10,6 +10,7 @@ import { Migration20261124141000_agent_versions } from './Migration2026112414100
 import { Migration20261124150000_webhook_delivery_claim } from './Migration20261124150000_webhook_delivery_claim.js';
 import { Migration20261127170000_persisted_queries } from './Migration20261127170000_persisted_queries.js';
 import { Migration20261127180608_scripts } from './Migration20261127180608_scripts.js';
+import { Migration20261127181034_automations } from './Migration20261127181034_automations.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -23,4 +24,5 @@ export const migrations = [
   { name: 'Migration20261124150000_webhook_delivery_claim', class: Migration20261124150000_webhook_delivery_claim },
   { name: 'Migration20261127170000_persisted_queries', class: Migration20261127170000_persisted_queries },
   { name: 'Migration20261127180608_scripts', class: Migration20261127180608_scripts },
+  { name: 'Migration20261127181034_automations', class: Migration20261127181034_automations },
 ];

@@ -1,6 +1,7 @@
 import type { EventSubscriber } from '../events/types.js';
+import { automationEventTriggers, automationScriptOutcomes } from './automations.js';
 import { deviceGroupMembership } from './device-groups.js';
 import { webhookFanOut } from './webhooks.js';
 
 /** Every consumer of committed domain events; a domain adds its subscribers here. */
-export const eventSubscribers: EventSubscriber[] = [webhookFanOut, deviceGroupMembership];
+export const eventSubscribers: EventSubscriber[] = [webhookFanOut, deviceGroupMembership, automationEventTriggers, automationScriptOutcomes];

@@ -1,0 +1,382 @@
+import { LockMode, UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
+import { CronExpressionParser } from 'cron-parser';
+import { z } from 'zod';
+import {
+  AUTOMATION_ON_FAILURE,
+  AUTOMATION_STEP_TYPES,
+  AUTOMATION_TARGET_TYPES,
+  AUTOMATION_TRIGGER_TYPES,
+  Automation,
+  type StoredJson,
+} from '../../entities/automation.js';
+import { Device } from '../../entities/device.js';
+import { DeviceGroup } from '../../entities/device-group.js';
+import { Site } from '../../entities/site.js';
+import type { RequestContext } from '../auth/context.js';
+import type { Permission } from '../auth/permissions.js';
+import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
+import { withTransaction } from '../db/transaction.js';
+import { containsPattern } from '../db/like.js';
+import { badRequest, conflict, notFound } from '../errors.js';
+import { WEBHOOK_EVENT_TYPES } from '../events/types.js';
+import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
+import { randomToken } from '../secrets.js';
+import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
+import { recordAudit } from './audit.js';
+import { applyChanges, providedFields } from './changes.js';
+import { JsonObjectSchema } from './device-commands.js';
+
+/*
+ * Automations: an organization's steps (run a script, queue a command, notify a channel, wait) run
+ * on a target's devices when a trigger fires. This module holds the definitions; runs, triggers and
+ * the step engine are in automation-runs.ts.
+ */
+
+const RESOURCE = 'Automation';
+export const MAX_STEPS = 20;
+const MAX_TARGET_IDS = 100;
+const MAX_WAIT_SECONDS = 7 * 24 * 3600;
+const MAX_FILTER_FIELDS = 20;
+
+// ── schedules ───────────────────────────────────────────────────────────────────────────────────
+
+/** A zone the runtime's Intl knows (IANA names such as Europe/Berlin, or UTC). */
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Five fields (minute precision, as the schedule tick fires once a minute at most); cron-parser would also take seconds. */
+function parseCron(cron: string, timezone: string, currentDate: Date) {
+  if (cron.trim().split(/\s+/).length !== 5) throw new Error('must have five fields: minute hour day-of-month month day-of-week');
+  return CronExpressionParser.parse(cron, { tz: timezone, currentDate, strict: false });
+}
+
+/** The first occurrence of the schedule after `after`. */
+export function nextOccurrence(schedule: { cron: string; timezone: string }, after: Date): Date {
+  return parseCron(schedule.cron, schedule.timezone, after).next().toDate();
+}
+
+/** The latest occurrence of the schedule at or before `at`. */
+export function latestOccurrence(schedule: { cron: string; timezone: string }, at: Date): Date {
+  // prev() is strictly before its current date: start a millisecond later so an occurrence at `at` counts.
+  return parseCron(schedule.cron, schedule.timezone, new Date(at.getTime() + 1)).prev().toDate();
+}
+
+// ── the contract ────────────────────────────────────────────────────────────────────────────────
+
+const TriggerTypeSchema = z.enum(AUTOMATION_TRIGGER_TYPES).meta({ title: 'AutomationTriggerType', description: 'what starts the automation' });
+const TargetTypeSchema = z.enum(AUTOMATION_TARGET_TYPES).meta({ title: 'AutomationTargetType', description: 'which devices a run acts on' });
+const StepTypeSchema = z.enum(AUTOMATION_STEP_TYPES).meta({ title: 'AutomationStepType', description: 'what a step does' });
+export const OnFailureSchema = z
+  .enum(AUTOMATION_ON_FAILURE)
+  .meta({ title: 'AutomationOnFailure', description: 'after a device fails a step: stop (no further steps for it), continue, or notify (stop, and tell the channels of the notify steps)' });
+
+/** Event types an automation may wait for: the webhook catalog's, except the automations' own (an automation started by a run's end could start itself forever). */
+export const TRIGGER_EVENT_TYPES = WEBHOOK_EVENT_TYPES.filter((type) => !type.startsWith('automation.') && type !== 'webhook.test');
+const EventTypeSchema = z.enum(TRIGGER_EVENT_TYPES as [string, ...string[]]).describe('the domain event that starts a run');
+
+const FILTER_KEY = /^[A-Za-z][A-Za-z0-9_]{0,63}$/;
+/** Equality matches on the event's top-level data fields; values are compared, never read as operators. */
+const EventFilterSchema = z
+  .record(z.string().regex(FILTER_KEY, 'filter keys are event data field names (letters, digits, _)'), z.union([z.string().max(1000), z.number(), z.boolean(), z.null()]))
+  .refine((filter) => Object.keys(filter).length <= MAX_FILTER_FIELDS, `at most ${MAX_FILTER_FIELDS} fields`)
+  .describe('event triggers: every field must equal the event data field of that name (strings, numbers, booleans or null)');
+
+const triggerShape = {
+  type: TriggerTypeSchema,
+  cron: z.string().trim().min(1).max(100).optional().describe('schedule triggers: a five-field cron expression (minute hour day-of-month month day-of-week)'),
+  timezone: z.string().trim().min(1).max(64).optional().describe('schedule triggers: the IANA time zone the cron is read in (default UTC)'),
+  eventType: EventTypeSchema.optional(),
+  filter: EventFilterSchema.optional(),
+};
+const TRIGGER_FIELDS: Record<z.output<typeof TriggerTypeSchema>, string[]> = { schedule: ['cron', 'timezone'], event: ['eventType', 'filter'], webhook: [], manual: [] };
+
+/** Refuses fields another variant owns, and requires the variant's own. */
+function checkVariant(value: Record<string, unknown>, allowed: string[], required: string[], ctx: z.RefinementCtx, what: string): void {
+  for (const [key, given] of Object.entries(value)) {
+    if (key !== 'type' && given !== undefined && !allowed.includes(key)) ctx.addIssue({ code: 'custom', path: [key], message: `not a field of ${what}` });
+  }
+  for (const key of required) if (value[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: `required for ${what}` });
+}
+
+const TriggerInputSchema = z
+  .strictObject(triggerShape)
+  .superRefine((trigger, ctx) => {
+    checkVariant(trigger, TRIGGER_FIELDS[trigger.type], trigger.type === 'schedule' ? ['cron'] : trigger.type === 'event' ? ['eventType'] : [], ctx, `${trigger.type} triggers`);
+    if (trigger.type !== 'schedule' || !trigger.cron) return;
+    const timezone = trigger.timezone ?? 'UTC';
+    if (!isTimeZone(timezone)) {
+      ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'must be an IANA time zone such as Europe/Berlin' });
+      return;
+    }
+    try {
+      parseCron(trigger.cron, timezone, new Date(0));
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', path: ['cron'], message: `invalid cron expression: ${(error as Error).message}` });
+    }
+  })
+  .meta({ title: 'AutomationTriggerInput', description: 'schedule: cron and timezone; event: eventType and optional filter; webhook and manual: nothing else' });
+
+const ids = (what: string) => z.array(uuid()).min(1).max(MAX_TARGET_IDS).optional().describe(`${what} of the automation's organization`);
+const targetShape = { type: TargetTypeSchema, siteIds: ids('sites (site targets)'), groupIds: ids('device groups (group targets)'), deviceIds: ids('devices (devices targets)') };
+const TARGET_FIELD: Record<z.output<typeof TargetTypeSchema>, string | null> = { organization: null, site: 'siteIds', group: 'groupIds', devices: 'deviceIds' };
+
+const TargetInputSchema = z
+  .strictObject(targetShape)
+  .superRefine((target, ctx) => {
+    const field = TARGET_FIELD[target.type];
+    checkVariant(target, field ? [field] : [], field ? [field] : [], ctx, `${target.type} targets`);
+  })
+  .meta({ title: 'AutomationTargetInput', description: 'organization: every device; site: siteIds; group: groupIds; devices: deviceIds' });
+
+const stepShape = {
+  type: StepTypeSchema,
+  scriptId: uuid().optional().describe('run_script steps: the script'),
+  parameters: JsonObjectSchema.optional().describe('run_script steps: the script parameters'),
+  commandType: z
+    .string()
+    .trim()
+    .regex(/^[a-z][a-z0-9_]{0,99}$/, 'must be a command name such as refresh_inventory')
+    .optional()
+    .describe('command steps: the device command to queue'),
+  payload: JsonObjectSchema.optional().describe('command steps: the command payload'),
+  channelId: uuid().optional().describe('notify steps: the notification channel'),
+  seconds: z.number().int().min(1).max(MAX_WAIT_SECONDS).optional().describe(`wait steps: how long, 1 to ${MAX_WAIT_SECONDS} seconds`),
+};
+const STEP_FIELDS: Record<z.output<typeof StepTypeSchema>, { allowed: string[]; required: string[] }> = {
+  run_script: { allowed: ['scriptId', 'parameters'], required: ['scriptId'] },
+  command: { allowed: ['commandType', 'payload'], required: ['commandType'] },
+  notify: { allowed: ['channelId'], required: ['channelId'] },
+  wait: { allowed: ['seconds'], required: ['seconds'] },
+};
+
+const StepInputSchema = z
+  .strictObject(stepShape)
+  .superRefine((step, ctx) => checkVariant(step, STEP_FIELDS[step.type].allowed, STEP_FIELDS[step.type].required, ctx, `${step.type} steps`))
+  .meta({ title: 'AutomationStepInput', description: 'run_script: scriptId, parameters; command: commandType, payload; notify: channelId; wait: seconds' });
+
+export type AutomationTrigger = z.output<typeof TriggerInputSchema>;
+export type AutomationTarget = z.output<typeof TargetInputSchema>;
+export type AutomationStep = z.output<typeof StepInputSchema>;
+
+const automationName = z.string().trim().min(1).max(255);
+const steps = z.array(StepInputSchema).min(1).max(MAX_STEPS).describe(`1 to ${MAX_STEPS} steps, run in order`);
+
+export const CreateAutomationSchema = z.strictObject({
+  orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
+  name: automationName,
+  enabled: z.boolean().default(true),
+  trigger: TriggerInputSchema,
+  target: TargetInputSchema,
+  steps,
+  onFailure: OnFailureSchema.default('stop'),
+});
+export type CreateAutomationInput = z.input<typeof CreateAutomationSchema>;
+
+export const UpdateAutomationSchema = z.strictObject({
+  name: automationName.optional(),
+  enabled: z.boolean().optional().describe('false: its schedule, event and webhook triggers start nothing'),
+  trigger: TriggerInputSchema.optional().describe('replaces the trigger (a new webhook trigger gets a new token)'),
+  target: TargetInputSchema.optional(),
+  steps: steps.optional(),
+  onFailure: OnFailureSchema.optional(),
+});
+export type UpdateAutomationInput = z.input<typeof UpdateAutomationSchema>;
+
+export const AutomationListQuery = PageQuery.extend({
+  orgId: uuid().optional().describe('required for partner and system callers'),
+  enabled: z.boolean().or(queryBoolean).optional(),
+  triggerType: TriggerTypeSchema.optional(),
+  search: z.string().trim().min(1).max(255).optional().describe('part of the name'),
+}).strict();
+export type AutomationListInput = z.input<typeof AutomationListQuery>;
+
+// Views: the same shapes as the inputs, as object types.
+const TriggerViewSchema = z.object(triggerShape).meta({ title: 'AutomationTrigger', description: 'what starts the automation' });
+const TargetViewSchema = z.object(targetShape).meta({ title: 'AutomationTarget', description: 'the devices a run acts on, resolved when it starts' });
+const StepViewSchema = z.object(stepShape).meta({ title: 'AutomationStep', description: 'one step, run on every target device in order' });
+
+export const AutomationViewSchema = z
+  .object({
+    id: uuid(),
+    orgId: uuid(),
+    name: z.string(),
+    enabled: z.boolean(),
+    trigger: TriggerViewSchema,
+    target: TargetViewSchema,
+    steps: z.array(StepViewSchema),
+    onFailure: OnFailureSchema,
+    webhookUrl: z.string().nullable().describe('webhook triggers: POST here (no other credentials) to start a run; the token in it is the credential'),
+    nextRunAt: timestamp().nullable().describe('enabled schedule triggers: the next time it fires'),
+    createdBy: uuid().nullable(),
+    createdAt: timestamp(),
+    updatedAt: timestamp(),
+  })
+  .meta({ title: 'Automation', description: 'Steps run on a set of devices when a trigger fires' });
+export type AutomationView = z.output<typeof AutomationViewSchema>;
+export const AutomationPageSchema = pageSchema(AutomationViewSchema, 'AutomationPage');
+
+/** Only the fields the stored value holds (the view's optional fields are left out, not null). */
+const defined = (value: StoredJson) => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined && v !== null));
+
+export function automationView(ctx: RequestContext, automation: Automation): AutomationView {
+  const token = automation.webhookToken && ctx.runtime.secrets.decrypt(automation.webhookToken);
+  return {
+    id: automation.id,
+    orgId: automation.orgId,
+    name: automation.name,
+    enabled: automation.enabled,
+    trigger: defined(automation.trigger) as AutomationView['trigger'],
+    target: defined(automation.target) as AutomationView['target'],
+    steps: automation.steps.map(defined) as AutomationView['steps'],
+    onFailure: automation.onFailure,
+    webhookUrl: token ? `${ctx.runtime.config.publicUrl}/api/v1/automations/${automation.id}/trigger?token=${encodeURIComponent(token)}` : null,
+    nextRunAt: automation.nextRunAt?.toISOString() ?? null,
+    createdBy: automation.createdBy,
+    createdAt: automation.createdAt.toISOString(),
+    updatedAt: automation.updatedAt.toISOString(),
+  };
+}
+
+// ── rules ───────────────────────────────────────────────────────────────────────────────────────
+
+/** An automation the caller may act on with `permission`; another tenant's is 404. */
+export function accessibleAutomation(ctx: RequestContext, id: string, permission: Permission): Promise<Automation> {
+  return loadOwned(ctx, Automation, id, permission, { resource: RESOURCE });
+}
+
+/** A schedule's stored form: the time zone always written out. */
+function normalizeTrigger(trigger: AutomationTrigger): AutomationTrigger {
+  return trigger.type === 'schedule' ? { ...trigger, timezone: trigger.timezone ?? 'UTC' } : trigger;
+}
+
+/** Where the schedule tick will next look at the automation: its next occurrence while enabled, else never. */
+export function scheduleFrom(automation: Pick<Automation, 'enabled' | 'trigger'>, now: Date): Date | null {
+  const trigger = automation.trigger as AutomationTrigger;
+  if (!automation.enabled || trigger.type !== 'schedule') return null;
+  return nextOccurrence({ cron: trigger.cron!, timezone: trigger.timezone ?? 'UTC' }, now);
+}
+
+/**
+ * Every id the target names is a row of the automation's organization: one the caller cannot see
+ * is 404 as another tenant's; one it can see in another of its organizations is 400.
+ */
+async function checkTarget(ctx: RequestContext, orgId: string, target: AutomationTarget): Promise<void> {
+  const check = async <T extends { id: string; orgId: string }>(entity: new () => T, wanted: string[] | undefined, resource: string, site: boolean) => {
+    if (!wanted) return;
+    const unique = [...new Set(wanted.map((id) => id.toLowerCase()))];
+    const visible = ((await tenantWhere<T>(ctx, site ? { org: 'orgId', site: 'siteId' } : { org: 'orgId' })) ?? {}) as FilterQuery<T>;
+    const rows = await ctx.em.find(entity, { $and: [visible, { id: { $in: unique } }] } as FilterQuery<T>, { fields: ['id', 'orgId'] as never });
+    if (rows.length !== unique.length) throw notFound(resource);
+    const outside = rows.filter((row) => row.orgId !== orgId).map((row) => row.id);
+    if (outside.length > 0) throw badRequest(`target: ${resource.toLowerCase()}s must belong to the automation's organization: ${outside.join(', ')}`, { ids: outside });
+  };
+  await check(Site, target.siteIds, 'Site', false);
+  await check(DeviceGroup, target.groupIds, 'Group', true);
+  await check(Device, target.deviceIds, 'Device', true);
+}
+
+/** Names are unique per organization: the constraint decides, so racing requests get one answer. */
+async function uniqueName<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    if (error instanceof UniqueConstraintViolationException && error.message.includes('automation_org_id_name_unique')) throw conflict('An automation with this name already exists in the organization');
+    throw error;
+  }
+}
+
+// ── operations ──────────────────────────────────────────────────────────────────────────────────
+
+export async function listAutomations(ctx: RequestContext, rawQuery: AutomationListInput): Promise<Page<AutomationView>> {
+  const query = parseInput(AutomationListQuery, rawQuery);
+  await authorize(ctx, 'automations:read');
+  const where: FilterQuery<Automation>[] = [(await tenantWhere<Automation>(ctx, { org: 'orgId', requestedOrgId: query.orgId })) ?? {}];
+  if (query.enabled !== undefined) where.push({ enabled: query.enabled });
+  if (query.triggerType) where.push({ triggerType: query.triggerType });
+  if (query.search) where.push({ name: { $ilike: containsPattern(query.search) } });
+  const [rows, total] = await ctx.em.findAndCount(Automation, { $and: where }, { orderBy: { name: 'asc', id: 'asc' }, ...pageOptions(query) });
+  return toPage(
+    rows.map((row) => automationView(ctx, row)),
+    total,
+    query,
+  );
+}
+
+export async function getAutomation(ctx: RequestContext, id: string): Promise<AutomationView> {
+  return automationView(ctx, await accessibleAutomation(ctx, id, 'automations:read'));
+}
+
+export async function createAutomation(ctx: RequestContext, rawInput: CreateAutomationInput): Promise<AutomationView> {
+  const input = parseInput(CreateAutomationSchema, rawInput);
+  const orgId = await targetOrgId(ctx, input.orgId);
+  const principal = await authorize(ctx, 'automations:write', { orgId, resource: 'Organization' });
+  await checkTarget(ctx, orgId, input.target);
+  const trigger = normalizeTrigger(input.trigger);
+  return uniqueName(
+    withTransaction(ctx, async (tx) => {
+      const automation = tx.em.create(Automation, {
+        orgId,
+        name: input.name,
+        enabled: input.enabled,
+        trigger,
+        triggerType: trigger.type,
+        target: input.target,
+        steps: input.steps,
+        onFailure: input.onFailure,
+        webhookToken: trigger.type === 'webhook' ? tx.runtime.secrets.encrypt(randomToken()) : null,
+        createdBy: principal.userId,
+      });
+      automation.nextRunAt = scheduleFrom(automation, tx.runtime.clock.now());
+      await tx.em.flush();
+      await recordAudit(tx, {
+        action: 'automation.create',
+        resourceType: 'automation',
+        resourceId: automation.id,
+        orgId,
+        changes: providedFields({ ...input, orgId }),
+        details: { name: automation.name, trigger: trigger.type },
+      });
+      return automationView(tx, automation);
+    }),
+  );
+}
+
+export async function updateAutomation(ctx: RequestContext, id: string, rawInput: UpdateAutomationInput): Promise<AutomationView> {
+  const input = parseInput(UpdateAutomationSchema, rawInput);
+  const current = await accessibleAutomation(ctx, id, 'automations:write');
+  requirePrincipal(ctx);
+  if (input.target) await checkTarget(ctx, current.orgId, input.target);
+  const trigger = input.trigger && normalizeTrigger(input.trigger);
+  return uniqueName(
+    withTransaction(ctx, async (tx) => {
+      const automation = await tx.em.findOneOrFail(Automation, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      const changes = applyChanges(automation, { name: input.name, enabled: input.enabled, trigger, target: input.target, steps: input.steps, onFailure: input.onFailure });
+      if (changes.length === 0) return automationView(tx, automation);
+      if (changes.includes('trigger')) {
+        automation.triggerType = automation.trigger.type as Automation['triggerType'];
+        // Another trigger type drops the token; a webhook trigger written again gets a new one.
+        automation.webhookToken = automation.triggerType === 'webhook' ? tx.runtime.secrets.encrypt(randomToken()) : null;
+      }
+      // Enabling, disabling or a new cron: the tick's next look is recomputed (disabled: never).
+      if (changes.includes('trigger') || changes.includes('enabled')) automation.nextRunAt = scheduleFrom(automation, tx.runtime.clock.now());
+      await tx.em.flush();
+      await recordAudit(tx, { action: 'automation.update', resourceType: 'automation', resourceId: id, orgId: automation.orgId, changes, details: { name: automation.name } });
+      return automationView(tx, automation);
+    }),
+  );
+}
+
+/** The automation and its runs go; commands and script executions its runs started stay with their devices. */
+export async function deleteAutomation(ctx: RequestContext, id: string): Promise<void> {
+  const automation = await accessibleAutomation(ctx, id, 'automations:write');
+  await withTransaction(ctx, async (tx) => {
+    await tx.em.nativeDelete(Automation, { id });
+    await recordAudit(tx, { action: 'automation.delete', resourceType: 'automation', resourceId: id, orgId: automation.orgId, details: { name: automation.name } });
+  });
+}

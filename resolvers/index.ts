@@ -10,6 +10,7 @@ import { EnrollmentKeyResolver } from './enrollment-key.js';
 import { OrganizationResolver } from './organization.js';
 import { PartnerResolver } from './partner.js';
 import { RoleResolver } from './role.js';
+import { ScriptResolver } from './script.js';
 import { SiteResolver } from './site.js';
 import { SsoResolver } from './sso.js';
 import { SystemResolver } from './system.js';
@@ -17,4 +18,4 @@ import { UserResolver } from './user.js';
 import { WebhookResolver } from './webhook.js';
 
 /** Every GraphQL resolver class; a domain adds its resolver here. */
-export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver, DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver, DeviceGroupResolver, AutomationResolver] as const;
+export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver, DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver, DeviceGroupResolver, AutomationResolver, ScriptResolver] as const;

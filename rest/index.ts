@@ -12,6 +12,8 @@ import { enrollmentKeysRouter } from './enrollment-keys.js';
 import { groupsRouter } from './groups.js';
 import { orgsRouter } from './orgs.js';
 import { rolesRouter } from './roles.js';
+import { scriptLibraryRouter } from './script-library.js';
+import { scriptsRouter } from './scripts.js';
 import { mountRoutes, type HotRoute, type RestRouter } from './router.js';
 import { ssoRouter } from './sso.js';
 import { tagsRouter } from './tags.js';
@@ -21,7 +23,7 @@ import { webhooksRouter } from './webhooks.js';
 type RouterFactory = (openapi: OpenApiRegistry) => RestRouter;
 
 /** Every domain's router, mounted under /api/v1 (the order does not matter: see mountRoutes). */
-const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter, groupsRouter, tagsRouter, automationsRouter];
+const routers: RouterFactory[] = [authRouter, orgsRouter, usersRouter, rolesRouter, webhooksRouter, ssoRouter, apiKeysRouter, accessReviewsRouter, auditRouter, enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter, groupsRouter, tagsRouter, automationsRouter, scriptsRouter, scriptLibraryRouter];
 
 /** The REST API: the Express router for /api/v1, and the routes also served in front of Express. */
 export function apiRouter(openapi: OpenApiRegistry, version: string): { api: express.Router; hot: HotRoute[] } {

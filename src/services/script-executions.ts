@@ -11,7 +11,7 @@ import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
 import { emit } from '../events/outbox.js';
 import { selectIterable } from '../events/subscriptions.js';
 import type { DomainEvent, DomainEventMap } from '../events/types.js';
-import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
+import { MAX_LIMIT, PageQuery, encodeCursor, keysetWhere, pageOptions, pageSchema, toPage, type Connection, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { JsonObjectSchema, queueCommand, registerCommandType, type CommandResult } from './device-commands.js';
@@ -197,18 +197,44 @@ export const ExecutionListQuery = PageQuery.extend({
 }).strict();
 export type ExecutionListInput = z.input<typeof ExecutionListQuery>;
 
-/** A script's executions the caller can see, newest first. */
-export async function listExecutions(ctx: RequestContext, scriptId: string, rawQuery: ExecutionListInput): Promise<Page<ExecutionView>> {
-  const query = parseInput(ExecutionListQuery, rawQuery);
-  const script = await accessibleScript(ctx, scriptId, 'scripts:read');
+/** A script's executions the caller can see: site-limited callers, those on their sites' devices only. */
+function executionFilter(ctx: RequestContext, script: Script, query: { status?: ExecutionStatus; deviceId?: string }): FilterQuery<ScriptExecution> {
   const where: FilterQuery<ScriptExecution>[] = [{ scriptId: script.id }];
-  // Site-limited callers see executions on their sites' devices only.
   const sites = visibleSiteIds(ctx, script.orgId);
   if (sites) where.push({ deviceId: { $in: raw('select d.id from device d where d.site_id = any(?::uuid[])', [sites]) } } as FilterQuery<ScriptExecution>);
   if (query.status) where.push({ status: query.status });
   if (query.deviceId) where.push({ deviceId: query.deviceId });
-  const [rows, total] = await ctx.em.findAndCount(ScriptExecution, { $and: where }, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(query) });
+  return { $and: where };
+}
+
+/** A script's executions the caller can see, newest first. */
+export async function listExecutions(ctx: RequestContext, scriptId: string, rawQuery: ExecutionListInput): Promise<Page<ExecutionView>> {
+  const query = parseInput(ExecutionListQuery, rawQuery);
+  const script = await accessibleScript(ctx, scriptId, 'scripts:read');
+  const [rows, total] = await ctx.em.findAndCount(ScriptExecution, executionFilter(ctx, script, query), { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(query) });
   return toPage(rows.map(executionView), total, query);
+}
+
+/** `listExecutions` as a GraphQL connection: keyset pages, newest first. */
+export const ExecutionConnectionArgs = z
+  .strictObject({
+    scriptId: uuid().describe('the script whose executions to list'),
+    status: ExecutionStatusSchema.optional(),
+    deviceId: uuid().optional().describe('only executions on this device'),
+    first: PageQuery.shape.limit,
+    after: z.string().optional().describe("`endCursor` (or an edge's `cursor`) of the previous page"),
+  });
+export type ExecutionConnectionInput = z.input<typeof ExecutionConnectionArgs>;
+
+export async function executionsConnection(ctx: RequestContext, rawArgs: ExecutionConnectionInput): Promise<Connection<ExecutionView>> {
+  const args = parseInput(ExecutionConnectionArgs, rawArgs);
+  const script = await accessibleScript(ctx, args.scriptId, 'scripts:read');
+  const base = executionFilter(ctx, script, args);
+  const seek = keysetWhere('createdAt', 'date', 'desc', args.after);
+  const rows = await ctx.em.find(ScriptExecution, { $and: [base, seek.where as FilterQuery<ScriptExecution>] }, { orderBy: seek.orderBy, limit: args.first + 1 });
+  const page = rows.slice(0, args.first);
+  const edges = page.map((row) => ({ node: executionView(row), cursor: encodeCursor({ value: row.createdAt.toISOString(), id: row.id }) }));
+  return { edges, pageInfo: { hasNextPage: rows.length > args.first, endCursor: edges.at(-1)?.cursor ?? null }, totalCount: () => ctx.em.count(ScriptExecution, base) };
 }
 
 // ── cancel ──────────────────────────────────────────────────────────────────────────────────────

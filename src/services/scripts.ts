@@ -390,7 +390,7 @@ export const SystemScriptSchema = z
 export type SystemScriptView = z.output<typeof SystemScriptSchema>;
 export const SystemScriptListSchema = listSchema(SystemScriptSchema, 'SystemScriptList');
 
-function systemScriptView(s: SystemScript): SystemScriptView {
+export function systemScriptView(s: SystemScript): SystemScriptView {
   return { ...s, parameters: s.parameters.map((p) => parameterView({ ...p, required: p.required ?? false, secret: p.secret ?? false })) };
 }
 

@@ -183,6 +183,18 @@ describe('manual runs', () => {
     expect([none.status, none.results]).toEqual(['completed', []]);
   });
 
+  test('a group target runs on the group’s members, whoever starts it', async () => {
+    const f = await automationFleet();
+    const [member] = [await enroll(app, f.key), await enroll(app, f.key)];
+    const group = await f.api.post('/groups', { name: `g-${unique()}`, type: 'static' });
+    expect((await f.api.post(`/groups/${group.body.id}/devices`, { deviceIds: [member!.deviceId] })).status).toBe(200);
+    const id = await createAutomation(f.user.as, { target: { type: 'group', groupIds: [group.body.id] }, steps: [{ type: 'command', commandType: 'collect_logs' }] });
+    // A runner who sees no device and no group.
+    const runner = await buildUser(app, { orgId: f.org.id, can: ['automations:read', 'automations:run'] });
+    const run = await ended(runner.as, (await startRun(runner.as, id)).id);
+    expect(outcomes(run)).toEqual([[member!.deviceId, 0, 'completed']]);
+  });
+
   test('runs are listed newest first', async () => {
     const f = await automationFleet();
     const id = await createAutomation(f.user.as, { steps: [{ type: 'wait', seconds: 60 }] });

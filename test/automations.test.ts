@@ -106,6 +106,12 @@ describe('automation definitions', () => {
     expect([res.status, res.body.code]).toEqual([400, 'VALIDATION_ERROR']);
   });
 
+  test('run_script steps name a script of the automation’s organization', async () => {
+    const { api } = await writer();
+    const res = await api.post('/automations', { ...manual(), steps: [{ type: 'run_script', scriptId: crypto.randomUUID() }] });
+    expect([res.status, res.body.message]).toEqual([404, 'Script not found']);
+  });
+
   test('names are unique per organization', async () => {
     const { api } = await writer();
     expect((await api.post('/automations', manual('Same'))).status).toBe(201);
@@ -200,6 +206,16 @@ describe('webhook triggers', () => {
     await api.patch(`/automations/${created.body.id}`, { enabled: false });
     expect((await anonymous.post(`${path}?token=${encodeURIComponent(token)}`)).status).toBe(409);
     expect((await api.get(`/automations/${created.body.id}/runs`)).body.pagination.total).toBe(1);
+  });
+
+  test('the URL is shown to callers who may run or change the automation, not to readers', async () => {
+    const { org, api } = await writer();
+    const id = (await api.post('/automations', { ...manual(), trigger: { type: 'webhook' } })).body.id;
+    const reader = rest(app, (await buildUser(app, { orgId: org.id, role: 'Organization Viewer' })).as);
+    expect((await reader.get(`/automations/${id}`)).body.webhookUrl).toBeNull();
+    expect((await reader.get('/automations')).body.data[0].webhookUrl).toBeNull();
+    const runner = await buildUser(app, { orgId: org.id, can: ['automations:read', 'automations:run'] });
+    expect((await rest(app, runner.as).get(`/automations/${id}`)).body.webhookUrl).toMatch(/\?token=/);
   });
 
   test('a token never opens another automation', async () => {

@@ -11,7 +11,7 @@ import {
   type AutomationRunStatus,
 } from '../../entities/automation.js';
 import { Device } from '../../entities/device.js';
-import type { RequestContext } from '../auth/context.js';
+import { RequestContext } from '../auth/context.js';
 import { isUuid, loadOwned, requirePrincipal, skipAuthorization } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, conflict, unauthenticated } from '../errors.js';
@@ -41,6 +41,8 @@ export const AdvanceJobSchema = z.object({ runId: uuid() });
 
 /** A schedule fires at its cron's minute: an occurrence the tick finds older than this (the service was down) is skipped, not caught up. */
 const FIRE_WINDOW_MS = 60_000;
+/** A run not advanced this long after its start lost its job: the tick advances it. */
+const STALLED_AFTER_MS = 30_000;
 /** Due schedules and resumable runs handled per tick; the rest wait for the next one. */
 const TICK_BATCH = 200;
 
@@ -149,6 +151,8 @@ export async function runsConnection(ctx: RequestContext, automationId: string, 
 
 /** The target's devices now: never decommissioned ones, never another organization's. */
 async function resolveDevices(tx: RequestContext, automation: Automation): Promise<string[]> {
+  // The automation's own reach, not the caller's: whoever starts it (a runner, a webhook call) acts with what it was written to do.
+  const sys = RequestContext.system(tx.runtime, 'automation target').withEm(tx.em);
   const target = automation.target as AutomationTarget;
   const scope: FilterQuery<Device> = { orgId: automation.orgId, status: { $ne: 'decommissioned' } };
   let where: FilterQuery<Device>;
@@ -166,7 +170,7 @@ async function resolveDevices(tx: RequestContext, automation: Automation): Promi
       const members = new Set<string>();
       for (const groupId of target.groupIds!) {
         // A group deleted since the automation was saved holds nothing.
-        const found = await groupMemberDevices(tx, groupId, 'devices:read').catch((error: unknown) => {
+        const found = await groupMemberDevices(sys, groupId, 'devices:read').catch((error: unknown) => {
           if (error instanceof AppError && error.status === 404) return null;
           throw error;
         });
@@ -176,7 +180,7 @@ async function resolveDevices(tx: RequestContext, automation: Automation): Promi
       break;
     }
   }
-  const rows = await tx.em.find(Device, where, { fields: ['id'], orderBy: { id: 'asc' }, disableIdentityMap: true });
+  const rows = await sys.em.find(Device, where, { fields: ['id'], orderBy: { id: 'asc' }, disableIdentityMap: true });
   return rows.map((d) => d.id);
 }
 
@@ -303,6 +307,16 @@ export async function automationTick(sys: RequestContext): Promise<void> {
   for (const { id } of due) await fireSchedule(sys, id, now);
   const waiting = await sys.em.find(AutomationRun, { status: 'running', phase: 'waiting', resumeAt: { $lte: now } }, { fields: ['id'], limit: TICK_BATCH });
   for (const { id } of waiting) await advanceRun(sys, id);
+  // Runs whose advance job was lost (queued after a commit, by an instance that died before queueing
+  // it): started but never advanced, or with every execution of their step reported.
+  const stalled = (await sys.em.execute(
+    `select r.id from automation_run r where r.status = 'running' and (
+       (r.phase = 'ready' and r.started_at <= ?)
+       or (r.phase = 'executing' and not exists (select 1 from automation_run_result x where x.run_id = r.id and x.step_index = r.step_index and x.status = 'running')))
+     limit ?`,
+    [new Date(now.getTime() - STALLED_AFTER_MS), TICK_BATCH],
+  )) as { id: string }[];
+  for (const { id } of stalled) await advanceRun(sys, id);
 }
 
 async function fireSchedule(sys: RequestContext, id: string, now: Date): Promise<void> {

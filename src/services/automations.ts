@@ -11,10 +11,11 @@ import {
 } from '../../entities/automation.js';
 import { Device } from '../../entities/device.js';
 import { DeviceGroup } from '../../entities/device-group.js';
+import { Script } from '../../entities/script.js';
 import { Site } from '../../entities/site.js';
 import type { RequestContext } from '../auth/context.js';
 import type { Permission } from '../auth/permissions.js';
-import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
+import { authorize, loadOwned, permits, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { containsPattern } from '../db/like.js';
 import { badRequest, conflict, notFound } from '../errors.js';
@@ -211,7 +212,10 @@ export const AutomationViewSchema = z
     target: TargetViewSchema,
     steps: z.array(StepViewSchema),
     onFailure: OnFailureSchema,
-    webhookUrl: z.string().nullable().describe('webhook triggers: POST here (no other credentials) to start a run; the token in it is the credential'),
+    webhookUrl: z
+      .string()
+      .nullable()
+      .describe('webhook triggers: POST here (no other credentials) to start a run; the token in it is the credential, shown to callers who may run or change the automation'),
     nextRunAt: timestamp().nullable().describe('enabled schedule triggers: the next time it fires'),
     createdBy: uuid().nullable(),
     createdAt: timestamp(),
@@ -224,8 +228,9 @@ export const AutomationPageSchema = pageSchema(AutomationViewSchema, 'Automation
 /** Only the fields the stored value holds (the view's optional fields are left out, not null). */
 const defined = (value: StoredJson) => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined && v !== null));
 
-export function automationView(ctx: RequestContext, automation: Automation): AutomationView {
-  const token = automation.webhookToken && ctx.runtime.secrets.decrypt(automation.webhookToken);
+/** `showToken`: the caller may start the automation anyway (run or write it), so its webhook URL is no new power. */
+function automationView(ctx: RequestContext, automation: Automation, showToken: boolean): AutomationView {
+  const token = showToken && automation.webhookToken && ctx.runtime.secrets.decrypt(automation.webhookToken);
   return {
     id: automation.id,
     orgId: automation.orgId,
@@ -242,6 +247,17 @@ export function automationView(ctx: RequestContext, automation: Automation): Aut
     updatedAt: automation.updatedAt.toISOString(),
   };
 }
+
+/** The views of automations, each with its webhook URL when the caller may run or change it (decided once per organization). */
+async function automationViews(ctx: RequestContext, automations: Automation[]): Promise<AutomationView[]> {
+  const mayTrigger = new Map<string, boolean>();
+  for (const orgId of new Set(automations.filter((a) => a.webhookToken).map((a) => a.orgId))) {
+    mayTrigger.set(orgId, (await permits(ctx, 'automations:run', { orgId })) || (await permits(ctx, 'automations:write', { orgId })));
+  }
+  return automations.map((a) => automationView(ctx, a, mayTrigger.get(a.orgId) ?? false));
+}
+
+const viewOf = async (ctx: RequestContext, automation: Automation) => (await automationViews(ctx, [automation]))[0]!;
 
 // ── rules ───────────────────────────────────────────────────────────────────────────────────────
 
@@ -281,6 +297,12 @@ async function checkTarget(ctx: RequestContext, orgId: string, target: Automatio
   await check(Device, target.deviceIds, 'Device', true);
 }
 
+/** The scripts run_script steps name are scripts of the automation's organization (404 `Script not found` otherwise, as another tenant's). */
+async function checkSteps(ctx: RequestContext, orgId: string, steps: AutomationStep[]): Promise<void> {
+  const scriptIds = [...new Set(steps.filter((s) => s.type === 'run_script').map((s) => s.scriptId!.toLowerCase()))];
+  if (scriptIds.length > 0 && (await ctx.em.count(Script, { id: { $in: scriptIds }, orgId })) !== scriptIds.length) throw notFound('Script');
+}
+
 /** Names are unique per organization: the constraint decides, so racing requests get one answer. */
 async function uniqueName<T>(write: Promise<T>): Promise<T> {
   try {
@@ -301,15 +323,11 @@ export async function listAutomations(ctx: RequestContext, rawQuery: AutomationL
   if (query.triggerType) where.push({ triggerType: query.triggerType });
   if (query.search) where.push({ name: { $ilike: containsPattern(query.search) } });
   const [rows, total] = await ctx.em.findAndCount(Automation, { $and: where }, { orderBy: { name: 'asc', id: 'asc' }, ...pageOptions(query) });
-  return toPage(
-    rows.map((row) => automationView(ctx, row)),
-    total,
-    query,
-  );
+  return toPage(await automationViews(ctx, rows), total, query);
 }
 
 export async function getAutomation(ctx: RequestContext, id: string): Promise<AutomationView> {
-  return automationView(ctx, await accessibleAutomation(ctx, id, 'automations:read'));
+  return viewOf(ctx, await accessibleAutomation(ctx, id, 'automations:read'));
 }
 
 export async function createAutomation(ctx: RequestContext, rawInput: CreateAutomationInput): Promise<AutomationView> {
@@ -317,6 +335,7 @@ export async function createAutomation(ctx: RequestContext, rawInput: CreateAuto
   const orgId = await targetOrgId(ctx, input.orgId);
   const principal = await authorize(ctx, 'automations:write', { orgId, resource: 'Organization' });
   await checkTarget(ctx, orgId, input.target);
+  await checkSteps(ctx, orgId, input.steps);
   const trigger = normalizeTrigger(input.trigger);
   return uniqueName(
     withTransaction(ctx, async (tx) => {
@@ -342,7 +361,7 @@ export async function createAutomation(ctx: RequestContext, rawInput: CreateAuto
         changes: providedFields({ ...input, orgId }),
         details: { name: automation.name, trigger: trigger.type },
       });
-      return automationView(tx, automation);
+      return viewOf(tx, automation);
     }),
   );
 }
@@ -352,12 +371,13 @@ export async function updateAutomation(ctx: RequestContext, id: string, rawInput
   const current = await accessibleAutomation(ctx, id, 'automations:write');
   requirePrincipal(ctx);
   if (input.target) await checkTarget(ctx, current.orgId, input.target);
+  if (input.steps) await checkSteps(ctx, current.orgId, input.steps);
   const trigger = input.trigger && normalizeTrigger(input.trigger);
   return uniqueName(
     withTransaction(ctx, async (tx) => {
       const automation = await tx.em.findOneOrFail(Automation, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
       const changes = applyChanges(automation, { name: input.name, enabled: input.enabled, trigger, target: input.target, steps: input.steps, onFailure: input.onFailure });
-      if (changes.length === 0) return automationView(tx, automation);
+      if (changes.length === 0) return viewOf(tx, automation);
       if (changes.includes('trigger')) {
         automation.triggerType = automation.trigger.type as Automation['triggerType'];
         // Another trigger type drops the token; a webhook trigger written again gets a new one.
@@ -367,7 +387,7 @@ export async function updateAutomation(ctx: RequestContext, id: string, rawInput
       if (changes.includes('trigger') || changes.includes('enabled')) automation.nextRunAt = scheduleFrom(automation, tx.runtime.clock.now());
       await tx.em.flush();
       await recordAudit(tx, { action: 'automation.update', resourceType: 'automation', resourceId: id, orgId: automation.orgId, changes, details: { name: automation.name } });
-      return automationView(tx, automation);
+      return viewOf(tx, automation);
     }),
   );
 }

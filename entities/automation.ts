@@ -35,7 +35,7 @@ export type StoredJson = Record<string, unknown>;
 // The schedule tick reads the schedules that are due; the event subscriber an organization's event automations.
 @Index({ properties: ['nextRunAt'] })
 @Index({ properties: ['orgId', 'triggerType'] })
-export class Automation extends BaseEntity<'enabled' | 'webhookToken' | 'nextRunAt' | 'createdBy'> {
+export class Automation extends BaseEntity<'enabled' | 'webhookToken' | 'nextRunAt' | 'scheduledAt' | 'createdBy'> {
   @ManyToOne(() => Organization, { mapToPk: true, fieldName: 'org_id', deleteRule: 'cascade' })
   orgId!: string;
 
@@ -70,6 +70,10 @@ export class Automation extends BaseEntity<'enabled' | 'webhookToken' | 'nextRun
   /** enabled schedules: the next occurrence of the cron in its time zone that the tick looks at */
   @Property({ type: 'timestamptz', nullable: true })
   nextRunAt: Date | null = null;
+
+  /** when (by the runtime's clock) `nextRunAt` was computed: a clock now before it was moved back, and the schedule is computed again */
+  @Property({ type: 'timestamptz', nullable: true })
+  scheduledAt: Date | null = null;
 
   @Property({ type: 'uuid', nullable: true })
   createdBy: string | null = null;

@@ -318,10 +318,17 @@ describe('schedules', () => {
     expect(run.startedAt.slice(0, 16)).toBe('2027-01-15T08:00');
     expect((await f.auto.get(`/automations/${id}`)).body.nextRunAt).toBe('2027-01-16T08:00:00.000Z');
 
+    // The clock moved back: the schedule is computed again from there.
+    clock.set(new Date('2026-03-02T07:59:00.000Z'));
+    await aTickHasRun();
+    expect((await f.auto.get(`/automations/${id}`)).body.nextRunAt).toBe('2026-03-02T08:00:00.000Z');
+    clock.set(new Date('2026-03-02T08:00:01.000Z'));
+    await eventually(async () => (await f.auto.get(`/automations/${id}/runs`)).body.pagination.total === 2);
+
     const disabled = await f.auto.patch(`/automations/${id}`, { enabled: false });
     expect(disabled.body.nextRunAt).toBeNull();
-    clock.set(new Date('2027-01-16T08:00:02.000Z'));
+    clock.set(new Date('2026-03-03T08:00:02.000Z'));
     await aTickHasRun();
-    expect((await f.auto.get(`/automations/${id}/runs`)).body.pagination.total).toBe(1);
+    expect((await f.auto.get(`/automations/${id}/runs`)).body.pagination.total).toBe(2);
   });
 });

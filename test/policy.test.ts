@@ -48,6 +48,8 @@ const ACTIONS: Record<string, Action> = {
     request: ({ orgId }) => ({ method: 'post', path: '/automations', body: { orgId, name: 'Nightly', trigger: { type: 'manual' }, target: { type: 'organization' }, steps: [{ type: 'wait', seconds: 60 }] } }),
     ok: 201,
   },
+  listScripts: { orgQuery: true, permission: 'scripts:read', request: () => ({ method: 'get', path: '/scripts' }), ok: 200 },
+  createScript: { permission: 'scripts:write', request: ({ orgId }) => ({ method: 'post', path: '/scripts', body: { orgId, name: 'Cleanup', language: 'bash', content: 'echo ok' } }), ok: 201 },
 };
 type ActionName = keyof typeof ACTIONS;
 
@@ -56,11 +58,11 @@ const ALL = Object.keys(ACTIONS) as ActionName[];
 /** The actions each seeded role may take; every other action in ACTIONS answers 403 FORBIDDEN. */
 const ALLOWED: Record<string, { scope: 'organization' | 'partner'; may: ActionName[] }> = {
   'Organization Admin': { scope: 'organization', may: ALL },
-  'Organization Technician': { scope: 'organization', may: ['listSites', 'listUsers', 'listOrganizations', 'listWebhooks', 'listAutomations', 'createAutomation'] },
-  'Organization Viewer': { scope: 'organization', may: ['listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAutomations'] },
+  'Organization Technician': { scope: 'organization', may: ['listSites', 'listUsers', 'listOrganizations', 'listWebhooks', 'listAutomations', 'createAutomation', 'listScripts', 'createScript'] },
+  'Organization Viewer': { scope: 'organization', may: ['listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAutomations', 'listScripts'] },
   'Partner Admin': { scope: 'partner', may: ALL },
-  'Partner Technician': { scope: 'partner', may: ['listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks', 'listAutomations', 'createAutomation'] },
-  'Partner Viewer': { scope: 'partner', may: ['listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAutomations'] },
+  'Partner Technician': { scope: 'partner', may: ['listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks', 'listAutomations', 'createAutomation', 'listScripts', 'createScript'] },
+  'Partner Viewer': { scope: 'partner', may: ['listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAutomations', 'listScripts'] },
 };
 
 describe.each(Object.entries(ALLOWED))('%s', (roleName, { scope, may }) => {

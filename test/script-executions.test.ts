@@ -4,7 +4,7 @@ import { gql, rest, type As } from './support/clients.js';
 import { sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
-import { buildUser } from './support/factories.js';
+import { buildSite, buildUser } from './support/factories.js';
 
 const clock = new TestClock();
 let app: TestApp;
@@ -302,6 +302,28 @@ describe('access', () => {
     const cancel = await gql(app, theirs.operator.as, `mutation ($id: ID!) { cancelScriptExecution(id: $id) { id } }`, { id: executions[0]!.id });
     expect(cancel.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     expect((await executionOf(mine.operator.as, executions[0]!.id)).status).toBe('pending');
+  });
+
+  test('users limited to some sites run scripts on, and see executions of, their sites’ devices only', async () => {
+    const { org, api, author, operator } = await scriptFleet();
+    const [siteA, siteB] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    const keyA = (await api.post('/enrollment-keys', { name: 'A', siteId: siteA.id })).body.key;
+    const keyB = (await api.post('/enrollment-keys', { name: 'B', siteId: siteB.id })).body.key;
+    const [inA, inB] = [await enroll(app, keyA), await enroll(app, keyB)];
+    const limited = await buildUser(app, { orgId: org.id, can: ['scripts:read', 'scripts:execute'] });
+    await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA.id]), limited.membership.id]);
+    const script = await createScript(author.as, {});
+    const all = await execute(operator.as, script.id, { deviceIds: [inA.deviceId, inB.deviceId] });
+    const onB = all.executions.find((e) => e.deviceId === inB.deviceId)!;
+
+    const refused = await rest(app, limited.as).post(`/scripts/${script.id}/execute`, { deviceIds: [inB.deviceId] });
+    expect([refused.status, refused.body.message]).toEqual([404, 'Device not found']);
+    await execute(limited.as, script.id, { deviceIds: [inA.deviceId] });
+    const listed = await rest(app, limited.as).get(`/scripts/${script.id}/executions`);
+    expect(listed.body.data.map((e: { deviceId: string }) => e.deviceId)).toEqual([inA.deviceId, inA.deviceId]);
+    expect((await rest(app, limited.as).get(`/scripts/executions/${onB.id}`)).status).toBe(404);
+    expect((await rest(app, limited.as).post(`/scripts/executions/${onB.id}/cancel`)).status).toBe(404);
+    expect((await rest(app, operator.as).get(`/scripts/${script.id}/executions`)).body.pagination.total).toBe(3);
   });
 
   test('running a script needs scripts:execute; writing one is not enough', async () => {

@@ -11,6 +11,7 @@ import { Migration20261124150000_webhook_delivery_claim } from './Migration20261
 import { Migration20261127170000_persisted_queries } from './Migration20261127170000_persisted_queries.js';
 import { Migration20261127180608_scripts } from './Migration20261127180608_scripts.js';
 import { Migration20261127181034_automations } from './Migration20261127181034_automations.js';
+import { Migration20261127183015_automation_scheduled_at } from './Migration20261127183015_automation_scheduled_at.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -25,4 +26,5 @@ export const migrations = [
   { name: 'Migration20261127170000_persisted_queries', class: Migration20261127170000_persisted_queries },
   { name: 'Migration20261127180608_scripts', class: Migration20261127180608_scripts },
   { name: 'Migration20261127181034_automations', class: Migration20261127181034_automations },
+  { name: 'Migration20261127183015_automation_scheduled_at', class: Migration20261127183015_automation_scheduled_at },
 ];

@@ -21,7 +21,7 @@ import { CursorQuery, PageQuery, encodeCursor, keysetWhere, pageOptions, pageSch
 import { safeEqual, sha256Hex } from '../secrets.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
-import { accessibleAutomation, latestOccurrence, nextOccurrence, type AutomationStep, type AutomationTarget, type AutomationTrigger } from './automations.js';
+import { accessibleAutomation, latestOccurrence, reschedule, type AutomationStep, type AutomationTarget, type AutomationTrigger } from './automations.js';
 import { createCommand } from './device-commands.js';
 import { executeScript, type ExecuteResult } from './script-executions.js';
 import { groupMemberDevices } from './device-groups.js';
@@ -303,7 +303,7 @@ export async function recordScriptOutcomes(tx: RequestContext, events: DomainEve
  */
 export async function automationTick(sys: RequestContext): Promise<void> {
   const now = sys.runtime.clock.now();
-  const due = await sys.em.find(Automation, { enabled: true, triggerType: 'schedule', nextRunAt: { $lte: now } }, { fields: ['id'], orderBy: { nextRunAt: 'asc' }, limit: TICK_BATCH });
+  const due = await sys.em.find(Automation, dueSchedules(now), { fields: ['id'], orderBy: { nextRunAt: 'asc' }, limit: TICK_BATCH });
   for (const { id } of due) await fireSchedule(sys, id, now);
   const waiting = await sys.em.find(AutomationRun, { status: 'running', phase: 'waiting', resumeAt: { $lte: now } }, { fields: ['id'], limit: TICK_BATCH });
   for (const { id } of waiting) await advanceRun(sys, id);
@@ -319,13 +319,18 @@ export async function automationTick(sys: RequestContext): Promise<void> {
   for (const { id } of stalled) await advanceRun(sys, id);
 }
 
+/** Enabled schedules whose next occurrence has come, or whose schedule was computed at a time the clock has since been moved back before. */
+function dueSchedules(now: Date): FilterQuery<Automation> {
+  return { enabled: true, triggerType: 'schedule', $or: [{ nextRunAt: { $lte: now } }, { scheduledAt: { $gt: now } }] };
+}
+
 async function fireSchedule(sys: RequestContext, id: string, now: Date): Promise<void> {
   await withTransaction(sys, async (tx) => {
-    const automation = await tx.em.findOne(Automation, { id, enabled: true, triggerType: 'schedule', nextRunAt: { $lte: now } }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+    const automation = await tx.em.findOne(Automation, { $and: [{ id }, dueSchedules(now)] }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (!automation) return;
     const trigger = automation.trigger as AutomationTrigger;
     const schedule = { cron: trigger.cron!, timezone: trigger.timezone ?? 'UTC' };
-    automation.nextRunAt = nextOccurrence(schedule, now);
+    reschedule(automation, now);
     await tx.em.flush();
     if (now.getTime() - latestOccurrence(schedule, now).getTime() < FIRE_WINDOW_MS) await startRun(tx, automation, 'schedule');
   });

@@ -58,7 +58,7 @@ function parseCron(cron: string, timezone: string, currentDate: Date) {
 }
 
 /** The first occurrence of the schedule after `after`. */
-export function nextOccurrence(schedule: { cron: string; timezone: string }, after: Date): Date {
+function nextOccurrence(schedule: { cron: string; timezone: string }, after: Date): Date {
   return parseCron(schedule.cron, schedule.timezone, after).next().toDate();
 }
 
@@ -271,11 +271,12 @@ function normalizeTrigger(trigger: AutomationTrigger): AutomationTrigger {
   return trigger.type === 'schedule' ? { ...trigger, timezone: trigger.timezone ?? 'UTC' } : trigger;
 }
 
-/** Where the schedule tick will next look at the automation: its next occurrence while enabled, else never. */
-export function scheduleFrom(automation: Pick<Automation, 'enabled' | 'trigger'>, now: Date): Date | null {
+/** Sets where the schedule tick will next look at the automation: its next occurrence after `now` while enabled, else never. */
+export function reschedule(automation: Pick<Automation, 'enabled' | 'trigger' | 'nextRunAt' | 'scheduledAt'>, now: Date): void {
   const trigger = automation.trigger as AutomationTrigger;
-  if (!automation.enabled || trigger.type !== 'schedule') return null;
-  return nextOccurrence({ cron: trigger.cron!, timezone: trigger.timezone ?? 'UTC' }, now);
+  const scheduled = automation.enabled && trigger.type === 'schedule';
+  automation.nextRunAt = scheduled ? nextOccurrence({ cron: trigger.cron!, timezone: trigger.timezone ?? 'UTC' }, now) : null;
+  automation.scheduledAt = scheduled ? now : null;
 }
 
 /**
@@ -351,7 +352,7 @@ export async function createAutomation(ctx: RequestContext, rawInput: CreateAuto
         webhookToken: trigger.type === 'webhook' ? tx.runtime.secrets.encrypt(randomToken()) : null,
         createdBy: principal.userId,
       });
-      automation.nextRunAt = scheduleFrom(automation, tx.runtime.clock.now());
+      reschedule(automation, tx.runtime.clock.now());
       await tx.em.flush();
       await recordAudit(tx, {
         action: 'automation.create',
@@ -384,7 +385,7 @@ export async function updateAutomation(ctx: RequestContext, id: string, rawInput
         automation.webhookToken = automation.triggerType === 'webhook' ? tx.runtime.secrets.encrypt(randomToken()) : null;
       }
       // Enabling, disabling or a new cron: the tick's next look is recomputed (disabled: never).
-      if (changes.includes('trigger') || changes.includes('enabled')) automation.nextRunAt = scheduleFrom(automation, tx.runtime.clock.now());
+      if (changes.includes('trigger') || changes.includes('enabled')) reschedule(automation, tx.runtime.clock.now());
       await tx.em.flush();
       await recordAudit(tx, { action: 'automation.update', resourceType: 'automation', resourceId: id, orgId: automation.orgId, changes, details: { name: automation.name } });
       return viewOf(tx, automation);

@@ -98,8 +98,8 @@ const commandFields = {
 
 /**
  * What a command type's own service does around the generic lifecycle (run_script: the script
- * executions). Each hook runs in the transaction of the step it follows. Types with hooks are queued
- * by their service only, never through the generic command routes.
+ * executions). Each hook runs in the transaction of the step it follows, and leaves commands that
+ * are not its own (a run_script queued by hand) as the generic lifecycle has them.
  */
 export interface CommandTypeHooks {
   /** the payload as the agent receives it (e.g. secrets unsealed); the stored payload stays as it is */
@@ -108,8 +108,8 @@ export interface CommandTypeHooks {
   claimed?(tx: RequestContext, commandIds: string[]): Promise<void>;
   /** the agent reported it started the command (`status: "running"`) */
   started?(tx: RequestContext, command: DeviceCommand): Promise<void>;
-  /** the agent's final result; the service keeps the output, so the command row does not */
-  answered?(tx: RequestContext, command: DeviceCommand, input: CommandResult): Promise<void>;
+  /** the agent's final result; true when the service kept the output (the command row then does not) */
+  answered?(tx: RequestContext, command: DeviceCommand, input: CommandResult): Promise<boolean>;
 }
 
 const commandTypeHooks = new Map<string, CommandTypeHooks>();
@@ -121,7 +121,6 @@ export function registerCommandType(type: string, hooks: CommandTypeHooks): void
 
 /** Payloads the server itself acts on are checked before anything is queued. */
 function checkPayload(command: { type: string; payload?: Record<string, unknown> }, ctx: z.RefinementCtx): void {
-  if (commandTypeHooks.has(command.type)) ctx.addIssue({ code: 'custom', message: `${command.type} commands are queued by their own routes (e.g. POST /scripts/:id/execute)`, path: ['type'] });
   if (command.type !== 'set_auto_update') return;
   const parsed = AutoUpdateSchema.safeParse(command.payload ?? {});
   for (const issue of parsed.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: ['payload', ...issue.path] });
@@ -381,18 +380,17 @@ export async function completeCommand(ctx: RequestContext, device: Device, comma
       await hooks?.started?.(tx, command);
       return;
     }
-    const keepsOutput = !!hooks?.answered;
+    const keptElsewhere = (await hooks?.answered?.(tx, command, input)) ?? false;
     Object.assign(command, {
       status: input.status,
       exitCode: input.exitCode ?? null,
-      stdout: keepsOutput ? null : capped(input.stdout),
-      stderr: keepsOutput ? null : capped(input.stderr),
+      stdout: keptElsewhere ? null : capped(input.stdout),
+      stderr: keptElsewhere ? null : capped(input.stderr),
       result: input.result ?? null,
       completedAt: tx.runtime.clock.now(),
     });
     await tx.em.flush();
     await emit(tx, { type: 'device.command_updated', orgId: command.orgId, data: commandEventData(command) });
-    await hooks?.answered?.(tx, command, input);
   });
 }
 

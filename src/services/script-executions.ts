@@ -201,7 +201,7 @@ export type ExecutionListInput = z.input<typeof ExecutionListQuery>;
 function executionFilter(ctx: RequestContext, script: Script, query: { status?: ExecutionStatus; deviceId?: string }): FilterQuery<ScriptExecution> {
   const where: FilterQuery<ScriptExecution>[] = [{ scriptId: script.id }];
   const sites = visibleSiteIds(ctx, script.orgId);
-  if (sites) where.push({ deviceId: { $in: raw('select d.id from device d where d.site_id = any(?::uuid[])', [sites]) } } as FilterQuery<ScriptExecution>);
+  if (sites) where.push((sites.length === 0 ? { deviceId: { $in: [] } } : { deviceId: { $in: raw('select d.id from device d where d.site_id in (?)', [sites]) } }) as FilterQuery<ScriptExecution>);
   if (query.status) where.push({ status: query.status });
   if (query.deviceId) where.push({ deviceId: query.deviceId });
   return { $and: where };
@@ -303,7 +303,8 @@ async function executionOf(tx: RequestContext, command: DeviceCommand): Promise<
 }
 
 registerCommandType('run_script', {
-  toAgent: (runtime, payload) => ({ ...payload, parameters: unsealParameters(runtime, (payload.parameters ?? {}) as Record<string, unknown>) }),
+  toAgent: (runtime, payload) =>
+    payload.parameters && typeof payload.parameters === 'object' ? { ...payload, parameters: unsealParameters(runtime, payload.parameters as Record<string, unknown>) } : payload,
 
   async claimed(tx, commandIds) {
     const now = tx.runtime.clock.now();
@@ -330,7 +331,8 @@ registerCommandType('run_script', {
 
   async answered(tx, command, input: CommandResult) {
     const execution = await executionOf(tx, command);
-    if (!execution || FINISHED_STATUSES.includes(execution.status)) return;
+    if (!execution) return false;
+    if (FINISHED_STATUSES.includes(execution.status)) return true;
     const stdout = firstBytes(input.stdout, MAX_STREAM_BYTES);
     const stderr = firstBytes(input.stderr, MAX_STREAM_BYTES);
     const now = tx.runtime.clock.now();
@@ -347,6 +349,7 @@ registerCommandType('run_script', {
     await tx.em.flush();
     await emit(tx, { type: FINAL_EVENTS[status]!, orgId: execution.orgId, data: eventData(execution, execution.orgId) });
     await emitUpdated(tx, execution.orgId, execution);
+    return true;
   },
 });
 

@@ -55,8 +55,8 @@ async function usageCounts(ctx: RequestContext, kind: 'category' | 'tag', rows: 
   const orgIds = [...new Set(rows.map((r) => r.orgId))];
   const sql =
     kind === 'category'
-      ? `select org_id, category as name, count(*)::int as n from script where org_id = any(?::uuid[]) and category is not null group by org_id, category`
-      : `select s.org_id, t.name, count(*)::int as n from script s cross join lateral jsonb_array_elements_text(s.tags) as t(name) where s.org_id = any(?::uuid[]) group by s.org_id, t.name`;
+      ? `select org_id, category as name, count(*)::int as n from script where org_id in (?) and category is not null group by org_id, category`
+      : `select s.org_id, t.name, count(*)::int as n from script s cross join lateral jsonb_array_elements_text(s.tags) as t(name) where s.org_id in (?) group by s.org_id, t.name`;
   const counted = (await ctx.em.execute(sql, [orgIds])) as { org_id: string; name: string; n: number }[];
   return new Map(counted.map((c) => [`${c.org_id}:${c.name}`, c.n]));
 }

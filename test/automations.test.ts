@@ -1,6 +1,7 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { fleet, enroll } from './support/devices.js';
+import { sql } from './support/db.js';
 import { buildOrg, buildSite, buildUser, unique } from './support/factories.js';
 
 let app: TestApp;
@@ -110,6 +111,27 @@ describe('automation definitions', () => {
     const { api } = await writer();
     const res = await api.post('/automations', { ...manual(), steps: [{ type: 'run_script', scriptId: crypto.randomUUID() }] });
     expect([res.status, res.body.message]).toEqual([404, 'Script not found']);
+  });
+
+  test('a user limited to some sites aims automations only within them', async () => {
+    const { org, api } = await writer();
+    const [siteA, siteB] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    const limited = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
+    await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA.id]), limited.membership.id]);
+    const mine = rest(app, limited.as);
+    expect((await mine.post('/automations', manual())).status).toBe(403);
+    const other = await mine.post('/automations', { ...manual(), target: { type: 'site', siteIds: [siteB.id] } });
+    expect([other.status, other.body.message]).toEqual([404, 'Site not found']);
+    const own = await mine.post('/automations', { ...manual(), target: { type: 'site', siteIds: [siteA.id] } });
+    expect(own.status).toBe(201);
+    expect((await mine.post(`/automations/${own.body.id}/run`)).status).toBe(202);
+
+    // An organization-wide automation: readable, but not theirs to change, run or delete.
+    const wide = (await api.post('/automations', manual())).body.id;
+    expect((await mine.get(`/automations/${wide}`)).status).toBe(200);
+    for (const res of [await mine.patch(`/automations/${wide}`, { name: 'mine now' }), await mine.post(`/automations/${wide}/run`), await mine.delete(`/automations/${wide}`)]) {
+      expect([res.status, res.body.code]).toEqual([403, 'FORBIDDEN']);
+    }
   });
 
   test('names are unique per organization', async () => {

@@ -21,7 +21,7 @@ import { CursorQuery, PageQuery, encodeCursor, keysetWhere, pageOptions, pageSch
 import { safeEqual, sha256Hex } from '../secrets.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
-import { accessibleAutomation, latestOccurrence, reschedule, type AutomationStep, type AutomationTarget, type AutomationTrigger } from './automations.js';
+import { accessibleAutomation, checkSiteReach, latestOccurrence, reschedule, type AutomationStep, type AutomationTarget, type AutomationTrigger } from './automations.js';
 import { createCommand } from './device-commands.js';
 import { executeScript, type ExecuteResult } from './script-executions.js';
 import { groupMemberDevices } from './device-groups.js';
@@ -220,6 +220,7 @@ async function startRun(tx: RequestContext, automation: Automation, source: Auto
 export async function runAutomation(ctx: RequestContext, id: string): Promise<AutomationRunView> {
   const automation = await accessibleAutomation(ctx, id, 'automations:run');
   requirePrincipal(ctx);
+  await checkSiteReach(ctx, automation.orgId, automation.target as AutomationTarget);
   const run = await withTransaction(ctx, async (tx) => {
     const started = await startRun(tx, automation, 'manual');
     await recordAudit(tx, { action: 'automation.run', resourceType: 'automation', resourceId: automation.id, orgId: automation.orgId, details: { name: automation.name, runId: started.id } });

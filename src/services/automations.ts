@@ -15,10 +15,10 @@ import { Script } from '../../entities/script.js';
 import { Site } from '../../entities/site.js';
 import type { RequestContext } from '../auth/context.js';
 import type { Permission } from '../auth/permissions.js';
-import { authorize, loadOwned, permits, requirePrincipal, targetOrgId, tenantWhere } from '../auth/policy.js';
+import { authorize, loadOwned, permits, requirePrincipal, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { containsPattern } from '../db/like.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../events/types.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { randomToken } from '../secrets.js';
@@ -298,6 +298,18 @@ async function checkTarget(ctx: RequestContext, orgId: string, target: Automatio
   await check(Device, target.deviceIds, 'Device', true);
 }
 
+/**
+ * Users limited to some sites act only on automations aimed within them (their sites, devices or
+ * groups of their sites): an organization-wide one reaches devices they cannot see.
+ */
+export async function checkSiteReach(ctx: RequestContext, orgId: string, target: AutomationTarget): Promise<void> {
+  const sites = visibleSiteIds(ctx, orgId);
+  if (sites === null) return;
+  if (target.type === 'organization') throw forbidden('Users limited to some sites can only aim automations at their sites, their devices or their sites’ groups');
+  if (target.type === 'site' && target.siteIds!.some((id) => !sites.includes(id.toLowerCase()))) throw notFound('Site');
+  await checkTarget(ctx, orgId, target);
+}
+
 /** The scripts run_script steps name are scripts of the automation's organization (404 `Script not found` otherwise, as another tenant's). */
 async function checkSteps(ctx: RequestContext, orgId: string, steps: AutomationStep[]): Promise<void> {
   const scriptIds = [...new Set(steps.filter((s) => s.type === 'run_script').map((s) => s.scriptId!.toLowerCase()))];
@@ -336,6 +348,7 @@ export async function createAutomation(ctx: RequestContext, rawInput: CreateAuto
   const orgId = await targetOrgId(ctx, input.orgId);
   const principal = await authorize(ctx, 'automations:write', { orgId, resource: 'Organization' });
   await checkTarget(ctx, orgId, input.target);
+  await checkSiteReach(ctx, orgId, input.target);
   await checkSteps(ctx, orgId, input.steps);
   const trigger = normalizeTrigger(input.trigger);
   return uniqueName(
@@ -371,7 +384,9 @@ export async function updateAutomation(ctx: RequestContext, id: string, rawInput
   const input = parseInput(UpdateAutomationSchema, rawInput);
   const current = await accessibleAutomation(ctx, id, 'automations:write');
   requirePrincipal(ctx);
+  await checkSiteReach(ctx, current.orgId, current.target as AutomationTarget);
   if (input.target) await checkTarget(ctx, current.orgId, input.target);
+  if (input.target) await checkSiteReach(ctx, current.orgId, input.target);
   if (input.steps) await checkSteps(ctx, current.orgId, input.steps);
   const trigger = input.trigger && normalizeTrigger(input.trigger);
   return uniqueName(
@@ -396,6 +411,7 @@ export async function updateAutomation(ctx: RequestContext, id: string, rawInput
 /** The automation and its runs go; commands and script executions its runs started stay with their devices. */
 export async function deleteAutomation(ctx: RequestContext, id: string): Promise<void> {
   const automation = await accessibleAutomation(ctx, id, 'automations:write');
+  await checkSiteReach(ctx, automation.orgId, automation.target as AutomationTarget);
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(Automation, { id });
     await recordAudit(tx, { action: 'automation.delete', resourceType: 'automation', resourceId: id, orgId: automation.orgId, details: { name: automation.name } });

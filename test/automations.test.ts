@@ -78,7 +78,7 @@ describe('automation definitions', () => {
 
   test('steps and targets are validated', async () => {
     const { api } = await writer();
-    for (const steps of [[], [{ type: 'wait' }], [{ type: 'wait', seconds: 0 }], [{ type: 'notify', channelId: 'not-a-uuid' }], [{ type: 'run_script' }], [{ type: 'command', commandType: 'Bad Type' }]]) {
+    for (const steps of [[], [{ type: 'wait' }], [{ type: 'wait', seconds: 0 }], [{ type: 'notify', channelId: 'not-a-uuid' }], [{ type: 'run_script' }], [{ type: 'command', commandType: 'Bad Type' }], [{ type: 'command', commandType: 'run_script' }], [{ type: 'command', commandType: 'set_auto_update', payload: {} }]]) {
       expect((await api.post('/automations', { ...manual(), steps })).status).toBe(400);
     }
     expect((await api.post('/automations', { ...manual(), target: { type: 'site' } })).status).toBe(400);

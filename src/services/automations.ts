@@ -25,7 +25,7 @@ import { randomToken } from '../secrets.js';
 import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
-import { JsonObjectSchema } from './device-commands.js';
+import { CreateCommandSchema, JsonObjectSchema } from './device-commands.js';
 
 /*
  * Automations: an organization's steps (run a script, queue a command, notify a channel, wait) run
@@ -158,7 +158,15 @@ const STEP_FIELDS: Record<z.output<typeof StepTypeSchema>, { allowed: string[]; 
 
 const StepInputSchema = z
   .strictObject(stepShape)
-  .superRefine((step, ctx) => checkVariant(step, STEP_FIELDS[step.type].allowed, STEP_FIELDS[step.type].required, ctx, `${step.type} steps`))
+  .superRefine((step, ctx) => {
+    checkVariant(step, STEP_FIELDS[step.type].allowed, STEP_FIELDS[step.type].required, ctx, `${step.type} steps`);
+    if (step.type !== 'command' || !step.commandType) return;
+    // A run_script command without its execution would run nothing the scripts service follows.
+    if (step.commandType === 'run_script') ctx.addIssue({ code: 'custom', path: ['commandType'], message: 'scripts run through run_script steps' });
+    // What the device-commands service would refuse when the step runs is refused now (payloads it checks).
+    const command = CreateCommandSchema.safeParse({ type: step.commandType, payload: step.payload });
+    for (const issue of command.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path[0] === 'type' ? ['commandType'] : issue.path.map(String) });
+  })
   .meta({ title: 'AutomationStepInput', description: 'run_script: scriptId, parameters; command: commandType, payload; notify: channelId; wait: seconds' });
 
 export type AutomationTrigger = z.output<typeof TriggerInputSchema>;

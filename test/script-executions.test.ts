@@ -1,3 +1,4 @@
+import WebSocket from 'ws';
 import { createTestApp, type TestApp } from './support/app.js';
 import { TestClock } from './support/clock.js';
 import { gql, rest, type As } from './support/clients.js';
@@ -176,6 +177,30 @@ describe('executing', () => {
 
     const ok = await execute(operator.as, script.id, { deviceIds: [agent.deviceId], parameters: { service: 'nginx', force: true } });
     expect(await executionOf(operator.as, ok.executions[0]!.id)).toMatchObject({ parameters: { service: 'nginx', retries: 3, force: true, mode: 'safe' } });
+  });
+});
+
+describe('over the agent channel', () => {
+  test('a connected agent gets the run_script pushed at once, secrets unsealed, and reports over the channel', async () => {
+    const { key, author, operator } = await scriptFleet();
+    const agent = await enroll(app, key);
+    const ws = new WebSocket(`${app.url.replace('http', 'ws')}/api/v1/agents/${agent.agentId}/ws`, { headers: { authorization: `Bearer ${agent.authToken}` } });
+    const received: any[] = [];
+    ws.on('message', (data) => received.push(JSON.parse(data.toString())));
+    await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+    try {
+      const script = await createScript(author.as, { parameters: [{ name: 'apiKey', type: 'string', secret: true }] });
+      const { executions } = await execute(operator.as, script.id, { deviceIds: [agent.deviceId], parameters: { apiKey: 'sk-live-123' } });
+      const pushed = await eventually(() => received.find((m) => m.type === 'command'), 10_000, 'the pushed command');
+      expect(pushed.command).toMatchObject({ type: 'run_script', payload: { executionId: executions[0]!.id, parameters: { apiKey: 'sk-live-123' } } });
+      ws.send(JSON.stringify({ type: 'result', commandId: pushed.command.id, status: 'running' }));
+      await eventually(async () => (await executionOf(operator.as, executions[0]!.id)).status === 'running', 10_000, 'running');
+      ws.send(JSON.stringify({ type: 'result', commandId: pushed.command.id, status: 'completed', exitCode: 0, stdout: 'pushed' }));
+      await eventually(async () => (await executionOf(operator.as, executions[0]!.id)).status === 'completed', 10_000, 'completed');
+      expect(await executionOf(operator.as, executions[0]!.id)).toMatchObject({ stdout: 'pushed', parameters: { apiKey: '********' } });
+    } finally {
+      ws.close();
+    }
   });
 });
 

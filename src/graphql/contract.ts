@@ -233,9 +233,9 @@ export function arg(name: string, type: ArgType, options: ArgOptions = {}): Para
 export const id = arg('id', ID);
 
 /** The `input` argument, of the input type derived from `schema`. */
-export function input<S extends z.ZodObject>(name: string, schema: S, options?: { nullable?: false }): Param<z.input<S>>;
-export function input<S extends z.ZodObject>(name: string, schema: S, options: { nullable: true }): Param<z.input<S> | null | undefined>;
-export function input(name: string, schema: z.ZodObject, options: { nullable?: boolean } = {}): Param<unknown> {
+export function input<S extends z.ZodObject>(name: string, schema: S, options?: ArgOptions & { nullable?: false }): Param<z.input<S>>;
+export function input<S extends z.ZodObject>(name: string, schema: S, options: ArgOptions & { nullable: true }): Param<z.input<S> | null | undefined>;
+export function input(name: string, schema: z.ZodObject, options: ArgOptions = {}): Param<unknown> {
   return named('input', () => inputType(name, schema), options);
 }
 

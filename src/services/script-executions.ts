@@ -38,27 +38,27 @@ export const ExecutionStatusSchema = z.enum(EXECUTION_STATUSES).meta({
 
 export const ExecutionViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    scriptId: uuid(),
+    id: uuid().describe('the execution'),
+    orgId: uuid().describe("the script's organization"),
+    scriptId: uuid().describe('the script that ran'),
     scriptVersion: z.number().int().describe('the version of the script that ran'),
-    deviceId: uuid(),
+    deviceId: uuid().describe('the device it ran on'),
     commandId: uuid().nullable().describe('the run_script device command that carries it'),
     status: ExecutionStatusSchema,
-    exitCode: z.number().int().nullable(),
+    exitCode: z.number().int().nullable().describe("the script's exit code, once reported"),
     stdout: z.string().nullable().describe('the first 1 MiB of standard output'),
     stderr: z.string().nullable().describe('the first 1 MiB of standard error'),
     truncated: z.boolean().describe('a stream was longer than 1 MiB and was cut'),
     parameters: z.record(z.string(), z.unknown()).describe('the values it ran with; secret ones read as ********'),
-    timeoutSeconds: z.number().int(),
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
-    startedAt: timestamp().nullable(),
-    completedAt: timestamp().nullable(),
+    timeoutSeconds: z.number().int().describe("the script's timeout when it was started"),
+    createdBy: uuid().nullable().describe('the user who started it (null for automations and the system)'),
+    createdAt: timestamp().describe('when it was requested'),
+    startedAt: timestamp().nullable().describe('when the agent reported the start'),
+    completedAt: timestamp().nullable().describe('when it finished, timed out or was cancelled'),
   })
-  .meta({ title: 'ScriptExecution' });
+  .meta({ title: 'ScriptExecution', description: 'One run of a script on one device, with its output' });
 export type ExecutionView = z.output<typeof ExecutionViewSchema>;
-export const ExecutionPageSchema = pageSchema(ExecutionViewSchema, 'ScriptExecutionPage');
+export const ExecutionPageSchema = pageSchema(ExecutionViewSchema, 'ScriptExecutionPage').meta({ title: 'ScriptExecutionPage', description: 'A page of executions, newest first' });
 
 export function executionView(execution: ScriptExecution): ExecutionView {
   return {
@@ -90,15 +90,28 @@ export const ExecuteScriptSchema = z
     groupId: uuid().optional().describe("a device group of the script's organization: its current members"),
     parameters: JsonObjectSchema.optional().describe('values of the parameters the script declares, by name'),
   })
-  .refine((input) => input.deviceIds || input.groupId, { message: 'give deviceIds, a groupId or both', path: ['deviceIds'] });
+  .refine((input) => input.deviceIds || input.groupId, { message: 'give deviceIds, a groupId or both', path: ['deviceIds'] })
+  .meta({ description: 'Where to run a script (devices, a group, or both) and with which parameter values' });
 export type ExecuteScriptInput = z.input<typeof ExecuteScriptSchema>;
 
 export const ExecuteResultSchema = z
   .object({
-    executions: z.array(z.object({ id: uuid(), deviceId: uuid(), status: ExecutionStatusSchema }).meta({ title: 'ScriptExecutionStarted' })),
-    skipped: z.array(z.object({ deviceId: uuid(), reason: z.string().describe('unsupported_os or decommissioned') }).meta({ title: 'ScriptExecutionSkipped' })),
+    executions: z
+      .array(
+        z
+          .object({ id: uuid().describe('the execution'), deviceId: uuid().describe('its device'), status: ExecutionStatusSchema })
+          .meta({ title: 'ScriptExecutionStarted', description: 'An execution just created' }),
+      )
+      .describe('one per device that runs the script'),
+    skipped: z
+      .array(
+        z
+          .object({ deviceId: uuid().describe('the device left out'), reason: z.string().describe('unsupported_os or decommissioned') })
+          .meta({ title: 'ScriptExecutionSkipped', description: 'A target device that does not run the script' }),
+      )
+      .describe('target devices left out, with the reason'),
   })
-  .meta({ title: 'ScriptExecuteResult' });
+  .meta({ title: 'ScriptExecuteResult', description: 'What running a script started, and which devices it left out' });
 export type ExecuteResult = z.output<typeof ExecuteResultSchema>;
 
 /** The devices an execution aims at: those named (visible to the caller) and the group's members, of the script's organization only. */

@@ -25,28 +25,32 @@ const categoryDescription = z.string().trim().max(2000).nullable().optional();
 
 export const CategoryViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    name: z.string(),
-    description: z.string().nullable(),
+    id: uuid().describe('the category'),
+    orgId: uuid().describe('its organization'),
+    name: z.string().describe('unique in the organization; scripts name it in their category'),
+    description: z.string().nullable().describe('what belongs in it'),
     scriptCount: z.number().int().describe("the organization's scripts in this category"),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+    createdAt: timestamp().describe('when it was created'),
+    updatedAt: timestamp().describe('when it last changed'),
   })
-  .meta({ title: 'ScriptCategory' });
+  .meta({ title: 'ScriptCategory', description: "A category of an organization's script library" });
 export type CategoryView = z.output<typeof CategoryViewSchema>;
-export const CategoryPageSchema = pageSchema(CategoryViewSchema, 'ScriptCategoryPage');
+export const CategoryPageSchema = pageSchema(CategoryViewSchema, 'ScriptCategoryPage').meta({ title: 'ScriptCategoryPage', description: 'A page of script library categories, by name' });
 
-export const CreateCategorySchema = z.strictObject({
-  orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
-  name: categoryName,
-  description: categoryDescription,
-});
+export const CreateCategorySchema = z
+  .strictObject({
+    orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
+    name: categoryName.describe('unique in the organization'),
+    description: categoryDescription.describe('what belongs in it'),
+  })
+  .meta({ description: 'A new script library category' });
 export type CreateCategoryInput = z.input<typeof CreateCategorySchema>;
-export const UpdateCategorySchema = z.strictObject({ name: categoryName.optional().describe("renamed in the organization's scripts too"), description: categoryDescription });
+export const UpdateCategorySchema = z
+  .strictObject({ name: categoryName.optional().describe("renamed in the organization's scripts too"), description: categoryDescription.describe('what belongs in it') })
+  .meta({ description: 'Changes to a script library category' });
 export type UpdateCategoryInput = z.input<typeof UpdateCategorySchema>;
 
-export const LibraryListQuery = PageQuery.extend({ orgId: uuid().optional() }).strict();
+export const LibraryListQuery = PageQuery.extend({ orgId: uuid().optional().describe('only those of this organization') }).strict();
 export type LibraryListInput = z.input<typeof LibraryListQuery>;
 
 /** How many of the organization's scripts carry each name, as category or tag. */
@@ -157,20 +161,22 @@ export async function deleteCategory(ctx: RequestContext, id: string): Promise<v
 
 export const TagViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    name: z.string(),
+    id: uuid().describe('the tag'),
+    orgId: uuid().describe('its organization'),
+    name: z.string().describe('unique in the organization; scripts name it in their tags'),
     scriptCount: z.number().int().describe("the organization's scripts with this tag"),
-    createdAt: timestamp(),
+    createdAt: timestamp().describe('when it was created'),
   })
-  .meta({ title: 'ScriptTag' });
+  .meta({ title: 'ScriptTag', description: "A tag of an organization's script library" });
 export type TagView = z.output<typeof TagViewSchema>;
-export const TagPageSchema = pageSchema(TagViewSchema, 'ScriptTagPage');
+export const TagPageSchema = pageSchema(TagViewSchema, 'ScriptTagPage').meta({ title: 'ScriptTagPage', description: 'A page of script library tags, by name' });
 
-export const CreateTagSchema = z.strictObject({
-  orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
-  name: z.string().trim().min(1).max(50),
-});
+export const CreateTagSchema = z
+  .strictObject({
+    orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
+    name: z.string().trim().min(1).max(50).describe('unique in the organization'),
+  })
+  .meta({ description: 'A new script library tag' });
 export type CreateTagInput = z.input<typeof CreateTagSchema>;
 
 function tagView(tag: ScriptTag, counts: Map<string, number>): TagView {
@@ -220,18 +226,18 @@ export async function deleteScriptTag(ctx: RequestContext, id: string): Promise<
 
 export const ScriptVersionViewSchema = z
   .object({
-    id: uuid(),
-    scriptId: uuid(),
+    id: uuid().describe('the version (what a rollback names)'),
+    scriptId: uuid().describe('its script'),
     version: z.number().int().describe('1 for the first content, then one more per change'),
-    content: z.string(),
-    note: z.string().nullable(),
+    content: z.string().describe('the script text of this version'),
+    note: z.string().nullable().describe('what changed'),
     current: z.boolean().describe("the script's content now"),
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
+    createdBy: uuid().nullable().describe('the user who made it'),
+    createdAt: timestamp().describe('when it was made'),
   })
-  .meta({ title: 'ScriptVersion' });
+  .meta({ title: 'ScriptVersion', description: "One content of a script (versions are never rewritten)" });
 export type ScriptVersionView = z.output<typeof ScriptVersionViewSchema>;
-export const ScriptVersionPageSchema = pageSchema(ScriptVersionViewSchema, 'ScriptVersionPage');
+export const ScriptVersionPageSchema = pageSchema(ScriptVersionViewSchema, 'ScriptVersionPage').meta({ title: 'ScriptVersionPage', description: "A page of a script's versions, newest first" });
 
 function versionView(version: ScriptVersion, currentVersion: number): ScriptVersionView {
   return {
@@ -261,10 +267,12 @@ export async function listVersions(ctx: RequestContext, scriptId: string, rawQue
   );
 }
 
-export const CreateVersionSchema = z.strictObject({
-  content: z.string().min(1).max(1024 * 1024).describe('the new content, at most 1 MiB'),
-  note: z.string().trim().max(1000).optional().describe('what changed'),
-});
+export const CreateVersionSchema = z
+  .strictObject({
+    content: z.string().min(1).max(1024 * 1024).describe('the new content, at most 1 MiB'),
+    note: z.string().trim().max(1000).optional().describe('what changed'),
+  })
+  .meta({ description: "A script's next version" });
 export type CreateVersionInput = z.input<typeof CreateVersionSchema>;
 
 /** A new content for the script: the next version, current from now on. */
@@ -300,7 +308,7 @@ export async function rollbackVersion(ctx: RequestContext, scriptId: string, ver
 
 // ── templates ───────────────────────────────────────────────────────────────────────────────────
 
-export const ScriptTemplateListSchema = listSchema(SystemScriptSchema, 'ScriptTemplateList');
+export const ScriptTemplateListSchema = listSchema(SystemScriptSchema, 'ScriptTemplateList').meta({ title: 'ScriptTemplateList', description: 'The templates new scripts start from' });
 
 /** The templates new scripts start from. */
 export async function listTemplates(ctx: RequestContext): Promise<{ data: SystemScriptView[] }> {
@@ -308,11 +316,13 @@ export async function listTemplates(ctx: RequestContext): Promise<{ data: System
   return { data: SCRIPT_TEMPLATES.map(systemScriptView) };
 }
 
-export const FromTemplateSchema = z.strictObject({
-  orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
-  name: z.string().trim().min(1).max(255).optional().describe("the new script's name; the template's by default"),
-  description: z.string().trim().max(5000).nullable().optional(),
-});
+export const FromTemplateSchema = z
+  .strictObject({
+    orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
+    name: z.string().trim().min(1).max(255).optional().describe("the new script's name; the template's by default"),
+    description: z.string().trim().max(5000).nullable().optional().describe("the new script's description; the template's by default"),
+  })
+  .meta({ description: 'Where to create a script from a template, and under which name' });
 export type FromTemplateInput = z.input<typeof FromTemplateSchema>;
 
 /** A new script of the organization, from a template. */
@@ -342,7 +352,7 @@ export const UsageStatsSchema = z
     averageDurationSeconds: z.number().nullable().describe('mean time from start to end of the finished executions that started'),
     lastRunAt: timestamp().nullable().describe('when the latest execution was requested'),
   })
-  .meta({ title: 'ScriptUsageStats' });
+  .meta({ title: 'ScriptUsageStats', description: 'How often a script ran, how often it succeeded and how long it took' });
 export type UsageStats = z.output<typeof UsageStatsSchema>;
 
 export async function usageStats(ctx: RequestContext, scriptId: string): Promise<UsageStats> {

@@ -25,9 +25,9 @@ const RESOURCE = 'Script';
 /** What a secret value reads as wherever it is shown. */
 export const SECRET_MASK = '********';
 
-export const ScriptLanguageSchema = z.enum(SCRIPT_LANGUAGES).meta({ title: 'ScriptLanguage' });
-export const ScriptRunAsSchema = z.enum(SCRIPT_RUN_AS).meta({ title: 'ScriptRunAs' });
-const ScriptParameterTypeSchema = z.enum(SCRIPT_PARAMETER_TYPES).meta({ title: 'ScriptParameterType' });
+export const ScriptLanguageSchema = z.enum(SCRIPT_LANGUAGES).meta({ title: 'ScriptLanguage', description: 'The interpreter the agent runs the script with' });
+export const ScriptRunAsSchema = z.enum(SCRIPT_RUN_AS).meta({ title: 'ScriptRunAs', description: 'The account the agent runs the script as: the system account, the signed-in user, or elevated' });
+const ScriptParameterTypeSchema = z.enum(SCRIPT_PARAMETER_TYPES).meta({ title: 'ScriptParameterType', description: 'The JSON type of a parameter value; select: one of the given options' });
 const ScriptOsTypeSchema = z.enum(OS_TYPES).meta({ title: 'OsType' });
 
 const parameterValue = z.union([z.string().max(10_000), z.number(), z.boolean()]);
@@ -36,13 +36,13 @@ const parameterName = z
   .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'must be a name such as ServiceName or max_age_days (letters, digits, _)');
 
 const parameterShape = {
-  name: parameterName,
-  type: ScriptParameterTypeSchema,
+  name: parameterName.describe('the name executions give the value by'),
+  type: ScriptParameterTypeSchema.describe('the type its value must have'),
   required: z.boolean().optional().describe('a value must be given at execution (or come from the default); false by default'),
   default: parameterValue.optional().describe('used when an execution gives none; secret defaults are stored sealed and read as ********'),
   options: z.array(z.string().min(1).max(255)).min(1).max(100).optional().describe('select parameters: the allowed values'),
   secret: z.boolean().optional().describe('the value is encrypted at rest, masked when shown and handed to the agent only; false by default'),
-  description: z.string().max(1000).optional(),
+  description: z.string().max(1000).optional().describe('what the parameter is for'),
 };
 
 const ScriptParameterInputSchema = z
@@ -55,11 +55,11 @@ const ScriptParameterInputSchema = z
       if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['default'] });
     }
   })
-  .meta({ title: 'ScriptParameterInput' });
+  .meta({ title: 'ScriptParameterInput', description: 'A parameter the script declares' });
 type ScriptParameterInput = z.output<typeof ScriptParameterInputSchema>;
 
 export const ScriptParameterSchema = z
-  .object({ ...parameterShape, required: z.boolean(), secret: z.boolean() })
+  .object({ ...parameterShape, required: z.boolean().describe('a value must be given (or come from the default)'), secret: z.boolean().describe('the value is encrypted at rest and shown as ********') })
   .meta({ title: 'ScriptParameter', description: 'A parameter the script declares; executions may give only these' });
 
 /** Why `value` does not fit the declared parameter, or null. */
@@ -82,51 +82,55 @@ const parametersField = z
   .refine((params) => new Set(params.map((p) => p.name)).size === params.length, { message: 'parameter names must be unique' });
 
 const scriptFields = {
-  name: z.string().trim().min(1).max(255),
-  description: z.string().trim().max(5000).nullable().optional(),
-  language: ScriptLanguageSchema,
+  name: z.string().trim().min(1).max(255).describe("unique in the script's organization"),
+  description: z.string().trim().max(5000).nullable().optional().describe('what the script does'),
+  language: ScriptLanguageSchema.describe('the interpreter it runs with'),
   content: z.string().min(1).max(1024 * 1024).describe('the script text, at most 1 MiB'),
   parameters: parametersField.optional().describe('declared parameters; none by default'),
   runAs: ScriptRunAsSchema.optional().describe('system by default'),
   timeoutSeconds: z.number().int().min(5).max(86_400).optional().describe('5 to 86400; 300 by default'),
   osTypes: z.array(ScriptOsTypeSchema).min(1).max(OS_TYPES.length).optional().describe('the operating systems it runs on; by default those of its language'),
   category: z.string().trim().min(1).max(100).nullable().optional().describe('a library category name'),
-  tags: z.array(z.string().trim().min(1).max(50)).max(50).optional(),
+  tags: z.array(z.string().trim().min(1).max(50)).max(50).optional().describe('library tag names'),
 };
 
-export const CreateScriptSchema = z.strictObject({
-  orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
-  ...scriptFields,
-});
+export const CreateScriptSchema = z
+  .strictObject({
+    orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
+    ...scriptFields,
+  })
+  .meta({ description: 'A new script; its content is version 1' });
 export type CreateScriptInput = z.input<typeof CreateScriptSchema>;
 
 /** PUT replaces the editable fields: those left out take their defaults. */
-export const UpdateScriptSchema = z.strictObject({ ...scriptFields, note: z.string().trim().max(1000).optional().describe('recorded with the new version when the content changes') });
+export const UpdateScriptSchema = z
+  .strictObject({ ...scriptFields, note: z.string().trim().max(1000).optional().describe('recorded with the new version when the content changes') })
+  .meta({ description: "A script's editable fields, all replaced (those left out take their defaults)" });
 export type UpdateScriptInput = z.input<typeof UpdateScriptSchema>;
 
 export const ScriptViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    name: z.string(),
-    description: z.string().nullable(),
-    language: ScriptLanguageSchema,
-    content: z.string(),
-    parameters: z.array(ScriptParameterSchema),
-    runAs: ScriptRunAsSchema,
+    id: uuid().describe('the script'),
+    orgId: uuid().describe('its organization'),
+    name: z.string().describe("unique in the organization"),
+    description: z.string().nullable().describe('what it does'),
+    language: ScriptLanguageSchema.describe('the interpreter it runs with'),
+    content: z.string().describe("the current version's text"),
+    parameters: z.array(ScriptParameterSchema).describe('the parameters executions may give'),
+    runAs: ScriptRunAsSchema.describe('the account it runs as'),
     timeoutSeconds: z.number().int().describe('an execution not finished by then (plus a grace minute) turns timeout'),
-    osTypes: z.array(ScriptOsTypeSchema),
-    category: z.string().nullable(),
-    tags: z.array(z.string()),
+    osTypes: z.array(ScriptOsTypeSchema).describe('the operating systems it runs on; executions skip other devices'),
+    category: z.string().nullable().describe('a library category name'),
+    tags: z.array(z.string()).describe('library tag names'),
     version: z.number().int().describe('the current version (1 for the first content)'),
     importedFrom: z.string().nullable().describe('the system-library script it was imported from'),
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+    createdBy: uuid().nullable().describe('the user who created it'),
+    createdAt: timestamp().describe('when it was created'),
+    updatedAt: timestamp().describe('when it last changed'),
   })
-  .meta({ title: 'Script' });
+  .meta({ title: 'Script', description: 'A script of an organization, run on its devices by executions' });
 export type ScriptView = z.output<typeof ScriptViewSchema>;
-export const ScriptPageSchema = pageSchema(ScriptViewSchema, 'ScriptPage');
+export const ScriptPageSchema = pageSchema(ScriptViewSchema, 'ScriptPage').meta({ title: 'ScriptPage', description: 'A page of scripts, by name' });
 
 export function scriptView(script: Script): ScriptView {
   return {
@@ -248,10 +252,10 @@ async function uniqueName<T>(write: Promise<T>): Promise<T> {
 }
 
 export const ScriptListQuery = PageQuery.extend({
-  orgId: uuid().optional(),
-  language: ScriptLanguageSchema.optional(),
-  category: z.string().trim().min(1).max(100).optional(),
-  tag: z.string().trim().min(1).max(50).optional(),
+  orgId: uuid().optional().describe('only scripts of this organization'),
+  language: ScriptLanguageSchema.optional().describe('only scripts in this language'),
+  category: z.string().trim().min(1).max(100).optional().describe('only scripts of this category'),
+  tag: z.string().trim().min(1).max(50).optional().describe('only scripts with this tag'),
   search: z.string().trim().min(1).max(255).optional().describe('part of the name'),
 }).strict();
 export type ScriptListInput = z.input<typeof ScriptListQuery>;
@@ -375,20 +379,20 @@ export async function deleteScript(ctx: RequestContext, id: string): Promise<voi
 export const SystemScriptSchema = z
   .object({
     id: z.string().describe('stable id, e.g. disk-cleanup-windows'),
-    name: z.string(),
-    description: z.string(),
-    language: ScriptLanguageSchema,
-    content: z.string(),
-    parameters: z.array(ScriptParameterSchema),
-    runAs: ScriptRunAsSchema,
-    timeoutSeconds: z.number().int(),
-    osTypes: z.array(ScriptOsTypeSchema),
-    category: z.string(),
-    tags: z.array(z.string()),
+    name: z.string().describe('the name an imported copy takes by default'),
+    description: z.string().describe('what it does'),
+    language: ScriptLanguageSchema.describe('the interpreter it runs with'),
+    content: z.string().describe('the script text'),
+    parameters: z.array(ScriptParameterSchema).describe('the parameters executions may give'),
+    runAs: ScriptRunAsSchema.describe('the account it runs as'),
+    timeoutSeconds: z.number().int().describe('seconds an execution may take'),
+    osTypes: z.array(ScriptOsTypeSchema).describe('the operating systems it runs on'),
+    category: z.string().describe('its library category'),
+    tags: z.array(z.string()).describe('its library tags'),
   })
   .meta({ title: 'SystemScript', description: 'A built-in script shipped with the service, to import into an organization' });
 export type SystemScriptView = z.output<typeof SystemScriptSchema>;
-export const SystemScriptListSchema = listSchema(SystemScriptSchema, 'SystemScriptList');
+export const SystemScriptListSchema = listSchema(SystemScriptSchema, 'SystemScriptList').meta({ title: 'SystemScriptList', description: 'The built-in scripts' });
 
 export function systemScriptView(s: SystemScript): SystemScriptView {
   return { ...s, parameters: s.parameters.map((p) => parameterView({ ...p, required: p.required ?? false, secret: p.secret ?? false })) };
@@ -400,10 +404,12 @@ export async function listSystemScripts(ctx: RequestContext): Promise<{ data: Sy
   return { data: SYSTEM_SCRIPTS.map(systemScriptView) };
 }
 
-export const ImportScriptSchema = z.strictObject({
-  orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
-  name: z.string().trim().min(1).max(255).optional().describe("the copy's name; the built-in's by default"),
-});
+export const ImportScriptSchema = z
+  .strictObject({
+    orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
+    name: z.string().trim().min(1).max(255).optional().describe("the copy's name; the built-in's by default"),
+  })
+  .meta({ description: 'Where to import a built-in script, and under which name' });
 export type ImportScriptInput = z.input<typeof ImportScriptSchema>;
 
 /** Copies a built-in script into the organization (a script of its own, version 1). */

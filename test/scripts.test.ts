@@ -79,6 +79,7 @@ describe('scripts', () => {
       osTypes: ['linux'],
       runAs: 'elevated',
       timeoutSeconds: 60,
+      category: null,
       note: 'any service',
     });
     expect([put.status, put.body.message]).toEqual([200, undefined]);
@@ -89,12 +90,12 @@ describe('scripts', () => {
       runAs: 'elevated',
       timeoutSeconds: 60,
       category: null,
-      tags: [],
+      tags: ['web'],
       parameters: [{ name: 'service', type: 'string', required: true, secret: false }],
     });
-    // The same content again: no new version.
-    const same = await rest(app, author.as).put(`/scripts/${id}`, { name: 'Restart a service', language: 'bash', content: 'systemctl restart "$service"', timeoutSeconds: 90 });
-    expect(same.body).toMatchObject({ version: 2, timeoutSeconds: 90, parameters: [] });
+    // The same content again: no new version; fields left out stay.
+    const same = await rest(app, author.as).put(`/scripts/${id}`, { content: 'systemctl restart "$service"', timeoutSeconds: 90, category: 'Services' });
+    expect(same.body).toMatchObject({ name: 'Restart a service', version: 2, timeoutSeconds: 90, category: 'Services', runAs: 'elevated', parameters: [{ name: 'service' }] });
 
     expect((await rest(app, author.as).delete(`/scripts/${id}`)).status).toBe(204);
     expect((await rest(app, reader.as).get(`/scripts/${id}`)).status).toBe(404);

@@ -104,8 +104,14 @@ export type CreateScriptInput = z.input<typeof CreateScriptSchema>;
 
 /** PUT replaces the editable fields: those left out take their defaults. */
 export const UpdateScriptSchema = z
-  .strictObject({ ...scriptFields, note: z.string().trim().max(1000).optional().describe('recorded with the new version when the content changes') })
-  .meta({ description: "A script's editable fields, all replaced (those left out take their defaults)" });
+  .strictObject({
+    ...scriptFields,
+    name: scriptFields.name.optional(),
+    language: scriptFields.language.optional(),
+    content: scriptFields.content.optional(),
+    note: z.string().trim().max(1000).optional().describe('recorded with the new version when the content changes'),
+  })
+  .meta({ description: "A script's editable fields: those given replace the current ones (null clears description and category), those left out stay" });
 export type UpdateScriptInput = z.input<typeof UpdateScriptSchema>;
 
 export const ScriptViewSchema = z
@@ -334,27 +340,27 @@ export async function lockScript(tx: RequestContext, id: string): Promise<Script
   return script;
 }
 
-/** Replaces the editable fields; changed content becomes a new version. */
+/** Replaces the editable fields given; changed content becomes a new version. */
 export async function updateScript(ctx: RequestContext, id: string, rawInput: UpdateScriptInput): Promise<ScriptView> {
   const input = parseInput(UpdateScriptSchema, rawInput);
   await accessibleScript(ctx, id, 'scripts:write');
   return uniqueName(
     withTransaction(ctx, async (tx) => {
       const script = await lockScript(tx, id);
-      const contentChanged = script.content !== input.content;
+      const contentChanged = input.content !== undefined && script.content !== input.content;
       const changes = applyChanges(script, {
         name: input.name,
-        description: input.description ?? null,
+        description: input.description,
         language: input.language,
-        parameters: storedParameters(tx.runtime, input.parameters ?? [], script.parameters),
-        runAs: input.runAs ?? 'system',
-        timeoutSeconds: input.timeoutSeconds ?? 300,
-        osTypes: input.osTypes ? [...new Set(input.osTypes)] : LANGUAGE_OS[input.language],
-        category: input.category ?? null,
-        tags: [...new Set(input.tags ?? [])],
+        parameters: input.parameters && storedParameters(tx.runtime, input.parameters, script.parameters),
+        runAs: input.runAs,
+        timeoutSeconds: input.timeoutSeconds,
+        osTypes: input.osTypes && [...new Set(input.osTypes)],
+        category: input.category,
+        tags: input.tags && [...new Set(input.tags)],
       });
       if (contentChanged) {
-        await addVersion(tx, script, input.content, input.note ?? null);
+        await addVersion(tx, script, input.content!, input.note ?? null);
         changes.push('content');
       }
       if (changes.length === 0) return scriptView(script);

@@ -122,8 +122,7 @@ describe('executing', () => {
   });
 
   test('a group’s members run it; the output keeps the first MiB of each stream; a non-zero exit fails', async () => {
-    const { key, author, tech, org } = await scriptFleet();
-    const operator = await buildUser(app, { orgId: org.id, can: ['scripts:read', 'scripts:execute', 'devices:read'] });
+    const { key, author, tech, operator } = await scriptFleet();
     const a = await enroll(app, key, 'grp-a', { osType: 'windows' });
     const b = await enroll(app, key, 'grp-b', { osType: 'windows' });
     const group = await rest(app, tech.as).post('/groups', { name: 'Windows boxes', type: 'static' });
@@ -321,6 +320,9 @@ describe('access', () => {
     const theirScript = await createScript(theirs.author.as, {});
     const res = await outsider.post(`/scripts/${theirScript.id}/execute`, { deviceIds: [agent.deviceId] });
     expect([res.status, res.body.message]).toEqual([404, 'Device not found']);
+    const myGroup = await rest(app, mine.tech.as).post('/groups', { name: 'Mine', type: 'static' });
+    const byGroup = await outsider.post(`/scripts/${theirScript.id}/execute`, { groupId: myGroup.body.id });
+    expect([byGroup.status, byGroup.body.message]).toEqual([404, 'Group not found']);
 
     const graph = await gql(app, theirs.operator.as, `query ($id: ID!) { scriptExecution(id: $id) { id status } }`, { id: executions[0]!.id });
     expect(graph.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');

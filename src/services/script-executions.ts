@@ -127,7 +127,8 @@ async function targetDevices(ctx: RequestContext, script: Script, input: z.outpu
     for (const device of devices) byId.set(device.id, device);
   }
   if (input.groupId) {
-    const { group, devices } = await groupMemberDevices(ctx, input.groupId, 'devices:read');
+    // Whoever may run the organization's scripts may aim them at its groups.
+    const { group, devices } = await groupMemberDevices(ctx, input.groupId, 'scripts:execute');
     if (group.orgId !== script.orgId) throw badRequest("Only a group of the script's organization can run it", [{ path: 'groupId', message: "not a group of the script's organization" }]);
     for (const device of devices) byId.set(device.id, device);
   }

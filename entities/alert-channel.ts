@@ -8,7 +8,7 @@ export type AlertChannelType = (typeof ALERT_CHANNEL_TYPES)[number];
 export const CHANNEL_DELIVERY_STATUSES = ['pending', 'delivered', 'retrying', 'failed'] as const;
 export type ChannelDeliveryStatus = (typeof CHANNEL_DELIVERY_STATUSES)[number];
 /** what a delivery tells the channel: an alert raised, escalated or resolved, or a test message */
-export const CHANNEL_MESSAGE_KINDS = ['triggered', 'escalated', 'resolved', 'test'] as const;
+export const CHANNEL_MESSAGE_KINDS = ['triggered', 'escalated', 'resolved', 'test', 'automation'] as const;
 export type ChannelMessageKind = (typeof CHANNEL_MESSAGE_KINDS)[number];
 
 /**

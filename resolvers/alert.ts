@@ -63,7 +63,7 @@ export const AlertResolver = operations({
   alertChanged: subscription(AlertViewSchema, [arg('orgId', ID, { nullable: true, description: 'only this organization’s alerts' })], (ctx, orgId) => subscribeAlertChanges(ctx, orgId ?? null), {
     description: 'Alerts as they are raised, acknowledged, resolved or suppressed, on any server instance, of the organizations and sites the caller may see',
   }),
-  alertRules: query(AlertRulePageSchema, [args('AlertRuleListArgs', AlertRuleListQuery, { fields: { enabled: { type: () => Boolean } } })], listAlertRules, { description: 'Alert rules' }),
+  alertRules: query(AlertRulePageSchema, [args('AlertRuleListArgs', AlertRuleListQuery, { fields: { enabled: { type: () => Boolean } } })], listAlertRules, { description: 'The alert rules of the organizations the caller can see, oldest first (optionally only enabled or disabled ones, or of one severity)' }),
   alertRule: query(AlertRuleViewSchema, [id], getAlertRule, { description: 'One alert rule' }),
   createAlertRule: mutation(AlertRuleViewSchema, [input('CreateAlertRuleInput', CreateAlertRuleSchema)], createAlertRule, { description: 'Creates an alert rule, from a template or with conditions and severity' }),
   updateAlertRule: mutation(AlertRuleViewSchema, [id, input('UpdateAlertRuleInput', UpdateAlertRuleSchema)], updateAlertRule, { description: 'Changes an alert rule' }),

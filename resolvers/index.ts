@@ -5,6 +5,7 @@ import { AlertChannelResolver } from './alert-channel.js';
 import { AlertPolicyResolver } from './alert-policy.js';
 import { ApiKeyResolver } from './api-key.js';
 import { AuditResolver } from './audit.js';
+import { AutomationResolver } from './automation.js';
 import { AuthResolver } from './auth.js';
 import { DeviceResolver } from './device.js';
 import { DeviceGroupResolver } from './device-group.js';
@@ -14,6 +15,7 @@ import { NotificationResolver } from './notification.js';
 import { OrganizationResolver } from './organization.js';
 import { PartnerResolver } from './partner.js';
 import { RoleResolver } from './role.js';
+import { ScriptResolver } from './script.js';
 import { SiteResolver } from './site.js';
 import { SsoResolver } from './sso.js';
 import { SystemResolver } from './system.js';
@@ -21,4 +23,4 @@ import { UserResolver } from './user.js';
 import { WebhookResolver } from './webhook.js';
 
 /** Every GraphQL resolver class; a domain adds its resolver here. */
-export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver, DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver, DeviceGroupResolver, MaintenanceResolver, AlertChannelResolver, AlertPolicyResolver, NotificationResolver, AlertResolver] as const;
+export const resolvers = [SystemResolver, AuthResolver, PartnerResolver, OrganizationResolver, SiteResolver, UserResolver, RoleResolver, WebhookResolver, ApiKeyResolver, AccessReviewResolver, AuditResolver, SsoResolver, DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver, DeviceGroupResolver, MaintenanceResolver, AlertChannelResolver, AlertPolicyResolver, NotificationResolver, AlertResolver, AutomationResolver, ScriptResolver] as const;

@@ -63,6 +63,14 @@ const ACTIONS: Record<string, Action> = {
     request: ({ orgId }) => ({ method: 'post', path: '/alerts/rules', body: { orgId, name: 'Offline', targetType: 'organization', targetId: orgId, conditions: [{ type: 'offline' }], severity: 'high' } }),
     ok: 201,
   },
+  listAutomations: { orgQuery: true, permission: 'automations:read', request: () => ({ method: 'get', path: '/automations' }), ok: 200 },
+  createAutomation: {
+    permission: 'automations:write',
+    request: ({ orgId }) => ({ method: 'post', path: '/automations', body: { orgId, name: 'Nightly', trigger: { type: 'manual' }, target: { type: 'organization' }, steps: [{ type: 'wait', seconds: 60 }] } }),
+    ok: 201,
+  },
+  listScripts: { orgQuery: true, permission: 'scripts:read', request: () => ({ method: 'get', path: '/scripts' }), ok: 200 },
+  createScript: { permission: 'scripts:write', request: ({ orgId }) => ({ method: 'post', path: '/scripts', body: { orgId, name: 'Cleanup', language: 'bash', content: 'echo ok' } }), ok: 201 },
 };
 type ActionName = keyof typeof ACTIONS;
 
@@ -71,11 +79,11 @@ const ALL = Object.keys(ACTIONS) as ActionName[];
 /** The actions each seeded role may take; every other action in ACTIONS answers 403 FORBIDDEN. */
 const ALLOWED: Record<string, { scope: 'organization' | 'partner'; may: ActionName[] }> = {
   'Organization Admin': { scope: 'organization', may: ALL },
-  'Organization Technician': { scope: 'organization', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'listUsers', 'listOrganizations', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy', 'listAlerts', 'listAlertRules', 'createAlertRule'] },
-  'Organization Viewer': { scope: 'organization', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies', 'listAlerts', 'listAlertRules'] },
+  'Organization Technician': { scope: 'organization', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'listUsers', 'listOrganizations', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy', 'listAlerts', 'listAlertRules', 'createAlertRule', 'listAutomations', 'createAutomation', 'listScripts', 'createScript'] },
+  'Organization Viewer': { scope: 'organization', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies', 'listAlerts', 'listAlertRules', 'listAutomations', 'listScripts'] },
   'Partner Admin': { scope: 'partner', may: ALL },
-  'Partner Technician': { scope: 'partner', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy', 'listAlerts', 'listAlertRules', 'createAlertRule'] },
-  'Partner Viewer': { scope: 'partner', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies', 'listAlerts', 'listAlertRules'] },
+  'Partner Technician': { scope: 'partner', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy', 'listAlerts', 'listAlertRules', 'createAlertRule', 'listAutomations', 'createAutomation', 'listScripts', 'createScript'] },
+  'Partner Viewer': { scope: 'partner', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies', 'listAlerts', 'listAlertRules', 'listAutomations', 'listScripts'] },
 };
 
 describe.each(Object.entries(ALLOWED))('%s', (roleName, { scope, may }) => {

@@ -14,6 +14,7 @@ export const PERMISSION_CATALOG = {
   alerts: ['read', 'write'],
   maintenance: ['read', 'write'],
   scripts: ['read', 'write', 'execute'],
+  automations: ['read', 'write', 'run'],
 } as const satisfies Record<string, readonly string[]>;
 
 type Catalog = typeof PERMISSION_CATALOG;
@@ -76,7 +77,7 @@ export interface SystemRoleSeed {
   permissions: PermissionGrant[];
 }
 
-const orgWork: PermissionGrant[] = ['devices:*', 'alerts:*', 'maintenance:*', 'scripts:*'];
+const orgWork: PermissionGrant[] = ['devices:*', 'alerts:*', 'maintenance:*', 'scripts:*', 'automations:*'];
 
 /** Seeded on every start (ids fixed, permissions kept in step with this table). */
 export const SYSTEM_ROLES: SystemRoleSeed[] = [

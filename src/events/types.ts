@@ -49,12 +49,14 @@ export interface DomainEventMap {
   'alert.acknowledged': AlertEventData;
   'alert.resolved': AlertEventData;
   'alert.escalated': AlertEventData;
-  'script.started': PendingPayload;
-  'script.completed': PendingPayload;
-  'script.failed': PendingPayload;
-  'automation.started': PendingPayload;
-  'automation.completed': PendingPayload;
-  'automation.failed': PendingPayload;
+  'script.started': ScriptExecutionEventData;
+  'script.completed': ScriptExecutionEventData;
+  'script.failed': ScriptExecutionEventData;
+  /** every status change of an execution (live updates; not a webhook event) */
+  'script.execution_updated': ScriptExecutionEventData;
+  'automation.started': AutomationRunEventData;
+  'automation.completed': AutomationRunEventData;
+  'automation.failed': AutomationRunEventData;
   'policy.evaluated': PendingPayload;
   'policy.violation': PendingPayload;
   'policy.compliant': PendingPayload;
@@ -102,10 +104,36 @@ export type AlertEventData = {
   title: string;
 };
 
+/** A run of an automation: started (status running), or ended (completed; failed and partial end as automation.failed). */
+export type AutomationRunEventData = {
+  automationId: string;
+  runId: string;
+  orgId: string;
+  name: string;
+  /** what started the run: schedule, event, webhook or manual */
+  source: string;
+  status: string;
+  deviceCount: number;
+  /** devices that failed a step (ended runs) */
+  failedDeviceIds?: string[];
+  startedAt: string;
+  completedAt: string | null;
+};
+
 type EnrollmentKeyEventData = {
   enrollmentKeyId: string;
   orgId: string;
   name: string;
+};
+
+/** A script execution as its status changed; `exitCode` once the agent reported one. */
+export type ScriptExecutionEventData = {
+  executionId: string;
+  scriptId: string;
+  deviceId: string;
+  orgId: string;
+  status: string;
+  exitCode: number | null;
 };
 
 /** A payload its domain has not narrowed yet. */
@@ -240,6 +268,26 @@ export const AUDIT_ACTIONS = {
   'maintenance_window.cancel': null,
   'maintenance_occurrence.start': null,
   'maintenance_occurrence.end': null,
+  // Automations: the runs' own events (automation.started/completed/failed) come from the run engine.
+  'automation.create': null,
+  'automation.update': null,
+  'automation.delete': null,
+  'automation.run': null,
+  'automation.notify': null,
+  // Scripts: executions publish their script.* events from the agent's reports, not from these actions.
+  'script.create': null,
+  'script.update': null,
+  'script.delete': null,
+  'script.import': null,
+  'script.execute': null,
+  'script.execution.cancel': null,
+  'script.version.create': null,
+  'script.version.rollback': null,
+  'script_category.create': null,
+  'script_category.update': null,
+  'script_category.delete': null,
+  'script_tag.create': null,
+  'script_tag.delete': null,
   'agent_version.sync': 'agent_version.synced',
   'agent_version.promote': 'agent_version.promoted',
   'graphql.trusted_documents.import': null,

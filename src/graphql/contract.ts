@@ -258,10 +258,10 @@ export function arg(name: string, type: ArgType, options: ArgOptions = {}): Para
 export const id = arg('id', ID, { description: 'ID of the record to read or act on; NOT_FOUND when it does not exist or the caller may not see it.' });
 
 /** The `input` argument, of the input type derived from `schema`. */
-export function input<S extends z.ZodObject>(name: string, schema: S, options?: { nullable?: false }): Param<z.input<S>>;
-export function input<S extends z.ZodObject>(name: string, schema: S, options: { nullable: true }): Param<z.input<S> | null | undefined>;
-export function input(name: string, schema: z.ZodObject, options: { nullable?: boolean } = {}): Param<unknown> {
-  return named('input', () => inputType(name, schema), { ...options, description: 'The values to write; a field left out takes its default (creating) or keeps its value (updating).' });
+export function input<S extends z.ZodObject>(name: string, schema: S, options?: ArgOptions & { nullable?: false }): Param<z.input<S>>;
+export function input<S extends z.ZodObject>(name: string, schema: S, options: ArgOptions & { nullable: true }): Param<z.input<S> | null | undefined>;
+export function input(name: string, schema: z.ZodObject, options: ArgOptions = {}): Param<unknown> {
+  return named('input', () => inputType(name, schema), { description: 'The values to write; a field left out takes its default (creating) or keeps its value (updating).', ...options });
 }
 
 /** Top-level arguments (`@Args`) from a query schema, e.g. a list's filters and page. */

@@ -70,6 +70,9 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
 
   app.use(healthRoutes(runtime));
   const jsonBody = express.json({ limit: config.bodyLimit, verify: requireUtf8 });
+  // Command results carry a script's output (each stream kept up to 1 MiB, longer cut): their route takes bigger bodies.
+  const resultBody = express.json({ limit: AGENT_RESULT_BODY_LIMIT, verify: requireUtf8 });
+  app.use((req, res, next) => (AGENT_RESULT_PATH.test(req.path) ? resultBody(req, res, next) : next()));
   app.use(jsonBody);
   app.use(express.urlencoded({ extended: false, limit: config.bodyLimit }));
 
@@ -161,6 +164,10 @@ function fixedHeaders(middleware: RequestHandler): RequestHandler {
     next();
   };
 }
+
+/** The agent's command-result route: outputs up to a few MiB (the service keeps each stream's first MiB). */
+const AGENT_RESULT_PATH = /^\/api\/v1\/agents\/[^/]+\/commands\/[^/]+\/result$/;
+const AGENT_RESULT_BODY_LIMIT = '8mb';
 
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 

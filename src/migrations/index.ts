@@ -11,6 +11,9 @@ import { Migration20261124150000_webhook_delivery_claim } from './Migration20261
 import { Migration20261127170000_persisted_queries } from './Migration20261127170000_persisted_queries.js';
 import { Migration20261127180000_trusted_documents } from './Migration20261127180000_trusted_documents.js';
 import { Migration20261127180123_alerts } from './Migration20261127180123_alerts.js';
+import { Migration20261127180608_scripts } from './Migration20261127180608_scripts.js';
+import { Migration20261127181034_automations } from './Migration20261127181034_automations.js';
+import { Migration20261127183015_automation_scheduled_at } from './Migration20261127183015_automation_scheduled_at.js';
 import { Migration20261127190000_maintenance } from './Migration20261127190000_maintenance.js';
 import { Migration20261127190105_alert_due_indexes } from './Migration20261127190105_alert_due_indexes.js';
 import { Migration20261127191000_alert_notifications } from './Migration20261127191000_alert_notifications.js';
@@ -28,6 +31,9 @@ export const migrations = [
   { name: 'Migration20261127170000_persisted_queries', class: Migration20261127170000_persisted_queries },
   { name: 'Migration20261127180000_trusted_documents', class: Migration20261127180000_trusted_documents },
   { name: 'Migration20261127180123_alerts', class: Migration20261127180123_alerts },
+  { name: 'Migration20261127180608_scripts', class: Migration20261127180608_scripts },
+  { name: 'Migration20261127181034_automations', class: Migration20261127181034_automations },
+  { name: 'Migration20261127183015_automation_scheduled_at', class: Migration20261127183015_automation_scheduled_at },
   { name: 'Migration20261127190000_maintenance', class: Migration20261127190000_maintenance },
   { name: 'Migration20261127190105_alert_due_indexes', class: Migration20261127190105_alert_due_indexes },
   { name: 'Migration20261127191000_alert_notifications', class: Migration20261127191000_alert_notifications },

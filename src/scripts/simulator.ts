@@ -255,13 +255,19 @@ class SimulatedAgent {
   }
 
   private async run(command: Command): Promise<void> {
+    // A script execution (it names one) is reported started first, as a real agent does.
+    if (command.type === 'run_script' && typeof command.payload.executionId === 'string') await this.report(command, { status: 'running' });
     const result = await this.execute(command);
     if (this.state === 'stopped') return;
     this.commands += 1;
-    if (this.channelOpen) this.socket!.send(JSON.stringify({ type: 'result', commandId: command.id, ...result }));
-    else await this.post(`/agents/${this.agentId}/commands/${command.id}/result`, result);
+    await this.report(command, result);
     this.options.log(`${this.hostname}: ${command.type} ${command.id} → ${result.status}${result.exitCode === undefined ? '' : ` (exit ${result.exitCode})`}`);
     if (command.type === 'reboot') this.reboot();
+  }
+
+  private async report(command: Command, result: CommandResult | { status: 'running' }): Promise<void> {
+    if (this.channelOpen) this.socket!.send(JSON.stringify({ type: 'result', commandId: command.id, ...result }));
+    else await this.post(`/agents/${this.agentId}/commands/${command.id}/result`, result);
   }
 
   private async execute(command: Command): Promise<CommandResult> {
@@ -274,6 +280,9 @@ class SimulatedAgent {
       }
       case 'run_script':
         return this.runScript(payload);
+      case 'cancel_script':
+        // Simulated scripts finish at once: there is never one left to stop.
+        return { status: 'completed', exitCode: 0, stdout: `no running execution ${String(payload.executionId)}\n` };
       case 'reboot':
         return { status: 'completed', exitCode: 0, stdout: `Rebooting ${this.hostname}\n`, result: { rebooting: true } };
       case 'update':

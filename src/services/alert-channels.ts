@@ -8,7 +8,7 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest } from '../errors.js';
 import { checkOutboundUrl, UnsafeUrlError } from '../net/outbound-guard.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { ChannelSendError, sendThroughChannel, type ChannelMessage, type SendableChannel } from './channel-senders.js';
 import { guardOptions } from './webhooks.js';
@@ -44,8 +44,26 @@ const CONFIG_SCHEMAS: Record<AlertChannelType, z.ZodObject> = { email: EmailConf
 
 type ParsedConfig = { to?: string[]; url?: string; routingKey?: string };
 
-const ChannelTypeSchema = z.enum(ALERT_CHANNEL_TYPES).meta({ title: 'AlertChannelType', description: 'Where a channel sends: email (SMTP), slack, teams (incoming webhooks), webhook (generic JSON), pagerduty (Events API v2), sms' });
-const DeliveryStatusSchema = z.enum(CHANNEL_DELIVERY_STATUSES).meta({ title: 'AlertChannelDeliveryStatus', description: 'pending (not tried yet), delivered, retrying (failed, will be tried again) or failed (out of attempts)' });
+const ChannelTypeSchema = z
+  .enum(ALERT_CHANNEL_TYPES)
+  .meta({ title: 'AlertChannelType', description: 'Where a channel sends: email (SMTP), slack, teams (incoming webhooks), webhook (generic JSON), pagerduty (Events API v2), sms' })
+  .register(enumValues, {
+    email: 'An email over SMTP to the addresses of `config.to`.',
+    slack: 'A message to a Slack incoming webhook (its URL is the secret).',
+    teams: 'A card to a Microsoft Teams incoming webhook (its URL is the secret).',
+    webhook: 'A JSON POST of the alert event to a URL (the secret).',
+    pagerduty: 'A PagerDuty Events API v2 event with the routing key (the secret): triggers, then resolves, one incident per alert.',
+    sms: 'A text message to the E.164 numbers of `config.to`, through the service’s SMS provider.',
+  });
+const DeliveryStatusSchema = z
+  .enum(CHANNEL_DELIVERY_STATUSES)
+  .meta({ title: 'AlertChannelDeliveryStatus', description: 'pending (not tried yet), delivered, retrying (failed, will be tried again) or failed (out of attempts)' })
+  .register(enumValues, {
+    pending: 'Queued, not tried yet.',
+    delivered: 'The channel accepted it.',
+    retrying: 'The latest attempt failed; it is tried again at `nextAttemptAt`.',
+    failed: 'Out of attempts: it is not tried again.',
+  });
 const ConfigInput = z
   .record(z.string(), z.unknown())
   .describe('by type: email `{to: [addresses]}`; slack, teams, webhook `{url}`; pagerduty `{routingKey}`; sms `{to: [E.164 numbers]}`');
@@ -238,7 +256,16 @@ export async function deleteAlertChannel(ctx: RequestContext, id: string): Promi
 
 // ── deliveries ───────────────────────────────────────────────────────────────────────────────────
 
-const MessageKindSchema = z.enum(CHANNEL_MESSAGE_KINDS).meta({ title: 'AlertChannelMessageKind', description: 'What a delivery told the channel: an alert triggered, escalated or resolved, or a test' });
+const MessageKindSchema = z
+  .enum(CHANNEL_MESSAGE_KINDS)
+  .meta({ title: 'AlertChannelMessageKind', description: 'What a delivery told the channel: an alert triggered, escalated or resolved, a test, or an automation step' })
+  .register(enumValues, {
+    triggered: 'An alert was raised, sent by a policy that takes it.',
+    escalated: 'An alert was still unacknowledged when an escalation step of its policy came due.',
+    resolved: 'An alert the channel was told of is resolved.',
+    test: 'A test message someone asked for; about no alert.',
+    automation: "An automation's notify step (or its onFailure: notify); about no alert.",
+  });
 
 export const ListChannelDeliveriesQuery = PageQuery.extend({
   status: DeliveryStatusSchema.optional().describe('only deliveries in this state'),

@@ -1,13 +1,39 @@
 import { z } from 'zod';
 import { ALERT_SEVERITIES, METRIC_OPERATORS, type AlertCondition, type AlertRule } from '../../entities/alert.js';
 import type { Device } from '../../entities/device.js';
+import { enumValues } from '../validation.js';
 
 // The conditions of alert rules and templates: their one input shape, and their evaluation against
 // what is known of a device (pure functions: evaluation runs in memory on every heartbeat).
 
-export const AlertSeveritySchema = z.enum(ALERT_SEVERITIES).meta({ title: 'AlertSeverity', description: 'How serious an alert is' });
-const ConditionTypeSchema = z.enum(['metric', 'offline', 'agent_silent', 'watchdog']).meta({ title: 'AlertConditionType' });
-const OperatorSchema = z.enum(METRIC_OPERATORS).meta({ title: 'MetricOperator', description: 'gt >, gte >=, lt <, lte <=' });
+export const AlertSeveritySchema = z
+  .enum(ALERT_SEVERITIES)
+  .meta({ title: 'AlertSeverity', description: 'How serious an alert is, from critical down to info; a rule gives its alerts one, and policies choose the alerts they handle by it' })
+  .register(enumValues, {
+    critical: 'The gravest: needs attention at once.',
+    high: 'Serious: needs attention soon.',
+    medium: 'Needs attention in the normal course of work.',
+    low: 'Minor: no hurry.',
+    info: 'For information: nothing needs doing.',
+  });
+const ConditionTypeSchema = z
+  .enum(['metric', 'offline', 'agent_silent', 'watchdog'])
+  .meta({ title: 'AlertConditionType', description: 'What one condition of an alert rule or template watches on a device' })
+  .register(enumValues, {
+    metric: 'A heartbeat metric (`metric`) compared with `threshold` by `operator`, held for `durationSeconds` if given.',
+    offline: 'The device is offline, for at least `durationSeconds` since its last heartbeat if given.',
+    agent_silent: 'The main agent has gone silent while its watchdog still reports.',
+    watchdog: 'The watchdog reports the given `status`.',
+  });
+const OperatorSchema = z
+  .enum(METRIC_OPERATORS)
+  .meta({ title: 'MetricOperator', description: 'How a metric condition compares the reported value with its threshold: gt >, gte >=, lt <, lte <=' })
+  .register(enumValues, {
+    gt: 'The value is greater than the threshold (>).',
+    gte: 'The value is greater than or equal to the threshold (>=).',
+    lt: 'The value is less than the threshold (<).',
+    lte: 'The value is less than or equal to the threshold (<=).',
+  });
 const MAX_DURATION_SECONDS = 7 * 24 * 3600;
 
 const conditionShape = {

@@ -12,7 +12,7 @@ import { badRequest, notFound } from '../errors.js';
 import { onePer } from '../memo.js';
 import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import type { Runtime } from '../runtime.js';
-import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { AlertConditionViewSchema, AlertSeveritySchema, ConditionsSchema, factsOf, normalizeCondition, ruleHolds } from './alert-conditions.js';
 import { templateById } from './alert-templates.js';
 import { recordAudit } from './audit.js';
@@ -26,7 +26,15 @@ import { applyChanges, providedFields } from './changes.js';
  */
 
 const RESOURCE = 'Alert rule';
-const TargetTypeSchema = z.enum(ALERT_TARGET_TYPES).meta({ title: 'AlertTargetType', description: 'What a rule watches' });
+const TargetTypeSchema = z
+  .enum(ALERT_TARGET_TYPES)
+  .meta({ title: 'AlertTargetType', description: 'What a rule watches: the devices of an organization, a site or a device group, or one device (named by targetId)' })
+  .register(enumValues, {
+    organization: 'Every device of the organization.',
+    site: 'The devices of one site.',
+    group: 'The members of one device group.',
+    device: 'One device.',
+  });
 
 export const AlertRuleViewSchema = z
   .object({
@@ -134,7 +142,7 @@ export const CreateAlertRuleSchema = z.strictObject({
   cooldownMinutes: cooldown.optional().describe('0 by default'),
   autoResolve: z.boolean().optional().describe('true by default'),
   enabled: z.boolean().optional().describe('true by default'),
-});
+}).describe('A new alert rule of an organization: from a template, or with its own conditions and severity (given ones override the template’s).');
 export type CreateAlertRuleInput = z.input<typeof CreateAlertRuleSchema>;
 
 export const UpdateAlertRuleSchema = z.strictObject({
@@ -146,7 +154,7 @@ export const UpdateAlertRuleSchema = z.strictObject({
   cooldownMinutes: cooldown.optional().describe('after an alert resolves, minutes before it may fire again for that device'),
   autoResolve: z.boolean().optional().describe('resolve alerts when their conditions clear'),
   enabled: z.boolean().optional().describe('a disabled rule raises nothing'),
-});
+}).describe('Changes to an alert rule; a field left out keeps its value. A change of conditions, target or enabled restarts the durations its conditions were holding for.');
 export type UpdateAlertRuleInput = z.input<typeof UpdateAlertRuleSchema>;
 
 export const AlertRuleListQuery = PageQuery.extend({
@@ -260,12 +268,14 @@ export async function deleteAlertRule(ctx: RequestContext, id: string): Promise<
 
 // ── the rule test ───────────────────────────────────────────────────────────────────────────────
 
-export const TestAlertRuleSchema = z.strictObject({ deviceId: uuid().optional().describe('only this device; every device the rule watches by default') });
+export const TestAlertRuleSchema = z
+  .strictObject({ deviceId: uuid().optional().describe('only this device; every device the rule watches by default') })
+  .describe('Which devices to try an alert rule on.');
 export type TestAlertRuleInput = z.input<typeof TestAlertRuleSchema>;
 export const AlertRuleTestResultSchema = z
   .object({
     wouldFire: z.array(
-      z.object({ deviceId: uuid().describe('a device the rule would fire for'), hostname: z.string().describe('its hostname'), reason: z.string().describe('the values that make the conditions hold') }).meta({ title: 'AlertRuleTestHit' }),
+      z.object({ deviceId: uuid().describe('a device the rule would fire for'), hostname: z.string().describe('its hostname'), reason: z.string().describe('the values that make the conditions hold') }).meta({ title: 'AlertRuleTestHit', description: 'A device the rule would raise an alert for now, and why' }),
     ).describe('devices whose current data makes every condition hold'),
   })
   .meta({ title: 'AlertRuleTestResult', description: 'The devices the rule would raise an alert for now (durations aside); nothing is raised' });

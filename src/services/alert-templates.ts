@@ -143,14 +143,14 @@ export const CreateAlertTemplateSchema = z.strictObject({
   description: templateDescription.describe('what it watches'),
   conditions: ConditionsSchema.describe('the conditions rules made from it take'),
   severity: AlertSeveritySchema.describe('the severity rules made from it take'),
-});
+}).describe('A new alert template of an organization: conditions and severity its rules can start from.');
 export type CreateAlertTemplateInput = z.input<typeof CreateAlertTemplateSchema>;
 export const UpdateAlertTemplateSchema = z.strictObject({
   name: templateName.optional().describe('unique in the organization'),
   description: templateDescription.describe('what it watches'),
   conditions: ConditionsSchema.optional().describe('replaces every condition (rules already made keep theirs)'),
   severity: AlertSeveritySchema.optional().describe('the severity rules made from now on take'),
-});
+}).describe('Changes to an alert template; a field left out keeps its value, and rules already made from it keep theirs.');
 export type UpdateAlertTemplateInput = z.input<typeof UpdateAlertTemplateSchema>;
 
 async function uniqueName<T>(write: Promise<T>): Promise<T> {
@@ -289,7 +289,9 @@ export async function listCorrelations(ctx: RequestContext, rawQuery: Correlatio
   return toPage(data, total, query);
 }
 
-export const AnalyzeCorrelationsSchema = z.strictObject({ orgId: uuid().optional().describe('organization users: their own organization by default; others: required') });
+export const AnalyzeCorrelationsSchema = z
+  .strictObject({ orgId: uuid().optional().describe('organization users: their own organization by default; others: required') })
+  .describe('The organization whose unresolved alerts are regrouped into incidents from scratch.');
 export type AnalyzeCorrelationsInput = z.input<typeof AnalyzeCorrelationsSchema>;
 export const CorrelationAnalysisSchema = z
   .object({ groups: z.number().int().describe('incidents after the analysis'), alerts: z.number().int().describe('unresolved alerts regrouped') })

@@ -9,7 +9,7 @@ import { selectIterable } from '../events/subscriptions.js';
 import type { AlertEventData } from '../events/types.js';
 import { badRequest, conflict } from '../errors.js';
 import { CursorQuery, keysetWhere, finishCursorPage, encodeCursor, pageInfoOf, type Connection } from '../pagination.js';
-import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { AlertSeveritySchema } from './alert-conditions.js';
 import { recordChange, recordAudit } from './audit.js';
 
@@ -24,7 +24,15 @@ export const ALERT_TOPIC = 'alert_changed';
 /** Evaluation's per-instance state of a device is stale once one of its alerts changed elsewhere. */
 export const ALERT_STATE_TOPIC = 'alert_state_changed';
 
-export const AlertStatusSchema = z.enum(ALERT_STATUSES).meta({ title: 'AlertStatus', description: 'active, acknowledged (someone is on it), resolved, or suppressed (maintenance, or by hand)' });
+export const AlertStatusSchema = z
+  .enum(ALERT_STATUSES)
+  .meta({ title: 'AlertStatus', description: 'active, acknowledged (someone is on it), resolved, or suppressed (maintenance, or by hand)' })
+  .register(enumValues, {
+    active: 'Raised and not yet acknowledged: its policies notify and escalate.',
+    acknowledged: 'Someone is on it: its escalation steps no longer run.',
+    resolved: 'Over: resolved by hand, or by itself once its conditions cleared (rules with autoResolve).',
+    suppressed: 'Silenced, without notifications: raised under a maintenance window that suppresses alerts, or suppressed by hand until `suppressedUntil`.',
+  });
 
 export const AlertViewSchema = z
   .object({
@@ -184,9 +192,11 @@ export async function getAlert(ctx: RequestContext, id: string): Promise<AlertVi
 
 // ── people's actions ────────────────────────────────────────────────────────────────────────────
 
-export const ResolveAlertSchema = z.strictObject({ note: z.string().trim().max(2000).optional().describe('why or how it was resolved') });
+export const ResolveAlertSchema = z.strictObject({ note: z.string().trim().max(2000).optional().describe('why or how it was resolved') }).describe('How an alert was resolved; the note is optional.');
 export type ResolveAlertInput = z.input<typeof ResolveAlertSchema>;
-export const SuppressAlertSchema = z.strictObject({ until: isoDateTime().describe('a future instant; the alert stays suppressed until then') });
+export const SuppressAlertSchema = z
+  .strictObject({ until: isoDateTime().describe('a future instant; the alert stays suppressed until then') })
+  .describe('Until when an alert is silenced; it then returns to active, or acknowledged if it was.');
 export type SuppressAlertInput = z.input<typeof SuppressAlertSchema>;
 
 /** The alert locked in the caller's transaction, decided on as `GET /alerts/:id` would. */

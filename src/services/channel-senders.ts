@@ -48,7 +48,7 @@ export class ChannelSendError extends Error {
 const REQUEST_TIMEOUT_MS = 15_000;
 const SOURCE = 'rmm-service';
 
-const HEADLINE: Record<ChannelMessageKind, string> = { triggered: 'Alert', escalated: 'Escalated alert', resolved: 'Resolved', test: 'Test' };
+const HEADLINE: Record<ChannelMessageKind, string> = { triggered: 'Alert', escalated: 'Escalated alert', resolved: 'Resolved', test: 'Test', automation: 'Automation' };
 // Slack attachment colours and Teams theme colours by severity.
 const COLOURS: Record<string, string> = { critical: '#D32F2F', high: '#F57C00', medium: '#FBC02D', low: '#1976D2', info: '#607D8B' };
 // PagerDuty knows four severities.
@@ -119,7 +119,7 @@ export function teamsBody(message: ChannelMessage): Record<string, unknown> {
   };
 }
 
-const WEBHOOK_EVENT: Record<ChannelMessageKind, string> = { triggered: 'alert.triggered', escalated: 'alert.escalated', resolved: 'alert.resolved', test: 'alert.test' };
+const WEBHOOK_EVENT: Record<ChannelMessageKind, string> = { triggered: 'alert.triggered', escalated: 'alert.escalated', resolved: 'alert.resolved', test: 'alert.test', automation: 'automation.notify' };
 
 /**
  * Generic webhook: the event and the alert's facts as JSON. `type` and `data` carry them as the

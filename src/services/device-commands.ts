@@ -13,6 +13,7 @@ import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordChange } from './audit.js';
 import { AutoUpdateSchema, accessibleDevice, authorizeDevice, deviceDecommissioned, setAutoUpdate, type AutoUpdateInput, type DeviceView } from './devices.js';
 import { onePer } from '../memo.js';
+import type { Runtime } from '../runtime.js';
 
 /** How deep free-form JSON (command payloads and results, agent reports) may nest. */
 const MAX_JSON_DEPTH = 64;
@@ -106,6 +107,29 @@ const commandFields = {
   payload: CommandPayloadSchema.optional().describe('The command’s arguments as a JSON object, at most 64 KiB (set_auto_update: `{ enabled }`).'),
 };
 
+/**
+ * What a command type's own service does around the generic lifecycle (run_script: the script
+ * executions). Each hook runs in the transaction of the step it follows, and leaves commands that
+ * are not its own (a run_script queued by hand) as the generic lifecycle has them.
+ */
+export interface CommandTypeHooks {
+  /** the payload as the agent receives it (e.g. secrets unsealed); the stored payload stays as it is */
+  toAgent?(runtime: Runtime, payload: Record<string, unknown>): Record<string, unknown>;
+  /** these commands were just handed to their agent */
+  claimed?(tx: RequestContext, commandIds: string[]): Promise<void>;
+  /** the agent reported it started the command (`status: "running"`) */
+  started?(tx: RequestContext, command: DeviceCommand): Promise<void>;
+  /** the agent's final result; true when the service kept the output (the command row then does not) */
+  answered?(tx: RequestContext, command: DeviceCommand, input: CommandResult): Promise<boolean>;
+}
+
+const commandTypeHooks = new Map<string, CommandTypeHooks>();
+
+/** Called once by the owning service's module when it loads. */
+export function registerCommandType(type: string, hooks: CommandTypeHooks): void {
+  commandTypeHooks.set(type, hooks);
+}
+
 /** Payloads the server itself acts on are checked before anything is queued. */
 function checkPayload(command: { type: string; payload?: Record<string, unknown> }, ctx: z.RefinementCtx): void {
   if (command.type !== 'set_auto_update') return;
@@ -117,8 +141,11 @@ export const CreateCommandSchema = z.object(commandFields).strict().superRefine(
 export type CreateCommandInput = z.input<typeof CreateCommandSchema>;
 type CommandInput = z.output<typeof CreateCommandSchema>;
 
-/** Queues a command in the caller's transaction; `refresh_inventory` and the like refuse a second while one is open. */
-async function queueCommand(tx: RequestContext, device: Device, input: CommandInput, createdBy: string | null): Promise<DeviceCommand> {
+/**
+ * Queues a command in the caller's transaction; `refresh_inventory` and the like refuse a second while
+ * one is open. `timeoutAt` replaces the configured command timeout (work that runs longer).
+ */
+export async function queueCommand(tx: RequestContext, device: Device, input: CommandInput, createdBy: string | null, options: { timeoutAt?: Date } = {}): Promise<DeviceCommand> {
   if (device.status === 'decommissioned') throw deviceDecommissioned();
   // Serializes queueing per device, so two concurrent requests cannot both pass the pending check.
   await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`device-commands:${device.id}`]);
@@ -134,7 +161,7 @@ async function queueCommand(tx: RequestContext, device: Device, input: CommandIn
     type: input.type,
     payload: input.payload ?? {},
     createdBy,
-    timeoutAt: new Date(now.getTime() + tx.runtime.config.devices.commandTimeoutSeconds * 1000),
+    timeoutAt: options.timeoutAt ?? new Date(now.getTime() + tx.runtime.config.devices.commandTimeoutSeconds * 1000),
   });
   await tx.em.flush();
   await recordChange(
@@ -314,7 +341,11 @@ export async function claimCommands(ctx: RequestContext, deviceId: string): Prom
     for (const row of rows) {
       await emit(tx, { type: 'device.command_updated', orgId: row.org_id, data: { commandId: row.id, deviceId, orgId: row.org_id, type: row.type, status: 'sent' } });
     }
-    return rows.map(({ id, type, payload }) => ({ id, type, payload }));
+    for (const [type, hooks] of commandTypeHooks) {
+      const ids = rows.filter((row) => row.type === type).map((row) => row.id);
+      if (ids.length > 0) await hooks.claimed?.(tx, ids);
+    }
+    return rows.map(({ id, type, payload }) => ({ id, type, payload: commandTypeHooks.get(type)?.toAgent?.(tx.runtime, payload) ?? payload }));
   });
 }
 
@@ -354,7 +385,7 @@ const capped = (text: string | undefined) => (text === undefined ? null : text.l
 
 export const CommandResultSchema = z
   .object({
-    status: z.enum(['completed', 'failed', 'timeout']),
+    status: z.enum(['running', 'completed', 'failed', 'timeout']).describe('running: a progress report (the command started), the command stays open'),
     exitCode: z.number().int().min(-2_147_483_648).max(2_147_483_647).optional(),
     stdout: z.string().max(16 * 1024 * 1024).optional(),
     stderr: z.string().max(16 * 1024 * 1024).optional(),
@@ -362,19 +393,26 @@ export const CommandResultSchema = z
   })
   .strict();
 export type CommandResultInput = z.input<typeof CommandResultSchema>;
+export type CommandResult = z.output<typeof CommandResultSchema>;
 
 /** The agent's answer to one of its own commands; answering twice, or a cancelled command, changes nothing. */
-export async function completeCommand(ctx: RequestContext, device: Device, commandId: string, input: z.output<typeof CommandResultSchema>): Promise<void> {
+export async function completeCommand(ctx: RequestContext, device: Device, commandId: string, input: CommandResult): Promise<void> {
   if (!uuid().safeParse(commandId).success) throw notFound('Command');
   await withTransaction(ctx, async (tx) => {
     const command = await tx.em.findOne(DeviceCommand, { id: commandId, deviceId: device.id });
     if (!command) throw notFound('Command');
     if (command.status !== 'pending' && command.status !== 'sent') return;
+    const hooks = commandTypeHooks.get(command.type);
+    if (input.status === 'running') {
+      await hooks?.started?.(tx, command);
+      return;
+    }
+    const keptElsewhere = (await hooks?.answered?.(tx, command, input)) ?? false;
     Object.assign(command, {
       status: input.status,
       exitCode: input.exitCode ?? null,
-      stdout: capped(input.stdout),
-      stderr: capped(input.stderr),
+      stdout: keptElsewhere ? null : capped(input.stdout),
+      stderr: keptElsewhere ? null : capped(input.stderr),
       result: input.result ?? null,
       completedAt: tx.runtime.clock.now(),
     });

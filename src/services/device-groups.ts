@@ -51,7 +51,7 @@ const MAX_FILTER_VALUES = 50;
 
 const GroupFilterStatusSchema = DeviceStatusSchema.exclude(['decommissioned'])
   .meta({ title: 'GroupFilterStatus', description: 'A device status a dynamic group’s filter can match (decommissioned devices never match).' })
-  .register(enumValues, { pending: 'Not reported yet.', online: 'Reporting on time.', offline: 'Missed its heartbeats.', updating: 'Installing a new agent version.' });
+  .register(enumValues, { pending: 'Not reported yet.', online: 'Reporting on time.', offline: 'Missed its heartbeats.', updating: 'Installing a new agent version.', maintenance: 'Covered by an active maintenance occurrence.' });
 
 const tagFilterShape = {
   any: z.array(TagSchema).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries at least one of these tags'),
@@ -634,6 +634,17 @@ export async function deleteGroup(ctx: RequestContext, id: string): Promise<void
 }
 
 // ── members ─────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * The group's current members the caller can see, for work aimed at a group (running a script):
+ * the group is decided on with `permission` like its own routes (404 for another tenant's).
+ */
+export async function groupMemberDevices(ctx: RequestContext, groupId: string, permission: Permission): Promise<{ group: DeviceGroupView; devices: Device[] }> {
+  const group = await accessibleGroup(ctx, groupId, permission);
+  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const devices = await ctx.em.find(Device, { $and: [visible, membersOf(group.id)] }, { orderBy: { hostname: 'asc', id: 'asc' } });
+  return { group: await viewOf(ctx, group), devices };
+}
 
 export const GroupDeviceListQuery = PageQuery.strict();
 export type GroupDeviceListInput = z.input<typeof GroupDeviceListQuery>;

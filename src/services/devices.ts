@@ -25,6 +25,7 @@ export const DeviceStatusSchema = z
     online: 'Its agent reports on time.',
     offline: 'Its agent has missed its heartbeats.',
     updating: 'Its agent is installing a new version.',
+    maintenance: 'An active maintenance occurrence covers it (its heartbeats still update `lastSeenAt`).',
     decommissioned: 'Retired: its agent token no longer works; it keeps its history.',
   });
 export const OsTypeSchema = z

@@ -19,7 +19,7 @@ import { requestRows, statement, type PreparedStatement } from '../db/prepared.j
 import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, forbidden } from '../errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT, encodeCursor, keysetWhere, listSchema, pageInfoOf, type Connection } from '../pagination.js';
-import { isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { changeStatus } from './devices.js';
@@ -123,11 +123,31 @@ async function reconcileDeviceStatuses(tx: RequestContext, orgId: string): Promi
 
 // ── schemas ─────────────────────────────────────────────────────────────────────────────────────
 
-const RecurrenceTypeSchema = z.enum(RECURRENCE_TYPES).meta({ title: 'MaintenanceRecurrenceType', description: 'How a maintenance window repeats' });
-const WindowStatusSchema = z.enum(MAINTENANCE_WINDOW_STATUSES).meta({ title: 'MaintenanceWindowStatus', description: 'active: its occurrences are scheduled; cancelled: no more occurrences' });
+const RecurrenceTypeSchema = z
+  .enum(RECURRENCE_TYPES)
+  .meta({ title: 'MaintenanceRecurrenceType', description: 'How a maintenance window repeats' })
+  .register(enumValues, {
+    once: 'A single occurrence, at `startsAt`.',
+    daily: 'Every day, at the local time of `startsAt`.',
+    weekly: 'On the days of `daysOfWeek`, at the local time of `startsAt`.',
+    monthly: 'On `dayOfMonth` of every month that has that day, at the local time of `startsAt`.',
+  });
+const WindowStatusSchema = z
+  .enum(MAINTENANCE_WINDOW_STATUSES)
+  .meta({ title: 'MaintenanceWindowStatus', description: 'active: its occurrences are scheduled; cancelled: no more occurrences' })
+  .register(enumValues, {
+    active: 'In force: its occurrences are scheduled and take place.',
+    cancelled: 'No more occurrences: those not begun are cancelled, one under way runs to its end; it can no longer be changed.',
+  });
 const OccurrenceStatusSchema = z
   .enum(OCCURRENCE_STATUSES)
-  .meta({ title: 'MaintenanceOccurrenceStatus', description: 'scheduled (not begun), active (under way), completed (ended), cancelled (will not happen)' });
+  .meta({ title: 'MaintenanceOccurrenceStatus', description: 'scheduled (not begun), active (under way), completed (ended), cancelled (will not happen)' })
+  .register(enumValues, {
+    scheduled: 'Not begun yet.',
+    active: 'Under way: the devices it covers are in maintenance.',
+    completed: 'Ended, at its scheduled end or by hand.',
+    cancelled: 'Will not happen: its window was cancelled before it began.',
+  });
 
 const LOCAL_DATE = /^\d{4}-\d{2}-\d{2}$/;
 const idList = (what: string) => z.array(uuid()).max(MAX_LIMIT).describe(`${what} of the window's organization, at most ${MAX_LIMIT}`);
@@ -181,7 +201,7 @@ export const CreateWindowSchema = z.strictObject({
   suppressAlerts: windowFields.suppressAlerts.default(true),
   deferUpdates: windowFields.deferUpdates.default(false),
   deferPatching: windowFields.deferPatching.default(false),
-});
+}).describe('A new maintenance window of an organization; its occurrences are scheduled from its start and recurrence.');
 export type CreateWindowInput = z.input<typeof CreateWindowSchema>;
 
 export const UpdateWindowSchema = z.strictObject({
@@ -194,7 +214,7 @@ export const UpdateWindowSchema = z.strictObject({
   suppressAlerts: windowFields.suppressAlerts.optional(),
   deferUpdates: windowFields.deferUpdates.optional(),
   deferPatching: windowFields.deferPatching.optional(),
-});
+}).describe('Changes to an active maintenance window; a field left out keeps its value. A new schedule replaces the occurrences not begun; targets and flags apply at once.');
 export type UpdateWindowInput = z.input<typeof UpdateWindowSchema>;
 
 export const MaintenanceWindowViewSchema = z

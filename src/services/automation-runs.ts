@@ -19,7 +19,7 @@ import { emit } from '../events/outbox.js';
 import type { DomainEvent, ScriptExecutionEventData } from '../events/types.js';
 import { CursorQuery, PageQuery, encodeCursor, pageInfoOf, keysetWhere, pageOptions, pageSchema, toPage, type Connection, type Page } from '../pagination.js';
 import { safeEqual, sha256Hex } from '../secrets.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { accessibleAutomation, checkSiteReach, latestOccurrence, reschedule, type AutomationStep, type AutomationTarget, type AutomationTrigger } from './automations.js';
 import { queueChannelMessages } from './alert-channels.js';
@@ -49,30 +49,53 @@ const TICK_BATCH = 200;
 
 // ── views ───────────────────────────────────────────────────────────────────────────────────────
 
-const RunStatusSchema = z.enum(AUTOMATION_RUN_STATUSES).meta({ title: 'AutomationRunStatus', description: 'running; then completed (every step ok on every device), failed (every result failed) or partial' });
-const RunSourceSchema = z.enum(AUTOMATION_RUN_SOURCES).meta({ title: 'AutomationRunSource', description: 'what started the run: its schedule, an event, its webhook URL, or a caller (trigger/run)' });
-const ResultStatusSchema = z.enum(AUTOMATION_RESULT_STATUSES).meta({ title: 'AutomationStepResultStatus', description: 'one device’s outcome of one step' });
+const RunStatusSchema = z
+  .enum(AUTOMATION_RUN_STATUSES)
+  .meta({ title: 'AutomationRunStatus', description: 'running; then completed (every step ok on every device), failed (every result failed) or partial' })
+  .register(enumValues, {
+    running: 'Its steps are still being carried out.',
+    completed: 'Over: every step succeeded on every device.',
+    failed: 'Over: every step result failed.',
+    partial: 'Over: some step results failed, others succeeded.',
+  });
+const RunSourceSchema = z
+  .enum(AUTOMATION_RUN_SOURCES)
+  .meta({ title: 'AutomationRunSource', description: 'what started the run: its schedule, an event, its webhook URL, or a caller (trigger/run)' })
+  .register(enumValues, {
+    schedule: 'Its schedule trigger came due.',
+    event: 'A domain event matching its event trigger.',
+    webhook: 'A POST to its webhookUrl.',
+    manual: 'A caller asked for a run now (triggerAutomation, or REST trigger/run).',
+  });
+const ResultStatusSchema = z
+  .enum(AUTOMATION_RESULT_STATUSES)
+  .meta({ title: 'AutomationStepResultStatus', description: 'one device’s outcome of one step' })
+  .register(enumValues, {
+    running: 'The device’s script execution has not finished yet (run_script steps).',
+    completed: 'The step succeeded on the device (for command steps: the command was queued).',
+    failed: 'The step failed on the device; error says why.',
+  });
 
 export const StepResultViewSchema = z
   .object({
-    deviceId: uuid(),
+    deviceId: uuid().describe('the device the step ran on'),
     stepIndex: z.number().int().describe('the step, from 0'),
     status: ResultStatusSchema,
     executionId: uuid().optional().describe('run_script steps: the script execution'),
     commandId: uuid().optional().describe('command steps: the queued device command'),
     error: z.string().optional().describe('why it failed'),
   })
-  .meta({ title: 'AutomationStepResult' });
+  .meta({ title: 'AutomationStepResult', description: 'What one step did on one device of a run' });
 
 export const AutomationRunViewSchema = z
   .object({
-    id: uuid(),
-    automationId: uuid(),
-    orgId: uuid(),
+    id: uuid().describe('the run'),
+    automationId: uuid().describe('the automation it runs'),
+    orgId: uuid().describe('the automation’s organization'),
     source: RunSourceSchema,
     status: RunStatusSchema,
-    startedAt: timestamp(),
-    completedAt: timestamp().nullable(),
+    startedAt: timestamp().describe('when it started'),
+    completedAt: timestamp().nullable().describe('when its last step ended; null while running'),
     deviceIds: z.array(uuid()).describe('the target’s devices when the run started'),
     results: z.array(StepResultViewSchema).describe('per device and step, by step then device'),
   })
@@ -130,7 +153,7 @@ export async function getRun(ctx: RequestContext, runId: string): Promise<Automa
 const MAX_RUN_PAGE = 100;
 export const RunConnectionArgs = z.strictObject({
   first: z.number().int().min(1).max(MAX_RUN_PAGE).default(20).describe(`1 to ${MAX_RUN_PAGE}`),
-  after: CursorQuery.shape.cursor,
+  after: CursorQuery.shape.cursor.describe('Returns the runs after this cursor (the previous page\'s `pageInfo.endCursor`); from the newest when left out.'),
   status: RunStatusSchema.optional(),
 });
 export type RunConnectionInput = z.input<typeof RunConnectionArgs>;

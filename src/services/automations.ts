@@ -23,7 +23,7 @@ import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../events/types.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { randomToken } from '../secrets.js';
-import { parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { CreateCommandSchema, JsonObjectSchema } from './device-commands.js';
@@ -71,12 +71,41 @@ export function latestOccurrence(schedule: { cron: string; timezone: string }, a
 
 // ── the contract ────────────────────────────────────────────────────────────────────────────────
 
-const TriggerTypeSchema = z.enum(AUTOMATION_TRIGGER_TYPES).meta({ title: 'AutomationTriggerType', description: 'what starts the automation' });
-const TargetTypeSchema = z.enum(AUTOMATION_TARGET_TYPES).meta({ title: 'AutomationTargetType', description: 'which devices a run acts on' });
-const StepTypeSchema = z.enum(AUTOMATION_STEP_TYPES).meta({ title: 'AutomationStepType', description: 'what a step does' });
+const TriggerTypeSchema = z
+  .enum(AUTOMATION_TRIGGER_TYPES)
+  .meta({ title: 'AutomationTriggerType', description: 'what starts the automation' })
+  .register(enumValues, {
+    schedule: 'Its cron expression, read in its time zone, comes due.',
+    event: 'A domain event of its eventType happens in its organization and matches its filter.',
+    webhook: 'Someone POSTs to its webhookUrl (the token in the URL is the credential).',
+    manual: 'Only a caller starting it (triggerAutomation, or REST trigger/run).',
+  });
+const TargetTypeSchema = z
+  .enum(AUTOMATION_TARGET_TYPES)
+  .meta({ title: 'AutomationTargetType', description: 'which devices a run acts on' })
+  .register(enumValues, {
+    organization: 'Every device of the automation’s organization.',
+    site: 'The devices of the sites in siteIds.',
+    group: 'The current members of the device groups in groupIds.',
+    devices: 'The devices listed in deviceIds.',
+  });
+const StepTypeSchema = z
+  .enum(AUTOMATION_STEP_TYPES)
+  .meta({ title: 'AutomationStepType', description: 'what a step does' })
+  .register(enumValues, {
+    run_script: 'Runs the script scriptId with its parameters on each device; the step ends when every execution has finished.',
+    command: 'Queues the device command commandType with its payload for each device.',
+    notify: 'Sends a notice of the run to the alert channel channelId.',
+    wait: 'Pauses the run for seconds before the next step.',
+  });
 export const OnFailureSchema = z
   .enum(AUTOMATION_ON_FAILURE)
-  .meta({ title: 'AutomationOnFailure', description: 'after a device fails a step: stop (no further steps for it), continue, or notify (stop, and tell the channels of the notify steps)' });
+  .meta({ title: 'AutomationOnFailure', description: 'after a device fails a step: stop (no further steps for it), continue, or notify (stop, and tell the channels of the notify steps)' })
+  .register(enumValues, {
+    stop: 'The device that failed takes no further steps; the other devices go on.',
+    continue: 'The device that failed still takes the next steps (its failure still counts in the run’s status).',
+    notify: 'As stop, and after each step some device failed, a notice of the failures goes to the alert channels of the automation’s notify steps.',
+  });
 
 /** Event types an automation may wait for: the webhook catalog's, except the automations' own (an automation started by a run's end could start itself forever). */
 export const TRIGGER_EVENT_TYPES = WEBHOOK_EVENT_TYPES.filter((type) => !type.startsWith('automation.') && type !== 'webhook.test');
@@ -174,18 +203,18 @@ export type AutomationTrigger = z.output<typeof TriggerInputSchema>;
 export type AutomationTarget = z.output<typeof TargetInputSchema>;
 export type AutomationStep = z.output<typeof StepInputSchema>;
 
-const automationName = z.string().trim().min(1).max(255);
+const automationName = z.string().trim().min(1).max(255).describe('a name for people, 1 to 255 characters (not required to be unique)');
 const steps = z.array(StepInputSchema).min(1).max(MAX_STEPS).describe(`1 to ${MAX_STEPS} steps, run in order`);
 
 export const CreateAutomationSchema = z.strictObject({
   orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
   name: automationName,
-  enabled: z.boolean().default(true),
+  enabled: z.boolean().default(true).describe('true by default; false: its schedule, event and webhook triggers start nothing (a caller may still run it)'),
   trigger: TriggerInputSchema,
   target: TargetInputSchema,
   steps,
   onFailure: OnFailureSchema.default('stop'),
-});
+}).describe('A new automation of an organization: what starts it, the devices it acts on and its steps.');
 export type CreateAutomationInput = z.input<typeof CreateAutomationSchema>;
 
 export const UpdateAutomationSchema = z.strictObject({
@@ -195,12 +224,12 @@ export const UpdateAutomationSchema = z.strictObject({
   target: TargetInputSchema.optional(),
   steps: steps.optional(),
   onFailure: OnFailureSchema.optional(),
-});
+}).describe('An automation’s changes: the fields given replace the current ones, those left out stay.');
 export type UpdateAutomationInput = z.input<typeof UpdateAutomationSchema>;
 
 export const AutomationListQuery = PageQuery.extend({
   orgId: uuid().optional().describe('required for partner and system callers'),
-  enabled: z.boolean().or(queryBoolean).optional(),
+  enabled: z.boolean().or(queryBoolean).optional().describe('only enabled (true) or only disabled (false) automations'),
   triggerType: TriggerTypeSchema.optional(),
   search: z.string().trim().min(1).max(255).optional().describe('part of the name'),
 }).strict();
@@ -213,22 +242,22 @@ const StepViewSchema = z.object(stepShape).meta({ title: 'AutomationStep', descr
 
 export const AutomationViewSchema = z
   .object({
-    id: uuid(),
-    orgId: uuid(),
-    name: z.string(),
-    enabled: z.boolean(),
+    id: uuid().describe('the automation'),
+    orgId: uuid().describe('its organization, whose devices it acts on'),
+    name: z.string().describe('its name for people'),
+    enabled: z.boolean().describe('false: its schedule, event and webhook triggers start nothing (callers may still run it)'),
     trigger: TriggerViewSchema,
     target: TargetViewSchema,
-    steps: z.array(StepViewSchema),
+    steps: z.array(StepViewSchema).describe('its steps, run in order on every target device'),
     onFailure: OnFailureSchema,
     webhookUrl: z
       .string()
       .nullable()
       .describe('webhook triggers: POST here (no other credentials) to start a run; the token in it is the credential, shown to callers who may run or change the automation'),
     nextRunAt: timestamp().nullable().describe('enabled schedule triggers: the next time it fires'),
-    createdBy: uuid().nullable(),
-    createdAt: timestamp(),
-    updatedAt: timestamp(),
+    createdBy: uuid().nullable().describe('the user who created it; null when no user was behind the request'),
+    createdAt: timestamp().describe('when it was created'),
+    updatedAt: timestamp().describe('when it last changed'),
   })
   .meta({ title: 'Automation', description: 'Steps run on a set of devices when a trigger fires' });
 export type AutomationView = z.output<typeof AutomationViewSchema>;

@@ -12,7 +12,7 @@ import { emit } from '../events/outbox.js';
 import { selectIterable } from '../events/subscriptions.js';
 import type { DomainEvent, DomainEventMap } from '../events/types.js';
 import { MAX_LIMIT, PageQuery, encodeCursor, pageInfoOf, keysetWhere, pageOptions, pageSchema, toPage, type Connection, type Page } from '../pagination.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { JsonObjectSchema, queueCommand, registerCommandType, type CommandResult } from './device-commands.js';
 import { groupMemberDevices } from './device-groups.js';
@@ -34,6 +34,14 @@ const MAX_STREAM_BYTES = 1024 * 1024;
 export const ExecutionStatusSchema = z.enum(EXECUTION_STATUSES).meta({
   title: 'ScriptExecutionStatus',
   description: 'pending: not yet handed out; queued: handed to the agent; running: the agent reported the start; then completed, failed, timeout or cancelled',
+}).register(enumValues, {
+  pending: 'Created; its run_script command has not been handed to the agent yet.',
+  queued: 'The agent took its command but has not reported the start.',
+  running: 'The agent reported the start and no end yet.',
+  completed: 'The agent reported it finished with exit code 0.',
+  failed: 'The agent reported a non-zero exit code or that it could not run the script.',
+  timeout: 'Not finished within the script’s timeout plus a grace minute, or the agent reported it timed out.',
+  cancelled: 'Cancelled before it finished.',
 });
 
 export const ExecutionViewSchema = z

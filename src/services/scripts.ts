@@ -10,7 +10,7 @@ import { withTransaction } from '../db/transaction.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { PageQuery, listSchema, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import type { Runtime } from '../runtime.js';
-import { parseInput, timestamp, uuid } from '../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { SYSTEM_SCRIPTS, type SystemScript } from './system-scripts.js';
@@ -25,9 +25,32 @@ const RESOURCE = 'Script';
 /** What a secret value reads as wherever it is shown. */
 export const SECRET_MASK = '********';
 
-export const ScriptLanguageSchema = z.enum(SCRIPT_LANGUAGES).meta({ title: 'ScriptLanguage', description: 'The interpreter the agent runs the script with' });
-export const ScriptRunAsSchema = z.enum(SCRIPT_RUN_AS).meta({ title: 'ScriptRunAs', description: 'The account the agent runs the script as: the system account, the signed-in user, or elevated' });
-const ScriptParameterTypeSchema = z.enum(SCRIPT_PARAMETER_TYPES).meta({ title: 'ScriptParameterType', description: 'The JSON type of a parameter value; select: one of the given options' });
+export const ScriptLanguageSchema = z
+  .enum(SCRIPT_LANGUAGES)
+  .meta({ title: 'ScriptLanguage', description: 'The interpreter the agent runs the script with' })
+  .register(enumValues, {
+    powershell: 'Windows PowerShell (Windows).',
+    bash: 'The Bash shell (Linux and macOS).',
+    python: 'Python (Windows, macOS and Linux).',
+    cmd: 'The Windows command prompt, cmd.exe (Windows).',
+  });
+export const ScriptRunAsSchema = z
+  .enum(SCRIPT_RUN_AS)
+  .meta({ title: 'ScriptRunAs', description: 'The account the agent runs the script as: the system account, the signed-in user, or elevated' })
+  .register(enumValues, {
+    system: 'The device’s system account (such as SYSTEM on Windows, root on Linux and macOS).',
+    user: 'The user signed in on the device, with that user’s rights.',
+    elevated: 'The signed-in user with administrator rights (elevated).',
+  });
+const ScriptParameterTypeSchema = z
+  .enum(SCRIPT_PARAMETER_TYPES)
+  .meta({ title: 'ScriptParameterType', description: 'The JSON type of a parameter value; select: one of the given options' })
+  .register(enumValues, {
+    string: 'A JSON string.',
+    number: 'A JSON number.',
+    boolean: 'true or false.',
+    select: 'A string that is one of the parameter’s options.',
+  });
 const ScriptOsTypeSchema = z.enum(OS_TYPES).meta({ title: 'OsType' });
 
 const parameterValue = z.union([z.string().max(10_000), z.number(), z.boolean()]);

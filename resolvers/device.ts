@@ -1,4 +1,4 @@
-import { ID } from 'type-graphql';
+import { ID, Int } from 'type-graphql';
 import { arg, args, field, id, input, mutation, operations, pageArgs, query, subscription } from '../src/graphql/contract.js';
 import {
   BulkCommandResultSchema,
@@ -12,6 +12,7 @@ import {
   createCommand,
   deviceCommandPage,
 } from '../src/services/device-commands.js';
+import { openAlertCount } from '../src/services/alerts.js';
 import { DeviceGroupPageSchema, DeviceGroupsQuery, deviceGroupPage } from '../src/services/device-groups.js';
 import { DeviceStatusChangeSchema, subscribeCommandUpdates, subscribeDeviceStatus } from '../src/services/device-events.js';
 import {
@@ -62,6 +63,10 @@ export const DeviceResolver = operations(DeviceViewSchema, {
   site: field(SiteViewSchema, [], (ctx, device: DeviceView) => visibleSite(ctx, device.orgId, device.siteId), {
     nullable: true,
     description: 'The site the device belongs to; null when it has none or the caller may not read it (sites:read).',
+  }),
+  openAlertsCount: field(Int, [], openAlertCount, {
+    nullable: true,
+    description: "The device's alerts not yet resolved (active, acknowledged or suppressed), as `GET /alerts/summary` counts `total`; null unless the caller may read alerts (alerts:read).",
   }),
   groups: field(pageConnectionOf(DeviceGroupPageSchema), [pageArgs('DeviceGroupsArgs', DeviceGroupsQuery)], paged(deviceGroupPage), {
     description: 'The device groups the device is a member of, by name (site-limited callers: those of their sites).',

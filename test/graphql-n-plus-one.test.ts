@@ -1,11 +1,12 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql } from './support/clients.js';
 import { sql, statementsOn } from './support/db.js';
+import { raiseAlert } from './support/alert-events.js';
 import { agentCall, enroll, fleet } from './support/devices.js';
 import { buildOrg, buildPartner, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 /**
- * A dashboard's devices page reads each device's organization, site, last heartbeat and groups. Every
+ * A dashboard's devices page reads each device's organization, site, last heartbeat, open alerts and groups. Every
  * relation resolves through request-scoped DataLoaders, so the statements a page sends do not grow
  * with its size: a page of 50 costs what a page of 5 does, table by table.
  */
@@ -18,14 +19,14 @@ afterAll(async () => {
   await app.stop();
 });
 
-const TABLES = ['device', 'organization', 'partner', 'site', 'device_group', 'device_group_member', 'device_command'] as const;
+const TABLES = ['device', 'organization', 'partner', 'site', 'device_group', 'device_group_member', 'device_command', 'alert'] as const;
 
 const dashboard = (first: number) => `{
   devices(first: ${first}, sort: hostname) {
     totalCount
     pageInfo { hasNextPage endCursor }
     edges { cursor node {
-      id hostname status lastSeenAt tags
+      id hostname status lastSeenAt tags openAlertsCount
       organization { id name status }
       site { id name timezone }
       groups(first: 10) { totalCount edges { node { id name type deviceCount } } }
@@ -64,7 +65,9 @@ test('a devices page with organization, site, last heartbeat, groups and command
     const added = await api.post(`/groups/${group.body.id}/devices`, { deviceIds: agents.filter((_, i) => name === 'Servers' || i % 2 === 0).map((a) => a.deviceId) });
     expect(added.status).toBe(200);
   }
-  const viewer = await buildUser(app, { orgId: org.id, can: ['devices:read', 'organizations:read', 'sites:read'] });
+  for (const severity of ['critical', 'low'] as const) await raiseAlert(app, { orgId: org.id, deviceId: agents[0]!.deviceId, severity });
+  await raiseAlert(app, { orgId: org.id, deviceId: agents[1]!.deviceId, severity: 'high', status: 'suppressed' });
+  const viewer = await buildUser(app, { orgId: org.id, can: ['devices:read', 'organizations:read', 'sites:read', 'alerts:read'] });
 
   const small = await measure(viewer, 5);
   const large = await measure(viewer, 50);
@@ -75,18 +78,20 @@ test('a devices page with organization, site, last heartbeat, groups and command
   expect(first).toMatchObject({
     hostname: 'host-00',
     tags: ['prod'],
+    openAlertsCount: 2,
     organization: { id: org.id, name: org.name },
     site: { id: sites[0]!.id, name: 'North' },
     groups: { totalCount: 2, edges: [{ node: { name: 'Laptops', type: 'static', deviceCount: 25 } }, { node: { name: 'Servers', type: 'static', deviceCount: 50 } }] },
   });
   expect(Date.parse(first.lastSeenAt)).not.toBeNaN();
   expect(large.data.devices.edges[1].node.groups.edges.map((e: any) => e.node.name)).toEqual(['Servers']);
+  expect(large.data.devices.edges.slice(1, 3).map((e: any) => e.node.openAlertsCount)).toEqual([1, 0]);
   expect(large.data.devices.edges[44].node.site.name).toBe('South');
   expect(large.data.devices.edges[49].node.site).toBeNull();
 
   // The same statements, table by table, whatever the page size: none is sent per device.
   expect(large.statements).toEqual(small.statements);
-  for (const table of ['organization', 'site', 'device_group', 'device_group_member', 'device_command']) expect(large.statements[table]).toBeGreaterThan(0);
+  for (const table of ['organization', 'site', 'device_group', 'device_group_member', 'device_command', 'alert']) expect(large.statements[table]).toBeGreaterThan(0);
   for (const table of TABLES) expect(large.statements[table]).toBeLessThanOrEqual(3);
 });
 

@@ -4,6 +4,7 @@ import { listen, type Listener } from '../db/listener.js';
 import type { Runtime } from '../runtime.js';
 import { OUTBOX_CHANNEL, toDomainEvent, type OutboxEventFields } from './outbox.js';
 import { subscriberWants, type DomainEvent, type EventSubscriber } from './types.js';
+import { uuidArray } from '../db/arrays.js';
 
 export const DOMAIN_EVENT_TOPIC = 'domain-event';
 const MAX_BACKOFF_MS = 10 * 60_000;
@@ -15,7 +16,6 @@ const PARALLEL_DRAINS = 2;
 type OutboxRow = OutboxEventFields & { attempts: number };
 
 /** A PostgreSQL array literal of uuids (bound as one text parameter, cast with `::uuid[]`). */
-const uuidArray = (ids: string[]) => `{${ids.join(',')}}`;
 
 /**
  * Hands committed outbox events to subscribers, at least once. Events are claimed with

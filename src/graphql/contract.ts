@@ -283,9 +283,9 @@ export function pageArgs<S extends z.ZodObject>(name: string, schema: S, options
   return args(name, schema.omit({ page: true, limit: true } as never).extend(ConnectionPageArgs.shape), options) as unknown as Param<Omit<z.input<S>, 'page' | 'limit'> & ConnectionPageInput>;
 }
 
-/** A view schema (its `meta({ title })` names the object type), a derived or hand-written class, a list of one, or Boolean. */
-type Returns = z.ZodObject | ClassType | readonly [z.ZodObject | ClassType] | BooleanConstructor;
-type One<R> = R extends z.ZodObject ? z.output<R> : R extends ClassType<infer T> ? T : never;
+/** A view schema (its `meta({ title })` names the object type), a derived or hand-written class, a list of one, Boolean, or Int (a count). */
+type Returns = z.ZodObject | ClassType | readonly [z.ZodObject | ClassType] | BooleanConstructor | typeof Int;
+type One<R> = R extends z.ZodObject ? z.output<R> : R extends typeof Int ? number : R extends ClassType<infer T> ? T : never;
 /** What the service gives for a return type; a `Boolean` operation's service returns nothing and the operation answers true. */
 type Answer<R, O> = R extends BooleanConstructor ? void : (R extends readonly [infer E] ? One<E>[] : One<R>) | (O extends { nullable: true } ? null : never);
 type Params = readonly Param<unknown>[];
@@ -293,7 +293,7 @@ type Values<A extends Params> = { -readonly [K in keyof A]: A[K] extends Param<i
 
 function graphqlType(returns: Returns): ClassType | [ClassType] {
   if (Array.isArray(returns)) return [graphqlType(returns[0]) as ClassType];
-  if (!(returns instanceof z.ZodObject)) return returns as ClassType;
+  if (!(returns instanceof z.ZodObject)) return returns as unknown as ClassType;
   const title = metaOf(returns).title;
   if (!title) throw new Error('A view schema an operation returns needs meta({ title }): the name of its GraphQL type');
   return derive('object', title, returns, {});

@@ -1,13 +1,17 @@
 import { LockMode, raw, type FilterQuery, type QBFilterQuery } from '@mikro-orm/core';
+import DataLoader from 'dataloader';
 import { z } from 'zod';
 import { ALERT_SEVERITIES, ALERT_STATUSES, Alert } from '../../entities/alert.js';
 import type { RequestContext } from '../auth/context.js';
+import type { Loaders } from '../auth/loaders.js';
 import { authorize, loadOwned, permits, requirePrincipal, tenantWhere, visibleSiteIds } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { publishOnCommit } from '../events/pubsub.js';
 import { selectIterable } from '../events/subscriptions.js';
 import type { AlertEventData } from '../events/types.js';
 import { badRequest, conflict } from '../errors.js';
+import { onePer } from '../memo.js';
+import { uuidArray } from '../db/arrays.js';
 import { CursorQuery, keysetWhere, finishCursorPage, encodeCursor, pageInfoOf, type Connection } from '../pagination.js';
 import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { AlertSeveritySchema } from './alert-conditions.js';
@@ -294,4 +298,30 @@ export async function subscribeAlertChanges(ctx: RequestContext, orgId: string |
     const alert = await ctx.em.fork().findOne(Alert, { id: data.alertId });
     return alert && alertView(alert);
   });
+}
+
+// ── per device ───────────────────────────────────────────────────────────────────────────────────
+
+/** Per request (its Loaders, shared by every field of the request): each device's unresolved alerts, counted for a whole page of devices in one grouped statement. */
+const openAlertCountsOf = onePer((_loaders: Loaders): { made?: DataLoader<string, number> } => ({}));
+
+function openAlertCounts(ctx: RequestContext): DataLoader<string, number> {
+  const slot = openAlertCountsOf(ctx.loaders);
+  // No cache: a later mutation in the same request must not be answered from an earlier read.
+  return (slot.made ??= new DataLoader<string, number>(
+    async (deviceIds) => {
+      const rows = (await ctx.em.execute(`select device_id, count(*)::int as n from alert where device_id = any(?::uuid[]) and status <> 'resolved' group by device_id`, [uuidArray(deviceIds)])) as { device_id: string; n: number }[];
+      const counts = new Map(rows.map((row) => [row.device_id, row.n]));
+      return deviceIds.map((id) => counts.get(id) ?? 0);
+    },
+    { cache: false },
+  ));
+}
+
+/** The device's alerts not yet resolved (as `GET /alerts/summary` counts `total`); null unless the caller may read its organization's alerts. */
+export async function openAlertCount(ctx: RequestContext, device: { id: string; orgId: string }): Promise<number | null> {
+  const counted = openAlertCounts(ctx).load(device.id);
+  counted.catch(() => {});
+  if (!(await permits(ctx, 'alerts:read', { orgId: device.orgId }))) return null;
+  return counted;
 }

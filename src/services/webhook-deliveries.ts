@@ -23,6 +23,7 @@ import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../valida
 import { recordAudit } from './audit.js';
 import { effectiveRetryPolicy, guardOptions, isReservedHeader, requireWebhook, unsealWebhook, WEBHOOK_PERMISSION, type WebhookView } from './webhooks.js';
 import { onePer } from '../memo.js';
+import { uuidArray } from '../db/arrays.js';
 
 export const DELIVER_JOB = 'webhooks.deliver';
 export const SWEEP_JOB = 'webhooks.sweep';
@@ -789,7 +790,6 @@ export async function recordAttempts(ctx: RequestContext, attempts: FinishedAtte
 // ---- internals ------------------------------------------------------------
 
 /** A PostgreSQL array literal of uuids (bound as one text parameter, cast with `::uuid[]`). */
-const uuidArray = (ids: string[]) => `{${ids.join(',')}}`;
 
 let lastMs = 0;
 let sequence = 0;

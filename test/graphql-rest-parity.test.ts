@@ -37,8 +37,8 @@ let types: Map<string, IntrospectedField[]>;
 
 const named = (type: TypeRef): TypeRef => (type.ofType ? named(type.ofType) : type);
 
-/** Relations GraphQL resolves on a record; REST answers them at their own routes (`/orgs/organizations/:id`, `/roles/:id/effective-permissions`). */
-const RELATIONS: Record<string, string[]> = { Device: ['organization', 'site'], Site: ['organization'], Organization: ['partner'], Role: ['effectivePermissions'] };
+/** Relations and counts GraphQL resolves on a record; REST answers them at their own routes (`/orgs/organizations/:id`, `/roles/:id/effective-permissions`, `/alerts?deviceId=`). */
+const RELATIONS: Record<string, string[]> = { Device: ['organization', 'site', 'openAlertsCount'], Site: ['organization'], Organization: ['partner'], Role: ['effectivePermissions'] };
 
 /** Every field of `typeName` without arguments: leaves as they are, objects with their own fields (one level deeper). */
 function selection(typeName: string, depth = 2, without: string[] = []): string {

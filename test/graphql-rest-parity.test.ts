@@ -1,6 +1,8 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
-import { enroll, fleet } from './support/devices.js';
+import { raiseAlert } from './support/alert-events.js';
+import { dispatched } from './support/db.js';
+import { agentCall, enroll, fleet } from './support/devices.js';
 import { buildSite, buildUser, permissionsOf, type BuiltUser } from './support/factories.js';
 
 /**
@@ -57,19 +59,24 @@ function selection(typeName: string, depth = 2, without: string[] = []): string 
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
-/** Where GraphQL's answer differs from REST's for the fields GraphQL selected (dates compared as instants). */
-function differences(fromRest: unknown, fromGraphql: unknown, at = '$'): string[] {
+/**
+ * Where GraphQL's answer differs from REST's for the fields GraphQL selected (dates compared as instants).
+ * A record's own fields are all in both answers; inside its nested objects (the flat type-plus-fields
+ * objects of docs/decisions.md: conditions, triggers, targets, steps, channel configs, step results)
+ * REST leaves out the fields that do not apply, which GraphQL answers null.
+ */
+function differences(fromRest: unknown, fromGraphql: unknown, at = '$', nested = false): string[] {
   if (typeof fromRest === 'string' && typeof fromGraphql === 'string' && ISO.test(fromRest) && ISO.test(fromGraphql)) {
     return Date.parse(fromRest) === Date.parse(fromGraphql) ? [] : [`${at}: REST ${fromRest}, GraphQL ${fromGraphql}`];
   }
   if (Array.isArray(fromGraphql)) {
     if (!Array.isArray(fromRest) || fromRest.length !== fromGraphql.length) return [`${at}: REST ${JSON.stringify(fromRest)}, GraphQL ${JSON.stringify(fromGraphql)}`];
-    return fromGraphql.flatMap((item, i) => differences(fromRest[i], item, `${at}[${i}]`));
+    return fromGraphql.flatMap((item, i) => differences(fromRest[i], item, `${at}[${i}]`, nested));
   }
   if (fromGraphql && typeof fromGraphql === 'object') {
     if (!fromRest || typeof fromRest !== 'object') return [`${at}: REST ${JSON.stringify(fromRest)}, GraphQL an object`];
     return Object.entries(fromGraphql).flatMap(([key, value]) =>
-      key in fromRest ? differences((fromRest as Record<string, unknown>)[key], value, `${at}.${key}`) : [`${at}.${key}: not in the REST answer`],
+      key in fromRest || (nested && value === null) ? differences((fromRest as Record<string, unknown>)[key], value, `${at}.${key}`, true) : [`${at}.${key}: not in the REST answer`],
     );
   }
   // JSON objects (JSONObject scalars) compare whole; REST leaves out what GraphQL shows as null.
@@ -84,6 +91,8 @@ interface Pair {
   graphql: string;
   type: string;
   connection?: boolean;
+  /** the GraphQL counterpart answers a page (`{ data }`, page/limit lists and whole lists) of `type` */
+  page?: boolean;
   /** a field of a parent record: the parent's call (`device(id: …)`) wrapping `graphql` */
   parent?: string;
   /** fields this REST answer leaves out (and another route answers) */
@@ -94,11 +103,11 @@ async function compare(caller: BuiltUser, pair: Pair): Promise<{ records: number
   const restAnswer = await rest(app, caller.as).get(pair.rest);
   expect([pair.rest, restAnswer.status]).toEqual([pair.rest, 200]);
   const fields = selection(pair.type, 2, pair.without);
-  const field = pair.connection ? `${pair.graphql} { edges { node { ${fields} } } }` : `${pair.graphql} { ${fields} }`;
+  const field = pair.connection ? `${pair.graphql} { edges { node { ${fields} } } }` : pair.page ? `${pair.graphql} { data { ${fields} } }` : `${pair.graphql} { ${fields} }`;
   const res = await gql(app, caller.as, pair.parent ? `{ parent: ${pair.parent} { result: ${field} } }` : `{ result: ${field} }`);
   expect([pair.graphql, res.body.errors]).toEqual([pair.graphql, undefined]);
   const answer = pair.parent ? res.body.data.parent.result : res.body.data.result;
-  const fromGraphql = pair.connection ? answer.edges.map((e: { node: unknown }) => e.node) : answer;
+  const fromGraphql = pair.connection ? answer.edges.map((e: { node: unknown }) => e.node) : pair.page ? answer.data : answer;
   const fromRest = pair.restItems ? pair.restItems(restAnswer.body) : restAnswer.body;
   return { records: Array.isArray(fromGraphql) ? fromGraphql.length : 1, differences: differences(fromRest, fromGraphql) };
 }
@@ -127,6 +136,40 @@ test('each REST read and its GraphQL counterpart answer the same records with th
   const bystander = await buildUser(app, { orgId: org.id, can: permissionsOf('Organization Viewer') });
   const auditEntry = (await rest(app, admin.as).get(`/audit/logs?resourceType=webhook&limit=1`)).body.data[0];
 
+  // Alerting: a rule, a template, a channel, a policy notifying the caller, and an alert it is notified of.
+  const created = async (path: string, body: Record<string, unknown>, status = 201) => {
+    const res = await api.post(path, body);
+    expect([path, res.status, res.body.message]).toEqual([path, status, undefined]);
+    return res.body as { id: string; [field: string]: any };
+  };
+  const hot = [{ type: 'metric', metric: 'cpuPercent', operator: 'gt', threshold: 95 }];
+  const rule = await created('/alerts/rules', { name: 'Hot CPU', targetType: 'organization', targetId: org.id, conditions: hot, severity: 'high' });
+  await created('/alert-templates/templates', { name: 'Hot', conditions: hot, severity: 'high' });
+  const channel = await created('/alerts/channels', { name: 'Ops mail', type: 'email', config: { to: ['ops@example.test'] } });
+  await created('/alerts/policies', { name: 'High to the admin', severities: ['high'], channelIds: [channel.id], notifyUserIds: [admin.user.id] });
+  const raised = await raiseAlert(app, { orgId: org.id, deviceId: agent.deviceId, siteId: site.id, severity: 'high' });
+  await dispatched(app, raised.eventId);
+  const window = await created('/maintenance/windows', {
+    name: 'Patch night',
+    timezone: 'UTC',
+    startsAt: new Date(Date.now() + 86_400_000).toISOString().slice(0, 19),
+    durationMinutes: 60,
+    recurrence: { type: 'once' },
+    suppressAlerts: true,
+  });
+
+  // Scripts: one in a category, run on the device, which reports its outcome.
+  await created('/script-library/categories', { name: 'Diagnostics' });
+  const script = await created('/scripts', { name: 'Uptime', language: 'bash', content: 'uptime', category: 'Diagnostics' });
+  const execution = (await created(`/scripts/${script.id}/execute`, { deviceIds: [agent.deviceId] }, 202)).executions[0];
+  const commands = (await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' })).body.commands as { id: string; payload: { executionId?: string } }[];
+  const runScript = commands.find((c) => c.payload.executionId === execution.id)!;
+  expect((await agentCall(app, agent, `/commands/${runScript.id}/result`, { status: 'completed', exitCode: 0, stdout: 'up 3 days' })).status).toBe(200);
+
+  // Automations: one started by hand.
+  const automation = await created('/automations', { name: 'Collect logs', trigger: { type: 'manual' }, target: { type: 'organization' }, steps: [{ type: 'command', commandType: 'collect_logs' }] });
+  await created(`/automations/${automation.id}/run`, {}, 202);
+
   const pairs: Pair[] = [
     { rest: '/orgs/organizations?limit=50', restItems: (b) => b.data, graphql: 'organizations(first: 50)', type: 'Organization', connection: true },
     { rest: `/orgs/organizations/${org.id}`, graphql: `organization(id: "${org.id}")`, type: 'Organization' },
@@ -154,6 +197,27 @@ test('each REST read and its GraphQL counterpart answer the same records with th
     // Reading the log writes an `audit.read` entry: the lists compare entries about webhooks only.
     { rest: '/audit/logs?resourceType=webhook&limit=50', restItems: (b) => b.data, graphql: 'auditLogs(first: 50, filters: { resourceType: "webhook" })', type: 'AuditLog', connection: true },
     { rest: `/audit/logs/${auditEntry.id}`, graphql: `auditLog(id: "${auditEntry.id}")`, type: 'AuditLog' },
+    // The lists below hold a few records each: pages of 10 keep their full selections under the query cost limit.
+    { rest: '/alerts?limit=10', restItems: (b) => b.data, graphql: 'alerts(first: 10)', type: 'Alert', connection: true },
+    { rest: `/alerts/${raised.alertId}`, graphql: `alert(id: "${raised.alertId}")`, type: 'Alert' },
+    { rest: '/alerts/summary', graphql: 'alertSummary', type: 'AlertSummary' },
+    { rest: '/alerts/rules?limit=10', restItems: (b) => b.data, graphql: 'alertRules(limit: 10)', type: 'AlertRule', page: true },
+    { rest: `/alerts/rules/${rule.id}`, graphql: `alertRule(id: "${rule.id}")`, type: 'AlertRule' },
+    { rest: '/alert-templates/templates?limit=10', restItems: (b) => b.data, graphql: 'alertTemplates(limit: 10)', type: 'AlertTemplate', page: true },
+    { rest: '/alerts/channels?limit=10', restItems: (b) => b.data, graphql: 'alertChannels(limit: 10)', type: 'AlertChannel', page: true },
+    { rest: '/alerts/policies?limit=10', restItems: (b) => b.data, graphql: 'alertPolicies(limit: 10)', type: 'AlertPolicy', page: true },
+    { rest: '/notifications?limit=10', restItems: (b) => b.data, graphql: 'notifications(limit: 10)', type: 'Notification', page: true },
+    { rest: '/maintenance/windows?limit=10', restItems: (b) => b.data, graphql: 'maintenanceWindows(first: 10)', type: 'MaintenanceWindow', connection: true },
+    { rest: `/maintenance/windows/${window.id}`, graphql: `maintenanceWindow(id: "${window.id}")`, type: 'MaintenanceWindow' },
+    { rest: `/maintenance/windows/${window.id}/occurrences`, restItems: (b) => b.data, graphql: `maintenanceWindowOccurrences(id: "${window.id}")`, type: 'MaintenanceOccurrence', page: true },
+    { rest: '/scripts?limit=10', restItems: (b) => b.data, graphql: 'scripts(limit: 10)', type: 'Script', page: true },
+    { rest: `/scripts/${script.id}`, graphql: `script(id: "${script.id}")`, type: 'Script' },
+    { rest: `/scripts/${script.id}/executions?limit=10`, restItems: (b) => b.data, graphql: `scriptExecutions(scriptId: "${script.id}", first: 10)`, type: 'ScriptExecution', connection: true },
+    { rest: `/scripts/executions/${execution.id}`, graphql: `scriptExecution(id: "${execution.id}")`, type: 'ScriptExecution' },
+    { rest: '/script-library/categories?limit=10', restItems: (b) => b.data, graphql: 'scriptCategories(limit: 10)', type: 'ScriptCategory', page: true },
+    { rest: '/automations?limit=10', restItems: (b) => b.data, graphql: 'automations(limit: 10)', type: 'Automation', page: true },
+    { rest: `/automations/${automation.id}`, graphql: `automation(id: "${automation.id}")`, type: 'Automation' },
+    { rest: `/automations/${automation.id}/runs?limit=10`, restItems: (b) => b.data, graphql: `automationRuns(automationId: "${automation.id}", first: 10)`, type: 'AutomationRun', connection: true },
   ];
 
   const outcomes: Record<string, { records: number; differences: string[] }> = {};

@@ -104,33 +104,39 @@ export function factsOf(device: Device): DeviceFacts {
 
 const COMPARE = { gt: (a: number, b: number) => a > b, gte: (a: number, b: number) => a >= b, lt: (a: number, b: number) => a < b, lte: (a: number, b: number) => a <= b };
 
-/** Whether one condition holds now (null: undecided), and in words why it does. */
-function conditionHolds(condition: AlertCondition, facts: DeviceFacts): { holds: boolean | null; reason: string } {
+type Verdict = { holds: boolean | null; reason: string };
+// Shared answers: every heartbeat evaluates every rule that watches its device, and most conditions do not hold.
+const UNDECIDED: Verdict = { holds: null, reason: '' };
+const NOT_HOLDING: Verdict = { holds: false, reason: '' };
+const holding = (holds: boolean, reason: () => string): Verdict => (holds ? { holds, reason: reason() } : NOT_HOLDING);
+
+/** Whether one condition holds now (null: undecided), and in words why it does (worded only when it holds). */
+function conditionHolds(condition: AlertCondition, facts: DeviceFacts): Verdict {
   switch (condition.type) {
     case 'metric': {
-      if (facts.metrics === undefined) return { holds: null, reason: '' };
+      if (facts.metrics === undefined) return UNDECIDED;
       const value = facts.metrics?.[condition.metric];
       const holds = typeof value === 'number' && Number.isFinite(value) && COMPARE[condition.operator](value, condition.threshold);
-      return { holds, reason: `${condition.metric} ${String(value)} ${condition.operator} ${condition.threshold}` };
+      return holding(holds, () => `${condition.metric} ${String(value)} ${condition.operator} ${condition.threshold}`);
     }
     case 'offline':
-      return { holds: facts.status === 'offline', reason: `offline since ${facts.lastSeenAt.toISOString()}` };
+      return holding(facts.status === 'offline', () => `offline since ${facts.lastSeenAt.toISOString()}`);
     case 'agent_silent':
-      if (facts.mainAgentSilentSince === undefined) return { holds: null, reason: '' };
-      return { holds: facts.mainAgentSilentSince !== null, reason: `main agent silent since ${facts.mainAgentSilentSince?.toISOString()}` };
+      if (facts.mainAgentSilentSince === undefined) return UNDECIDED;
+      return holding(facts.mainAgentSilentSince !== null, () => `main agent silent since ${facts.mainAgentSilentSince?.toISOString()}`);
     case 'watchdog':
-      if (facts.watchdogStatus === undefined) return { holds: null, reason: '' };
-      return { holds: facts.watchdogStatus === condition.status, reason: `watchdog ${facts.watchdogStatus}` };
+      if (facts.watchdogStatus === undefined) return UNDECIDED;
+      return holding(facts.watchdogStatus === condition.status, () => `watchdog ${facts.watchdogStatus}`);
   }
 }
 
 /** Every condition holds (true), one does not (false), or one is undecided and none fails (null). */
-export function ruleHolds(rule: Pick<AlertRule, 'conditions'>, facts: DeviceFacts): { holds: boolean | null; reason: string } {
+export function ruleHolds(rule: Pick<AlertRule, 'conditions'>, facts: DeviceFacts): Verdict {
   let undecided = false;
   const reasons: string[] = [];
   for (const condition of rule.conditions) {
     const { holds, reason } = conditionHolds(condition, facts);
-    if (holds === false) return { holds: false, reason: '' };
+    if (holds === false) return NOT_HOLDING;
     if (holds === null) undecided = true;
     else reasons.push(reason);
   }

@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, inputType, mutation, operations, query } from '../src/graphql/contract.js';
+import { arg, inputType, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
   AlertChannelPageSchema,
   AlertChannelTestResultSchema,
@@ -17,18 +17,19 @@ import {
   testAlertChannel,
   updateAlertChannel,
 } from '../src/services/alert-channels.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 const id = arg('id', ID, { description: 'The alert channel' });
 
 export const AlertChannelResolver = operations({
-  alertChannels: query(AlertChannelPageSchema, [args('AlertChannelListArgs', ListAlertChannelsQuery, { fields: { page: { description: 'page number, from 1' } } })], listAlertChannels, {
+  alertChannels: query(pageConnectionOf(AlertChannelPageSchema), [pageArgs('AlertChannelListArgs', ListAlertChannelsQuery)], paged(listAlertChannels), {
     description: "An organization's alert notification channels; secrets appear as masked hints",
   }),
   alertChannel: query(AlertChannelViewSchema, [id], getAlertChannel, { description: 'One alert channel' }),
   alertChannelDeliveries: query(
-    ChannelDeliveryPageSchema,
-    [id, args('AlertChannelDeliveryListArgs', ListChannelDeliveriesQuery, { fields: { page: { description: 'page number, from 1' } } })],
-    listChannelDeliveries,
+    pageConnectionOf(ChannelDeliveryPageSchema),
+    [id, pageArgs('AlertChannelDeliveryListArgs', ListChannelDeliveriesQuery)],
+    paged(listChannelDeliveries),
     { description: "The channel's deliveries, newest first" },
   ),
   createAlertChannel: mutation(AlertChannelViewSchema, [arg('input', inputType('CreateAlertChannelInput', CreateAlertChannelSchema), { description: 'The channel to create' })], createAlertChannel, { description: 'Creates an alert channel' }),

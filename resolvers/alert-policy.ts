@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, inputType, mutation, operations, query } from '../src/graphql/contract.js';
+import { arg, inputType, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
   AlertPolicyPageSchema,
   AlertPolicyViewSchema,
@@ -12,11 +12,12 @@ import {
   listAlertPolicies,
   updateAlertPolicy,
 } from '../src/services/alert-policies.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 const id = arg('id', ID, { description: 'The alert policy' });
 
 export const AlertPolicyResolver = operations({
-  alertPolicies: query(AlertPolicyPageSchema, [args('AlertPolicyListArgs', ListAlertPoliciesQuery, { fields: { page: { description: 'page number, from 1' } } })], listAlertPolicies, { description: "An organization's alert policies" }),
+  alertPolicies: query(pageConnectionOf(AlertPolicyPageSchema), [pageArgs('AlertPolicyListArgs', ListAlertPoliciesQuery)], paged(listAlertPolicies), { description: "An organization's alert policies" }),
   alertPolicy: query(AlertPolicyViewSchema, [id], getAlertPolicy, { description: 'One alert policy' }),
   createAlertPolicy: mutation(AlertPolicyViewSchema, [arg('input', inputType('CreateAlertPolicyInput', CreateAlertPolicySchema), { description: 'The policy to create' })], createAlertPolicy, { description: 'Creates an alert policy' }),
   updateAlertPolicy: mutation(AlertPolicyViewSchema, [id, arg('input', inputType('UpdateAlertPolicyInput', UpdateAlertPolicySchema), { description: 'What to change' })], updateAlertPolicy, { description: 'Changes an alert policy' }),

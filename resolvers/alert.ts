@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, id, input, mutation, operations, query, subscription } from '../src/graphql/contract.js';
+import { arg, args, id, input, mutation, operations, pageArgs, query, subscription } from '../src/graphql/contract.js';
 import {
   AlertRuleListQuery,
   AlertRulePageSchema,
@@ -49,7 +49,7 @@ import {
   subscribeAlertChanges,
   suppressAlert,
 } from '../src/services/alerts.js';
-import { connectionOf } from './shared.js';
+import { connectionOf, pageConnectionOf, paged } from './shared.js';
 
 export const AlertResolver = operations({
   alerts: query(connectionOf(AlertViewSchema), [args('AlertConnectionArgs', AlertConnectionArgs)], alertsConnection, { description: 'Alerts the caller can see, newest first (every status unless one is given)' }),
@@ -63,7 +63,7 @@ export const AlertResolver = operations({
   alertChanged: subscription(AlertViewSchema, [arg('orgId', ID, { nullable: true, description: 'only this organization’s alerts' })], (ctx, orgId) => subscribeAlertChanges(ctx, orgId ?? null), {
     description: 'Alerts as they are raised, acknowledged, resolved or suppressed, on any server instance, of the organizations and sites the caller may see',
   }),
-  alertRules: query(AlertRulePageSchema, [args('AlertRuleListArgs', AlertRuleListQuery, { fields: { enabled: { type: () => Boolean } } })], listAlertRules, { description: 'The alert rules of the organizations the caller can see, oldest first (optionally only enabled or disabled ones, or of one severity)' }),
+  alertRules: query(pageConnectionOf(AlertRulePageSchema), [pageArgs('AlertRuleListArgs', AlertRuleListQuery, { fields: { enabled: { type: () => Boolean } } })], paged(listAlertRules), { description: 'The alert rules of the organizations the caller can see, oldest first (optionally only enabled or disabled ones, or of one severity)' }),
   alertRule: query(AlertRuleViewSchema, [id], getAlertRule, { description: 'One alert rule' }),
   createAlertRule: mutation(AlertRuleViewSchema, [input('CreateAlertRuleInput', CreateAlertRuleSchema)], createAlertRule, { description: 'Creates an alert rule, from a template or with conditions and severity' }),
   updateAlertRule: mutation(AlertRuleViewSchema, [id, input('UpdateAlertRuleInput', UpdateAlertRuleSchema)], updateAlertRule, { description: 'Changes an alert rule' }),
@@ -71,12 +71,12 @@ export const AlertResolver = operations({
   testAlertRule: mutation(AlertRuleTestResultSchema, [id, input('TestAlertRuleInput', TestAlertRuleSchema, { nullable: true })], (ctx, rule, test) => testAlertRule(ctx, rule, test ?? {}), {
     description: 'Which devices the rule would fire for now; raises nothing',
   }),
-  alertTemplates: query(AlertTemplatePageSchema, [args('AlertTemplateListArgs', AlertTemplateListQuery)], listAlertTemplates, { description: 'The organizations’ own alert templates' }),
+  alertTemplates: query(pageConnectionOf(AlertTemplatePageSchema), [pageArgs('AlertTemplateListArgs', AlertTemplateListQuery)], paged(listAlertTemplates), { description: 'The organizations’ own alert templates' }),
   builtInAlertTemplates: query(AlertTemplateListSchema, [], listBuiltInTemplates, { description: 'The built-in alert templates' }),
   createAlertTemplate: mutation(AlertTemplateViewSchema, [input('CreateAlertTemplateInput', CreateAlertTemplateSchema)], createAlertTemplate, { description: 'Creates an alert template' }),
   updateAlertTemplate: mutation(AlertTemplateViewSchema, [id, input('UpdateAlertTemplateInput', UpdateAlertTemplateSchema)], updateAlertTemplate, { description: 'Changes an alert template' }),
   deleteAlertTemplate: mutation(Boolean, [id], deleteAlertTemplate, { description: 'Deletes an alert template; rules made from it keep their conditions' }),
-  alertCorrelationGroups: query(CorrelationGroupPageSchema, [args('AlertCorrelationGroupListArgs', CorrelationGroupListQuery)], listCorrelationGroups, { description: 'Incidents (correlated alerts), latest first' }),
+  alertCorrelationGroups: query(pageConnectionOf(CorrelationGroupPageSchema), [pageArgs('AlertCorrelationGroupListArgs', CorrelationGroupListQuery)], paged(listCorrelationGroups), { description: 'Incidents (correlated alerts), latest first' }),
   analyzeAlertCorrelations: mutation(CorrelationAnalysisSchema, [input('AnalyzeAlertCorrelationsInput', AnalyzeCorrelationsSchema, { nullable: true })], (ctx, analyze) => analyzeCorrelations(ctx, analyze ?? {}), {
     description: 'Regroups the organization’s unresolved alerts into incidents',
   }),

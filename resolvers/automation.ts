@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, id, input, mutation, operations, query } from '../src/graphql/contract.js';
+import { arg, args, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import { AutomationRunViewSchema, RunConnectionArgs, getRun, runAutomation, runsConnection } from '../src/services/automation-runs.js';
 import {
   AutomationListQuery,
@@ -13,14 +13,14 @@ import {
   listAutomations,
   updateAutomation,
 } from '../src/services/automations.js';
-import { connectionOf } from './shared.js';
+import { connectionOf, pageConnectionOf, paged } from './shared.js';
 
 export const AutomationResolver = operations({
   automations: query(
-    AutomationPageSchema,
+    pageConnectionOf(AutomationPageSchema),
     // `enabled` takes "true"/"false" in a REST query string too; GraphQL has real booleans.
-    [args('AutomationListArgs', AutomationListQuery, { fields: { enabled: { type: () => Boolean } } })],
-    listAutomations,
+    [pageArgs('AutomationListArgs', AutomationListQuery, { fields: { enabled: { type: () => Boolean } } })],
+    paged(listAutomations),
     { description: 'Automations the caller can see (partner and system callers: of one organization, orgId)' },
   ),
   automation: query(AutomationViewSchema, [id], getAutomation, { description: 'One automation' }),

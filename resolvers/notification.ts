@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, inputType, mutation, operations, query, subscription } from '../src/graphql/contract.js';
+import { arg, inputType, mutation, operations, pageArgs, query, subscription } from '../src/graphql/contract.js';
 import {
   ListNotificationsQuery,
   NotificationsClearedSchema,
@@ -14,12 +14,13 @@ import {
   unreadNotificationCount,
   updateNotification,
 } from '../src/services/notifications.js';
+import { pageConnectionOf, paged } from './shared.js';
 
 const id = arg('id', ID, { description: 'One of the caller’s notifications' });
 
 export const NotificationResolver = operations({
   // `unread` takes "true"/"false" in a REST query string too; GraphQL has real booleans.
-  notifications: query(NotificationPageSchema, [args('NotificationListArgs', ListNotificationsQuery, { fields: { unread: { type: () => Boolean }, page: { description: 'page number, from 1' } } })], listNotifications, {
+  notifications: query(pageConnectionOf(NotificationPageSchema), [pageArgs('NotificationListArgs', ListNotificationsQuery, { fields: { unread: { type: () => Boolean } } })], paged(listNotifications), {
     description: "The caller's notifications, newest first",
   }),
   unreadNotificationCount: query(NotificationCountSchema, [], unreadNotificationCount, { description: "How many of the caller's notifications are unread" }),

@@ -1,5 +1,5 @@
 import { ID } from 'type-graphql';
-import { arg, args, input, mutation, operations, query, subscription } from '../src/graphql/contract.js';
+import { arg, args, input, mutation, operations, pageArgs, query, subscription } from '../src/graphql/contract.js';
 import {
   CategoryPageSchema,
   CategoryViewSchema,
@@ -58,7 +58,7 @@ import {
   listSystemScripts,
   updateScript,
 } from '../src/services/scripts.js';
-import { connectionOf } from './shared.js';
+import { connectionOf, pageConnectionOf, paged } from './shared.js';
 
 const scriptId = arg('scriptId', ID, { description: 'the script' });
 const script = arg('id', ID, { description: 'the script' });
@@ -67,17 +67,17 @@ const category = arg('id', ID, { description: 'the category' });
 const tag = arg('id', ID, { description: 'the tag' });
 
 export const ScriptResolver = operations({
-  scripts: query(ScriptPageSchema, [args('ScriptListArgs', ScriptListQuery)], listScripts, { description: 'Scripts of the organizations the caller can see, by name' }),
+  scripts: query(pageConnectionOf(ScriptPageSchema), [pageArgs('ScriptListArgs', ScriptListQuery)], paged(listScripts), { description: 'Scripts of the organizations the caller can see, by name' }),
   script: query(ScriptViewSchema, [script], getScript, { description: 'One script, with its current content' }),
   systemScripts: query(SystemScriptListSchema, [], listSystemScripts, { description: 'The built-in scripts shipped with the service, to import into an organization' }),
   scriptExecutions: query(connectionOf(ExecutionViewSchema), [args('ScriptExecutionConnectionArgs', ExecutionConnectionArgs)], executionsConnection, {
     description: 'A script’s executions with their output, newest first (users limited to some sites: those on their devices)',
   }),
   scriptExecution: query(ExecutionViewSchema, [execution], getExecution, { description: 'One execution with its output; secret parameters read as ********' }),
-  scriptCategories: query(CategoryPageSchema, [args('ScriptCategoryListArgs', LibraryListQuery)], listCategories, { description: 'Script library categories, by name' }),
+  scriptCategories: query(pageConnectionOf(CategoryPageSchema), [pageArgs('ScriptCategoryListArgs', LibraryListQuery)], paged(listCategories), { description: 'Script library categories, by name' }),
   scriptCategory: query(CategoryViewSchema, [category], getCategory, { description: 'One script library category' }),
-  scriptTags: query(TagPageSchema, [args('ScriptTagListArgs', LibraryListQuery)], listScriptTags, { description: 'Script library tags, by name' }),
-  scriptVersions: query(ScriptVersionPageSchema, [scriptId, args('ScriptVersionListArgs', VersionListQuery)], listVersions, { description: 'A script’s versions, newest first' }),
+  scriptTags: query(pageConnectionOf(TagPageSchema), [pageArgs('ScriptTagListArgs', LibraryListQuery)], paged(listScriptTags), { description: 'Script library tags, by name' }),
+  scriptVersions: query(pageConnectionOf(ScriptVersionPageSchema), [scriptId, pageArgs('ScriptVersionListArgs', VersionListQuery)], paged(listVersions), { description: 'A script’s versions, newest first' }),
   scriptTemplates: query(ScriptTemplateListSchema, [], listTemplates, { description: 'Templates new scripts start from' }),
   scriptUsageStats: query(UsageStatsSchema, [scriptId], usageStats, { description: 'How often the script ran, how often it succeeded and how long it took' }),
 

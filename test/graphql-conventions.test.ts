@@ -1,3 +1,4 @@
+import { getNamedType, isObjectType } from 'graphql';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { buildOrg, buildSite, buildUser, type BuiltUser } from './support/factories.js';
@@ -70,6 +71,24 @@ test('a page list reads forward with first/after to its end, in the REST order, 
     pagination: { page: 2, limit: 2, total: 5 },
     edges: restOrder.slice(2, 4).map((name: string) => ({ node: { name } })),
   });
+});
+
+test('no field answers a bare page: every page/limit list is a connection that keeps data and pagination', () => {
+  // REST's `GET /orgs/` answers the tenancy with its organizations as a page; GraphQL mirrors it (docs/decisions.md).
+  const exceptions = ['Tenancy.organizations'];
+  const bare: string[] = [];
+  for (const type of Object.values(app.server.schema.getTypeMap())) {
+    if (type.name.startsWith('__') || !isObjectType(type)) continue;
+    for (const field of Object.values(type.getFields())) {
+      const answer = getNamedType(field.type);
+      if (!isObjectType(answer)) continue;
+      const fields = answer.getFields();
+      if (fields.data && fields.pagination && !(fields.edges && fields.pageInfo)) bare.push(`${type.name}.${field.name}: ${answer.name}`);
+    }
+  }
+  expect(bare.filter((found) => !exceptions.includes(found.split(':')[0]!))).toEqual([]);
+  // The exceptions are still pages: one that became a connection leaves the list.
+  expect(exceptions.filter((exception) => !bare.some((found) => found.startsWith(`${exception}:`)))).toEqual([]);
 });
 
 test('first is capped at 500 and cursors are checked: both VALIDATION_ERROR', async () => {

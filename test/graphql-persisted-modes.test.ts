@@ -137,3 +137,17 @@ test('npm run persisted:import loads a manifest file as trusted documents', asyn
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('npm run persisted:import exits non-zero on a manifest it refuses', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
+  const file = path.join(dir, 'manifest.json');
+  fs.writeFileSync(file, '{ not json');
+  try {
+    const run = promisify(execFile)('node', ['dist/src/scripts/persisted-import.js', file], {
+      env: { ...process.env, DATABASE_URL: apq.databaseUrl, NODE_ENV: 'test', DATA_DIR: dir, LOG_LEVEL: 'silent', SECRET_ENCRYPTION_KEY: 'test-encryption-key-0123456789abcdef', JWT_SECRET: 'test-jwt-secret-0123456789abcdefghij' },
+    });
+    await expect(run).rejects.toMatchObject({ code: 1 });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

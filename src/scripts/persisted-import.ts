@@ -21,6 +21,12 @@ if (!file) {
 const config = loadConfig();
 const log = createLogger(config.logLevel);
 const db = await openDatabase(config, log);
+let failed = false;
+// signal-exit (loaded by a dependency) rewrites process.exitCode on the way out: a failed import's code is
+// set again in the last 'exit' listener, as in bench.ts.
+process.on('exit', () => {
+  if (failed) process.exitCode = 1;
+});
 try {
   // The import only writes rows (and its audit entry): no pubsub, jobs or agent channels to start.
   const runtime = { config, log, orm: db.orm, databaseUrl: db.url, clock: systemClock } as Partial<Runtime> as Runtime;
@@ -29,7 +35,7 @@ try {
   console.log(`${result.documents} trusted documents in ${file}, ${result.added} new`);
 } catch (error) {
   console.error(error instanceof AppError ? `${error.code}: ${error.message}${error.details ? `\n${JSON.stringify(error.details, null, 2)}` : ''}` : (error as Error).message);
-  process.exitCode = 1;
+  failed = true;
 } finally {
   await db.close();
 }

@@ -5,7 +5,7 @@ import { TestClock } from './support/clock.js';
 import { dispatched, sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
-import { buildOrg, buildUser, type BuiltUser } from './support/factories.js';
+import { buildOrg, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 import { useHttpsReceiver } from './support/https-receiver.js';
 import { startSmtpReceiver, type SmtpReceiver } from './support/smtp-receiver.js';
 
@@ -158,6 +158,26 @@ describe('policies over REST', () => {
       expect((await gql(app, outsider.as, query[0], query[1])).body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     }
     await policies().delete(`/alerts/policies/${id}`);
+  });
+
+  test('users limited to a site make and change only policies targeting within their sites', async () => {
+    const [siteA, siteB] = [await buildSite(app, orgId), await buildSite(app, orgId)];
+    const limited = await buildUser(app, { orgId, can: ['alerts:read', 'alerts:write'] });
+    await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA.id]), limited.membership.id]);
+    const api = rest(app, limited.as);
+    const base = { name: 'Mine', severities: ['low'], channelIds: [ch.slack] };
+    expect((await api.post('/alerts/policies', base)).status).toBe(403);
+    expect((await api.post('/alerts/policies', { ...base, targets: { siteIds: [siteB.id] } })).body.message).toBe('Site not found');
+    const mine = await api.post('/alerts/policies', { ...base, targets: { siteIds: [siteA.id] } });
+    expect(mine.status).toBe(201);
+    expect((await api.patch(`/alerts/policies/${mine.body.id}`, { targets: { siteIds: [siteB.id] } })).status).toBe(404);
+    expect((await api.patch(`/alerts/policies/${mine.body.id}`, { targets: null })).status).toBe(403);
+    expect((await api.patch(`/alerts/policies/${mine.body.id}`, { name: 'Renamed' })).body.name).toBe('Renamed');
+    const wide = await policies().post('/alerts/policies', base);
+    expect((await api.patch(`/alerts/policies/${wide.body.id}`, { channelIds: [ch.teams] })).status).toBe(403);
+    expect((await api.delete(`/alerts/policies/${wide.body.id}`)).status).toBe(403);
+    expect((await api.delete(`/alerts/policies/${mine.body.id}`)).status).toBe(204);
+    await policies().delete(`/alerts/policies/${wide.body.id}`);
   });
 });
 

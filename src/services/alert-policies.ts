@@ -7,9 +7,9 @@ import { Device } from '../../entities/device.js';
 import { DeviceGroup } from '../../entities/device-group.js';
 import { Site } from '../../entities/site.js';
 import type { RequestContext } from '../auth/context.js';
-import { authorize, loadOwned, targetOrgId } from '../auth/policy.js';
+import { authorize, loadOwned, targetOrgId, visibleSiteIds } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
-import { notFound } from '../errors.js';
+import { forbidden, notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import type { DomainEvent } from '../events/types.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
@@ -145,6 +145,19 @@ async function allFound<T extends object>(ctx: RequestContext, entity: new () =>
 }
 
 /**
+ * Users limited to some sites manage only policies whose targets lie within their sites: a policy
+ * of the whole organization, or of other sites, would send their channels other sites' alerts.
+ */
+async function checkSiteLimit(ctx: RequestContext, orgId: string, targets: AlertPolicyTargets | null): Promise<void> {
+  const sites = visibleSiteIds(ctx, orgId);
+  if (!sites) return;
+  if (!targets) throw forbidden('Users limited to some sites must target sites, groups or devices of their sites');
+  await allFound(ctx, Site, targets.siteIds, { orgId, id: { $in: sites } }, 'Site');
+  await allFound(ctx, DeviceGroup, targets.groupIds, { orgId, siteId: { $in: sites } }, 'Group');
+  await allFound(ctx, Device, targets.deviceIds, { orgId, siteId: { $in: sites } }, 'Device');
+}
+
+/**
  * Everything a policy names must be its organization's: channels, sites, groups, devices, and users
  * with an active membership reaching it (of the organization, or of its partner for all or this one
  * of its organizations). Anything else is 404, as another tenant's resource is.
@@ -197,6 +210,7 @@ export async function createAlertPolicy(ctx: RequestContext, raw: CreateAlertPol
   const principal = await authorize(ctx, 'alerts:write', { orgId, resource: RESOURCE });
   const targets = normalizeTargets(input.targets);
   const escalationSteps = sortedSteps(input.escalationSteps) ?? [];
+  await checkSiteLimit(ctx, orgId, targets);
   await checkReferences(ctx, orgId, { channelIds: input.channelIds, escalationSteps, targets, notifyUserIds: input.notifyUserIds });
   return withTransaction(ctx, async (tx) => {
     const policy = tx.em.create(AlertPolicy, {
@@ -221,6 +235,8 @@ export async function updateAlertPolicy(ctx: RequestContext, id: string, raw: Up
   const policy = await requirePolicy(ctx, id, 'write');
   const targets = input.targets === undefined ? undefined : normalizeTargets(input.targets);
   const escalationSteps = sortedSteps(input.escalationSteps);
+  await checkSiteLimit(ctx, policy.orgId, policy.targets);
+  if (targets !== undefined) await checkSiteLimit(ctx, policy.orgId, targets);
   await checkReferences(ctx, policy.orgId, { channelIds: input.channelIds, escalationSteps, targets, notifyUserIds: input.notifyUserIds });
   return withTransaction(ctx, async (tx) => {
     const changes = applyChanges(policy, { name: input.name, severities: input.severities, channelIds: input.channelIds, targets, notifyUserIds: input.notifyUserIds, escalationSteps, enabled: input.enabled });
@@ -234,6 +250,7 @@ export async function updateAlertPolicy(ctx: RequestContext, id: string, raw: Up
 /** The policy and its waiting escalation steps go. */
 export async function deleteAlertPolicy(ctx: RequestContext, id: string): Promise<void> {
   const policy = await requirePolicy(ctx, id, 'write');
+  await checkSiteLimit(ctx, policy.orgId, policy.targets);
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(AlertPolicy, { id: policy.id });
     await recordAudit(tx, { action: 'alert_policy.delete', resourceType: 'alert_policy', resourceId: policy.id, orgId: policy.orgId, details: { name: policy.name } });

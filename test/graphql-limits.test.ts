@@ -89,3 +89,9 @@ test('a request may batch up to 10 operations, each answered in order; more are 
   const eleven = await batch(11);
   expect([eleven.status, await eleven.json()]).toEqual([400, { errors: [{ message: 'Too many operations in one request: 11 exceeds the limit of 10', extensions: { code: 'VALIDATION_ERROR' } }] }]);
 });
+
+test('a batch entry that is no operation (null) is answered 400, not 500', async () => {
+  const res = await fetch(`${app.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '[null]' });
+  expect(res.status).toBe(400);
+  expect(((await res.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe('VALIDATION_ERROR');
+});

@@ -88,7 +88,9 @@ export interface SentOperation {
  * extension; with `trusted`, any operation whose document (sent in full, or by hash) is not in an
  * imported manifest. Null when it may go on (Apollo then resolves a hash through the store).
  */
-export async function persistedQueryRefusal(mode: 'off' | 'apq' | 'trusted', store: PersistedQueryStore, operation: SentOperation): Promise<AppError | null> {
+export async function persistedQueryRefusal(mode: 'off' | 'apq' | 'trusted', store: PersistedQueryStore, sent: SentOperation | null): Promise<AppError | null> {
+  // A batch's entry may be any JSON value (`[null]`): Apollo answers what is not an operation 400.
+  const operation = sent ?? {};
   const persisted = (operation.extensions as { persistedQuery?: { sha256Hash?: unknown } } | null | undefined)?.persistedQuery;
   if (mode === 'off') {
     return persisted

@@ -260,6 +260,24 @@ test('rules: CRUD, validation 400s, least privilege, and another organization’
   expect((await api.get(`/alerts/rules/${rule.id}`)).status).toBe(404);
 });
 
+test('users limited to a site change and delete only rules watching within their sites', async () => {
+  const { org, tech } = await setup();
+  const [siteA, siteB] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+  const limited = await buildUser(app, { orgId: org.id, can: ['alerts:read', 'alerts:write'] });
+  await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA.id]), limited.membership.id]);
+  const api = rest(app, limited.as);
+  expect((await api.post('/alerts/rules', cpuRule(org.id))).status).toBe(404);
+  const mine = await createRule(limited.as, cpuRule(org.id, { targetType: 'site', targetId: siteA.id }));
+  expect((await api.patch(`/alerts/rules/${mine.id}`, { name: 'Mine' })).body.name).toBe('Mine');
+  for (const other of [await createRule(tech.as, cpuRule(org.id)), await createRule(tech.as, cpuRule(org.id, { targetType: 'site', targetId: siteB.id }))]) {
+    expect((await api.get(`/alerts/rules/${other.id}`)).status).toBe(200);
+    expect((await api.patch(`/alerts/rules/${other.id}`, { enabled: false })).status).toBe(404);
+    expect((await api.delete(`/alerts/rules/${other.id}`)).status).toBe(404);
+    expect((await rest(app, tech.as).get(`/alerts/rules/${other.id}`)).body.enabled).toBe(true);
+  }
+  expect((await api.delete(`/alerts/rules/${mine.id}`)).status).toBe(204);
+});
+
 test('a group rule watches the group’s members only, its alerts are one incident; the rule test sees the same devices', async () => {
   const { org, tech, agent, key, api } = await setup();
   const [mate, outsider] = [await enroll(app, key, 'a-mate'), await enroll(app, key)];

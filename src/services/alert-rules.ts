@@ -164,32 +164,38 @@ export const AlertRuleListQuery = PageQuery.extend({
 }).strict();
 export type AlertRuleListInput = z.input<typeof AlertRuleListQuery>;
 
-/** The target must be the rule's organization, or a site, group or device of it the caller can see (404 naming it otherwise). */
-async function checkTarget(ctx: RequestContext, orgId: string, targetType: AlertRule['targetType'], targetId: string): Promise<void> {
+/** Whether the target is the rule's organization, or a site, group or device of it the caller can see. */
+async function targetVisible(ctx: RequestContext, orgId: string, targetType: AlertRule['targetType'], targetId: string): Promise<boolean> {
   const sites = visibleSiteIds(ctx, orgId);
   const id = targetId.toLowerCase();
   switch (targetType) {
     case 'organization':
-      if (id !== orgId || sites) throw notFound('Organization');
-      return;
+      return id === orgId && !sites;
     case 'site':
-      if ((await ctx.em.count(Site, { id, orgId })) === 0 || (sites && !sites.includes(id))) throw notFound('Site');
-      return;
+      return (await ctx.em.count(Site, { id, orgId })) > 0 && (!sites || sites.includes(id));
     case 'group': {
       const group = await ctx.em.findOne(DeviceGroup, { id, orgId }, { fields: ['siteId'] });
-      if (!group || (sites && (!group.siteId || !sites.includes(group.siteId)))) throw notFound('Group');
-      return;
+      return !!group && (!sites || (!!group.siteId && sites.includes(group.siteId)));
     }
     case 'device': {
       const device = await ctx.em.findOne(Device, { id, orgId }, { fields: ['siteId'] });
-      if (!device || (sites && (!device.siteId || !sites.includes(device.siteId)))) throw notFound('Device');
-      return;
+      return !!device && (!sites || (!!device.siteId && sites.includes(device.siteId)));
     }
   }
 }
 
-function accessibleRule(ctx: RequestContext, id: string, permission: 'alerts:read' | 'alerts:write'): Promise<AlertRule> {
-  return loadOwned(ctx, AlertRule, id, permission, { resource: RESOURCE });
+const TARGET_RESOURCE = { organization: 'Organization', site: 'Site', group: 'Group', device: 'Device' } as const;
+
+/** The target must be visible to the caller (404 naming it otherwise). */
+async function checkTarget(ctx: RequestContext, orgId: string, targetType: AlertRule['targetType'], targetId: string): Promise<void> {
+  if (!(await targetVisible(ctx, orgId, targetType, targetId))) throw notFound(TARGET_RESOURCE[targetType]);
+}
+
+async function accessibleRule(ctx: RequestContext, id: string, permission: 'alerts:read' | 'alerts:write'): Promise<AlertRule> {
+  const rule = await loadOwned(ctx, AlertRule, id, permission, { resource: RESOURCE });
+  // Users limited to some sites change only rules watching within their sites, as they make only such rules.
+  if (permission === 'alerts:write' && visibleSiteIds(ctx, rule.orgId) && !(await targetVisible(ctx, rule.orgId, rule.targetType, rule.targetId))) throw notFound(RESOURCE);
+  return rule;
 }
 
 export async function listAlertRules(ctx: RequestContext, rawQuery: AlertRuleListInput): Promise<Page<AlertRuleView>> {

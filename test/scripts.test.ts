@@ -4,10 +4,10 @@ import { DOMAIN_EVENT_TOPIC } from '../src/events/dispatcher.js';
 import { startSimulation, type Simulation } from '../src/scripts/simulator.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
-import { auditOf } from './support/db.js';
+import { auditOf, sql } from './support/db.js';
 import { agentCall, enroll, fleet } from './support/devices.js';
 import { eventually } from './support/eventually.js';
-import { buildOrg, buildUser, type BuiltUser } from './support/factories.js';
+import { buildOrg, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 
 let app: TestApp;
 let peer: TestApp;
@@ -259,6 +259,33 @@ describe('live updates', () => {
     await eventually(() => live.items.length >= 3, 10_000, 'three updates');
     expect(live.items.map((i) => i.status)).toEqual(['queued', 'running', 'completed']);
     expect(live.items[2]).toEqual({ id: executionId, status: 'completed', exitCode: 0, stdout: 'ok', parameters: { password: '********' } });
+  });
+
+  test('scriptExecutionUpdated is silent for a site-limited reader while the device is outside their sites', async () => {
+    const { org, api } = await fleet(app);
+    const [siteA, siteB] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    const author = await buildUser(app, { orgId: org.id, can: ['scripts:read', 'scripts:write', 'scripts:execute'] });
+    const limited = await buildUser(app, { orgId: org.id, can: ['scripts:read'] });
+    await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA.id]), limited.membership.id]);
+    const agent = await enroll(app, (await api.post('/enrollment-keys', { name: 'A', siteId: siteA.id })).body.key);
+    const script = await created(author.as, {});
+    const executionId = (await rest(app, author.as).post(`/scripts/${script.id}/execute`, { deviceIds: [agent.deviceId] })).body.executions[0].id;
+    const live = await subscribe(peer, limited, executionId);
+    const everywhere = await subscribe(peer, author, executionId);
+    expect([...live.errors, ...everywhere.errors]).toEqual([]);
+    const reached = (items: { status: string }[], status: string) => eventually(() => items.some((i) => i.status === status), 10_000, `the ${status} update`);
+
+    const [command] = (await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' })).body.commands;
+    await reached(live.items, 'queued');
+    await sql(app, `update device set site_id = ? where id = ?`, [siteB.id, agent.deviceId]);
+    await agentCall(app, agent, `/commands/${command.id}/result`, { status: 'running' });
+    // Both subscriptions decide each update as it arrives: once the unlimited one has `running`, the limited one has decided it too.
+    await reached(everywhere.items, 'running');
+    await sql(app, `update device set site_id = ? where id = ?`, [siteA.id, agent.deviceId]);
+    await agentCall(app, agent, `/commands/${command.id}/result`, { status: 'completed', exitCode: 0, stdout: 'ok' });
+    // Updates are decided one at a time, in order: once `completed` is in, `running` was decided before it.
+    await reached(live.items, 'completed');
+    expect(live.items.map((i) => i.status)).toEqual(['queued', 'completed']);
   });
 });
 

@@ -201,12 +201,16 @@ export async function executeScript(ctx: RequestContext, scriptId: string, rawIn
 /** An execution the caller may act on: of an organization they see (404 otherwise) and on a device of their sites. */
 export async function accessibleExecution(ctx: RequestContext, id: string, permission: 'scripts:read' | 'scripts:execute'): Promise<ScriptExecution> {
   const execution = await loadOwned(ctx, ScriptExecution, id, permission, { resource: RESOURCE });
-  const sites = visibleSiteIds(ctx, execution.orgId);
-  if (sites) {
-    const device = await ctx.em.findOne(Device, { id: execution.deviceId }, { fields: ['siteId'] });
-    if (!device?.siteId || !sites.includes(device.siteId)) throw notFound(RESOURCE);
-  }
+  if (!(await onVisibleSite(ctx, ctx.em, execution))) throw notFound(RESOURCE);
   return execution;
+}
+
+/** Whether the execution's device is, as `em` reads it now, on a site the caller sees (always for callers not limited to sites). */
+async function onVisibleSite(ctx: RequestContext, em: RequestContext['em'], execution: Pick<ScriptExecution, 'orgId' | 'deviceId'>): Promise<boolean> {
+  const sites = visibleSiteIds(ctx, execution.orgId);
+  if (!sites) return true;
+  const device = await em.findOne(Device, { id: execution.deviceId }, { fields: ['siteId'] });
+  return !!device?.siteId && sites.includes(device.siteId);
 }
 
 export async function getExecution(ctx: RequestContext, id: string): Promise<ExecutionView> {
@@ -405,7 +409,7 @@ export async function timeOutExecutions(ctx: RequestContext): Promise<number> {
 
 // ── live updates ────────────────────────────────────────────────────────────────────────────────
 
-/** The execution as its status changes, from any instance, to a caller who may read it (decided again on each change). */
+/** The execution as its status changes, from any instance, to a caller who may read it and see its device's site (decided again on each change). */
 export async function subscribeExecutionUpdates(ctx: RequestContext, executionId: string): Promise<AsyncIterable<ExecutionView>> {
   const first = await accessibleExecution(ctx, executionId, 'scripts:read');
   return selectIterable(ctx.runtime.pubsub.subscribe(DOMAIN_EVENT_TOPIC), async (event: DomainEvent): Promise<ExecutionView | null> => {
@@ -413,8 +417,10 @@ export async function subscribeExecutionUpdates(ctx: RequestContext, executionId
     const data = event.data as DomainEventMap['script.execution_updated'];
     if (data.executionId !== first.id) return null;
     // A fresh EntityManager per event: the subscription lives long, its rows must not come from a cache.
-    const execution = await ctx.em.fork().findOne(ScriptExecution, { id: first.id });
-    if (!execution || !(await permits(ctx, 'scripts:read', { orgId: execution.orgId }))) return null;
+    const em = ctx.em.fork();
+    const execution = await em.findOne(ScriptExecution, { id: first.id });
+    // The device may have moved out of a site-limited caller's sites since they subscribed.
+    if (!execution || !(await permits(ctx, 'scripts:read', { orgId: execution.orgId })) || !(await onVisibleSite(ctx, em, execution))) return null;
     return { ...executionView(execution), status: data.status as ExecutionStatus };
   });
 }

@@ -113,6 +113,19 @@ describe('automation definitions', () => {
     expect([res.status, res.body.message]).toEqual([404, 'Script not found']);
   });
 
+  test('run_script steps carry no value for a secret parameter: it would be shown to every reader', async () => {
+    const { org, api } = await writer();
+    const author = await buildUser(app, { orgId: org.id, can: ['scripts:read', 'scripts:write'] });
+    const script = await rest(app, author.as).post('/scripts', { name: `script-${unique()}`, language: 'bash', content: 'deploy', parameters: [{ name: 'apiKey', type: 'string', secret: true }, { name: 'target', type: 'string' }] });
+    expect(script.status).toBe(201);
+    const refused = await api.post('/automations', { ...manual(), steps: [{ type: 'run_script', scriptId: script.body.id, parameters: { target: 'web', apiKey: 'hunter2-plain' } }] });
+    expect([refused.status, refused.body.message]).toEqual([400, 'Parameter apiKey is secret: give it a default on the script instead of a value in the automation']);
+    const [stored] = await sql(app, `select count(*)::int as n from automation where steps::text like '%hunter2-plain%'`);
+    expect(stored.n).toBe(0);
+    const plain = await api.post('/automations', { ...manual(), steps: [{ type: 'run_script', scriptId: script.body.id, parameters: { target: 'web' } }] });
+    expect(plain.status).toBe(201);
+  });
+
   test('notify steps name a channel of the automation’s organization', async () => {
     const { api } = await writer();
     const res = await api.post('/automations', { ...manual(), steps: [{ type: 'notify', channelId: crypto.randomUUID() }] });

@@ -355,7 +355,15 @@ export async function checkSiteReach(ctx: RequestContext, orgId: string, target:
 async function checkSteps(ctx: RequestContext, orgId: string, steps: AutomationStep[]): Promise<void> {
   const named = (type: AutomationStep['type'], id: (step: AutomationStep) => string) => [...new Set(steps.filter((s) => s.type === type).map((s) => id(s).toLowerCase()))];
   const scriptIds = named('run_script', (s) => s.scriptId!);
-  if (scriptIds.length > 0 && (await ctx.em.count(Script, { id: { $in: scriptIds }, orgId })) !== scriptIds.length) throw notFound('Script');
+  const scripts = scriptIds.length > 0 ? await ctx.em.find(Script, { id: { $in: scriptIds }, orgId }, { fields: ['id', 'parameters'] }) : [];
+  if (scripts.length !== scriptIds.length) throw notFound('Script');
+  // An automation is read by everyone with automations:read and kept as written: a secret value has no
+  // place in it (the script's sealed default serves instead).
+  const secrets = new Map(scripts.map((script) => [script.id, new Set(script.parameters.filter((p) => p.secret).map((p) => p.name))]));
+  for (const step of steps) {
+    const secret = step.type === 'run_script' ? Object.keys(step.parameters ?? {}).find((name) => secrets.get(step.scriptId!.toLowerCase())?.has(name)) : undefined;
+    if (secret) throw badRequest(`Parameter ${secret} is secret: give it a default on the script instead of a value in the automation`);
+  }
   const channelIds = named('notify', (s) => s.channelId!);
   if (channelIds.length > 0 && (await ctx.em.count(AlertChannel, { id: { $in: channelIds }, orgId })) !== channelIds.length) throw notFound('Alert channel');
 }

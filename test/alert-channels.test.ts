@@ -2,7 +2,7 @@ import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { auditOf, sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
-import { buildOrg, buildUser, type BuiltUser } from './support/factories.js';
+import { buildOrg, buildSite, buildUser, type BuiltUser } from './support/factories.js';
 import { useHttpsReceiver } from './support/https-receiver.js';
 import { startSmtpReceiver, type SmtpReceiver } from './support/smtp-receiver.js';
 
@@ -219,6 +219,29 @@ describe('access', () => {
     });
     expect(planted.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     expect((await rest(app, tech.as).get(`/alerts/channels`)).body.data.map((c: { id: string }) => c.id)).toContain(id);
+  });
+
+  test('users limited to a site change and delete only channels that just policies within their sites use', async () => {
+    const [siteA, siteB] = [await buildSite(app, orgA), await buildSite(app, orgA)];
+    const limited = await buildUser(app, { orgId: orgA, can: ['alerts:read', 'alerts:write'] });
+    await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA.id]), limited.membership.id]);
+    const api = rest(app, limited.as);
+    const hook = (name: string) => ({ name, type: 'webhook', config: { url: receiver.url(`/${name}`) } });
+    const [wide, other, mine, unused] = await Promise.all(['wide', 'other', 'mine', 'unused'].map(async (name) => (await create(hook(name))).body.id as string));
+    const policy = (channelIds: string[], targets?: unknown) => rest(app, tech.as).post('/alerts/policies', { name: 'P', severities: ['low'], channelIds, targets });
+    expect((await policy([wide])).status).toBe(201);
+    expect((await policy([], { siteIds: [siteB.id] })).status).toBe(201);
+    const escalating = await rest(app, tech.as).post('/alerts/policies', { name: 'E', severities: ['low'], targets: { siteIds: [siteB.id] }, escalationSteps: [{ afterMinutes: 5, channelIds: [other] }] });
+    expect(escalating.status).toBe(201);
+    expect((await policy([mine], { siteIds: [siteA.id] })).status).toBe(201);
+    // A policy of the whole organization is 403 to them, one of another site's 404 (as that site is).
+    for (const [id, status] of [[wide, 403], [other, 404]] as const) {
+      expect((await api.patch(`/alerts/channels/${id}`, { config: { url: receiver.url('/theirs') } })).status).toBe(status);
+      expect((await api.delete(`/alerts/channels/${id}`)).status).toBe(status);
+    }
+    expect((await api.patch(`/alerts/channels/${mine}`, { name: 'Mine' })).body.name).toBe('Mine');
+    expect((await api.delete(`/alerts/channels/${unused}`)).status).toBe(204);
+    expect((await rest(app, tech.as).get(`/alerts/channels/${wide}`)).body.config.url).not.toContain('theirs');
   });
 
   test('GraphQL creates, tests and deletes a channel', async () => {

@@ -3,12 +3,13 @@ import { z } from 'zod';
 import { ALERT_CHANNEL_TYPES, AlertChannel, AlertChannelDelivery, CHANNEL_DELIVERY_STATUSES, CHANNEL_MESSAGE_KINDS, type AlertChannelType, type ChannelDeliveryStatus, type ChannelMessageKind } from '../../entities/alert-channel.js';
 import { AlertPolicy } from '../../entities/alert-policy.js';
 import type { RequestContext } from '../auth/context.js';
-import { authorize, loadOwned, targetOrgId } from '../auth/policy.js';
+import { authorize, loadOwned, targetOrgId, visibleSiteIds } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { badRequest } from '../errors.js';
 import { checkOutboundUrl, UnsafeUrlError } from '../net/outbound-guard.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
+import { checkSiteLimit } from './alert-policy-scope.js';
 import { recordAudit } from './audit.js';
 import { ChannelSendError, sendThroughChannel, type ChannelMessage, type SendableChannel } from './channel-senders.js';
 import { guardOptions } from './webhooks.js';
@@ -220,9 +221,21 @@ export async function createAlertChannel(ctx: RequestContext, raw: CreateAlertCh
   });
 }
 
+/**
+ * Users limited to some sites change only channels that just policies within their sites use:
+ * another policy's channel, repointed, would bring them its alerts.
+ */
+async function checkChannelSiteLimit(ctx: RequestContext, channel: AlertChannel): Promise<void> {
+  if (!visibleSiteIds(ctx, channel.orgId)) return;
+  for (const policy of await ctx.em.find(AlertPolicy, { orgId: channel.orgId })) {
+    if (policy.channelIds.includes(channel.id) || policy.escalationSteps.some((step) => step.channelIds.includes(channel.id))) await checkSiteLimit(ctx, channel.orgId, policy.targets);
+  }
+}
+
 export async function updateAlertChannel(ctx: RequestContext, id: string, raw: UpdateAlertChannelInput): Promise<AlertChannelView> {
   const input = parseInput(UpdateAlertChannelSchema, raw);
   const channel = await requireAlertChannel(ctx, id, 'write');
+  await checkChannelSiteLimit(ctx, channel);
   const config = input.config === undefined ? undefined : await parseConfig(ctx, channel.type, input.config);
   return withTransaction(ctx, async (tx) => {
     const changes = Object.entries(input)
@@ -240,6 +253,7 @@ export async function updateAlertChannel(ctx: RequestContext, id: string, raw: U
 /** The channel and its deliveries go; the policies naming it lose it. */
 export async function deleteAlertChannel(ctx: RequestContext, id: string): Promise<void> {
   const channel = await requireAlertChannel(ctx, id, 'write');
+  await checkChannelSiteLimit(ctx, channel);
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(AlertChannel, { id: channel.id });
     // Policies keep their other channels.

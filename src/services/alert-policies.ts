@@ -1,4 +1,3 @@
-import type { FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { AlertChannel, AlertChannelDelivery } from '../../entities/alert-channel.js';
 import { AlertEscalation, AlertPolicy, type AlertPolicyTargets, type EscalationStep } from '../../entities/alert-policy.js';
@@ -7,14 +6,15 @@ import { Device } from '../../entities/device.js';
 import { DeviceGroup } from '../../entities/device-group.js';
 import { Site } from '../../entities/site.js';
 import type { RequestContext } from '../auth/context.js';
-import { authorize, loadOwned, targetOrgId, visibleSiteIds } from '../auth/policy.js';
+import { authorize, loadOwned, targetOrgId } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
-import { forbidden, notFound } from '../errors.js';
+import { notFound } from '../errors.js';
 import { emit } from '../events/outbox.js';
 import type { DomainEvent } from '../events/types.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { parseInput, timestamp, uuid } from '../validation.js';
 import { queueChannelMessages, type QueuedMessage } from './alert-channels.js';
+import { allFound, checkSiteLimit } from './alert-policy-scope.js';
 import { AlertSeveritySchema } from './alert-conditions.js';
 import { alertEventData } from './alerts.js';
 import { recordAudit } from './audit.js';
@@ -136,25 +136,6 @@ function normalizeTargets(targets: z.output<typeof TargetsInput> | null | undefi
 
 function sortedSteps(steps: EscalationStep[] | undefined): EscalationStep[] | undefined {
   return steps && [...steps].sort((a, b) => a.afterMinutes - b.afterMinutes);
-}
-
-async function allFound<T extends object>(ctx: RequestContext, entity: new () => T, ids: string[] | undefined, where: FilterQuery<T>, resource: string): Promise<void> {
-  if (!ids || ids.length === 0) return;
-  const found = await ctx.em.count(entity, { $and: [{ id: { $in: ids } }, where] } as FilterQuery<T>);
-  if (found !== ids.length) throw notFound(resource);
-}
-
-/**
- * Users limited to some sites manage only policies whose targets lie within their sites: a policy
- * of the whole organization, or of other sites, would send their channels other sites' alerts.
- */
-async function checkSiteLimit(ctx: RequestContext, orgId: string, targets: AlertPolicyTargets | null): Promise<void> {
-  const sites = visibleSiteIds(ctx, orgId);
-  if (!sites) return;
-  if (!targets) throw forbidden('Users limited to some sites must target sites, groups or devices of their sites');
-  await allFound(ctx, Site, targets.siteIds, { orgId, id: { $in: sites } }, 'Site');
-  await allFound(ctx, DeviceGroup, targets.groupIds, { orgId, siteId: { $in: sites } }, 'Group');
-  await allFound(ctx, Device, targets.deviceIds, { orgId, siteId: { $in: sites } }, 'Device');
 }
 
 /**

@@ -1,6 +1,8 @@
 // The public login routes' rate limit (SSO_RATE_LIMIT_PER_MINUTE, per client IP and route), counted in
 // the database: two server instances on one database draw on one budget.
 import { randomUUID } from 'node:crypto';
+import type { AppError } from '../src/errors.js';
+import { consumeRateLimit } from '../src/http/rate-limit.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { rest } from './support/clients.js';
 
@@ -52,4 +54,14 @@ test('two instances on one database share the budget', async () => {
   // Each instance has seen one request: the shared count says two, the limit.
   expect((await check(first)).status).toBe(429);
   expect((await check(second)).status).toBe(429);
+});
+
+test('calls arriving together are each counted once per key (one coalesced upsert)', async () => {
+  // Called in one tick, the calls after the first two (the statements in flight) share one statement.
+  const limit = { name: `together-${randomUUID()}`, perMinute: () => 5 };
+  const outcome = (key: string) => consumeRateLimit(first.server.runtime, limit, key).then(() => 'ok', (error: AppError) => error.code);
+  const outcomes = await Promise.all([...Array.from({ length: 8 }, () => outcome('a')), outcome('b'), outcome('b')]);
+  // The budget is 5: exactly five of one key's eight pass (three of them in the shared statement); the other key's two pass beside them.
+  expect(outcomes.slice(0, 8).sort()).toEqual(['RATE_LIMITED', 'RATE_LIMITED', 'RATE_LIMITED', 'ok', 'ok', 'ok', 'ok', 'ok']);
+  expect(outcomes.slice(8)).toEqual(['ok', 'ok']);
 });

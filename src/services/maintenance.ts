@@ -42,6 +42,8 @@ const DAY_MS = 86_400_000;
 const HORIZON_MS = 14 * DAY_MS;
 /** a listed range spans at most this much */
 const MAX_RANGE_DAYS = 366;
+/** how far from now a listed range may reach (ten years either side) */
+const HORIZON_DAYS = 3653;
 /** Agenda may fire a job a moment before its due time; within this margin it is due. */
 const EARLY_TOLERANCE_MS = 1000;
 const MAX_DURATION_MINUTES = 7 * 24 * 60;
@@ -286,7 +288,7 @@ export type OccurrenceConnectionInput = z.input<typeof OccurrenceConnectionArgs>
 
 export const WindowOccurrencesQuery = z.strictObject({
   from: isoDateTime().optional().describe('start of the range (now by default; a one-off window without a range lists its one occurrence)'),
-  to: isoDateTime().optional().describe(`end of the range (30 days after \`from\` by default); a range spans at most ${MAX_RANGE_DAYS} days`),
+  to: isoDateTime().optional().describe(`end of the range (30 days after \`from\` by default); a range spans at most ${MAX_RANGE_DAYS} days and lies within ${HORIZON_DAYS} days of now`),
 });
 export type WindowOccurrencesInput = z.input<typeof WindowOccurrencesQuery>;
 
@@ -665,6 +667,11 @@ function range(from: string | undefined, to: string | undefined, now: Date): { f
   const end = to ? new Date(to) : new Date(start.getTime() + 30 * DAY_MS);
   if (end <= start) throw invalid('to', 'must be after `from`');
   if (end.getTime() - start.getTime() > MAX_RANGE_DAYS * DAY_MS) throw invalid('to', `a range spans at most ${MAX_RANGE_DAYS} days`);
+  // Listing makes occurrence rows (and their jobs): within a horizon, so that reading range after range
+  // cannot fill the tables.
+  if (Math.abs(start.getTime() - now.getTime()) > HORIZON_DAYS * DAY_MS || Math.abs(end.getTime() - now.getTime()) > HORIZON_DAYS * DAY_MS) {
+    throw invalid(from && Math.abs(start.getTime() - now.getTime()) > HORIZON_DAYS * DAY_MS ? 'from' : 'to', `must be within ${HORIZON_DAYS} days of now`);
+  }
   return { from: start, to: end };
 }
 

@@ -66,6 +66,9 @@ export function toAppError(error: unknown): { error: AppError; expected: boolean
   return { error: internalError(), expected: false };
 }
 
-function isHttpParserError(error: unknown): error is { type: string; message: string; status: number } {
-  return typeof error === 'object' && error !== null && typeof (error as { type?: unknown }).type === 'string' && typeof (error as { status?: unknown }).status === 'number';
+/** body-parser's errors: typed ones, and those it passes on from zlib (a corrupt compressed body) with only a 4xx status to expose. */
+function isHttpParserError(error: unknown): error is { type?: string; message: string; status: number } {
+  if (typeof error !== 'object' || error === null) return false;
+  const { type, status, expose } = error as { type?: unknown; status?: unknown; expose?: unknown };
+  return typeof status === 'number' && (typeof type === 'string' || (expose === true && status >= 400 && status < 500));
 }

@@ -57,6 +57,12 @@ describe('error envelope', () => {
     expect(res.body).toEqual({ code: 'VALIDATION_ERROR', message: 'Malformed JSON in request body' });
   });
 
+  test('a compressed body that does not decompress is a 400, not a 500', async () => {
+    const res = await fetch(`${app.url}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: 'not gzip at all' });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+  });
+
   test('an unknown API route is a 404 in the envelope', async () => {
     const res = await rest(app).get('/no/such/route');
     expect(res.status).toBe(404);

@@ -1,4 +1,5 @@
 import { parse, specifiedRules, validate, type DocumentNode, type GraphQLError, type GraphQLSchema, type Source, type ValidationRule } from 'graphql';
+import { MAX_DOCUMENT_TOKENS } from './limits.js';
 
 // Bounds of the cache: documents, and the query text they hold in total.
 const MAX_DOCUMENTS = 1000;
@@ -29,7 +30,7 @@ export class DocumentCache {
       this.documents.set(query, known);
       return known;
     }
-    const document = parse(source);
+    const document = parse(source, { maxTokens: MAX_DOCUMENT_TOKENS });
     this.pending.set(document, query);
     return document;
   };

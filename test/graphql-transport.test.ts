@@ -124,4 +124,18 @@ describe('API_RATE_LIMIT_PER_MINUTE', () => {
     expect((await rest(app, other.as).get('/users/me')).status).toBe(200);
     expect((await gql(app, null, '{ serviceInfo { status } }')).status).toBe(200);
   });
+
+  test('each operation of a batch counts against the budget', async () => {
+    const org = await buildOrg(app);
+    const viewer = await buildUser(app, { role: 'Organization Viewer', orgId: org.id });
+    const batch = await fetch(`${app.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${viewer.token}` },
+      body: JSON.stringify(Array.from({ length: 4 }, () => ({ query: '{ me { id } }' }))),
+    });
+    expect(((await batch.json()) as unknown[]).length).toBe(4);
+    // The batch's four used the budget of four.
+    const next = await gql(app, viewer.as, '{ me { id } }');
+    expect([next.status, next.body.errors?.[0]?.extensions?.code]).toEqual([429, 'RATE_LIMITED']);
+  });
 });

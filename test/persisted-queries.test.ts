@@ -3,6 +3,7 @@ import { createTestApp, useInstancePair, type TestApp } from './support/app.js';
 import { sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { gql } from './support/clients.js';
+import { TestClock } from './support/clock.js';
 
 /** Automatic persisted queries: a hash registered through one instance is answered by the other. */
 const pair = useInstancePair();
@@ -44,6 +45,9 @@ test('a query that fails validation, or whose hash does not match, is not kept',
     body: JSON.stringify({ query: '{ serviceInfo { version } __typename }', extensions: persisted(QUERY.replace('version', 'name')) }),
   });
   expect(mismatched.status).toBe(400);
+  expect(((await mismatched.json()) as { errors: unknown }).errors).toEqual([
+    { message: 'PERSISTED_QUERY_HASH_MISMATCH: the persistedQuery sha256Hash is not the SHA-256 of the query sent', extensions: { code: 'VALIDATION_ERROR' } },
+  ]);
   expect((await getByHash(pair.b, invalid)).body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
   expect(await sql(pair.a, 'select key from persisted_query where key like ?', [`%${hashOf(invalid)}`])).toEqual([]);
 });
@@ -57,4 +61,56 @@ test('in production, validation errors name no field through "Did you mean" hint
   } finally {
     await production.server.stop();
   }
+});
+
+describe('registrations anyone may send', () => {
+  // Two registrations kept, three requests a minute per caller; each test sends from its own address.
+  const clock = new TestClock();
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await createTestApp({ env: { GRAPHQL_PERSISTED_QUERIES_MAX: '2', API_RATE_LIMIT_PER_MINUTE: '3', TRUST_PROXY: 'loopback' }, start: { clock } });
+  });
+  afterAll(async () => app?.stop());
+
+  const register = async (query: string, ip: string) => {
+    const res = await fetch(`${app.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': ip },
+      body: JSON.stringify({ query, extensions: persisted(query) }),
+    });
+    return { status: res.status, body: (await res.json()) as { data?: unknown; errors?: { extensions?: { code?: string } }[] } };
+  };
+  const kept = async () => (await sql(app, 'select key from persisted_query order by key')).map((row: { key: string }) => row.key);
+  const keyOf = (query: string) => `apq:${hashOf(query)}`;
+
+  test('a document over 100,000 characters runs but is not kept', async () => {
+    const huge = `# ${'x'.repeat(100_000)}\n{ serviceInfo { version } }`;
+    const res = await register(huge, '198.51.100.1');
+    expect([res.status, res.body.data]).toEqual([200, { serviceInfo: { version: expect.any(String) } }]);
+    expect(await kept()).not.toContain(keyOf(huge));
+  });
+
+  test('past the cap a new registration evicts the least recently used one', async () => {
+    const [q1, q2, q3] = ['{ serviceInfo { status } }', '{ serviceInfo { version status } }', '{ serviceInfo { status version } }'];
+    expect((await register(q1, '198.51.100.2')).status).toBe(200);
+    await eventually(async () => (await kept()).includes(keyOf(q1)), 10_000, 'q1 to be kept');
+    expect((await register(q2, '198.51.100.2')).status).toBe(200);
+    await eventually(async () => (await kept()).includes(keyOf(q2)), 10_000, 'q2 to be kept');
+    // q1 is used again (a use is recorded at most hourly per instance): q2 is now the least recently used.
+    clock.advance(2 * 3_600_000);
+    expect((await getByHash(app, q1)).body.data).toEqual({ serviceInfo: { status: expect.any(String) } });
+    expect((await register(q3, '198.51.100.2')).status).toBe(200);
+    await eventually(async () => (await kept()).includes(keyOf(q3)), 10_000, 'q3 to be kept');
+    expect((await kept()).sort()).toEqual([keyOf(q1), keyOf(q3)].sort());
+  });
+
+  test("an anonymous caller's registrations count against its address's budget; its other queries do not", async () => {
+    for (let i = 0; i < 5; i++) expect((await gql(app, null, '{ serviceInfo { version } }')).status).toBe(200);
+    const queries = [1, 2, 3, 4].map((n) => `{ serviceInfo { ${Array.from({ length: n }, () => 'version').join(' ')} } }`);
+    for (const query of queries.slice(0, 3)) expect((await register(query, '198.51.100.3')).status).toBe(200);
+    const fourth = await register(queries[3]!, '198.51.100.3');
+    expect([fourth.status, fourth.body.errors?.[0]?.extensions?.code]).toEqual([429, 'RATE_LIMITED']);
+    // Another address has its own budget.
+    expect((await register(queries[3]!, '198.51.100.4')).status).toBe(200);
+  });
 });

@@ -33,6 +33,12 @@ interface Counted {
   expire: number;
 }
 
+/** One call of the counter: a key and how many requests it counts (a batch's operations count each). */
+interface Count {
+  key: string;
+  points: number;
+}
+
 /**
  * Requests arriving together are counted by one statement, so a budget that every request draws on
  * costs PostgreSQL a share of one upsert per request, not one each. Each call still sees a count made
@@ -40,21 +46,25 @@ interface Counted {
  */
 const requestCounter = onePer(
   (runtime: Runtime) =>
-    new Coalescer<string, Counted>(
-      async (keys) => {
-        const calls = new Map<string, number>();
-        for (const key of keys) calls.set(key, (calls.get(key) ?? 0) + 1);
+    new Coalescer<Count, Counted>(
+      async (counts) => {
+        const sums = new Map<string, number>();
+        for (const { key, points } of counts) sums.set(key, (sums.get(key) ?? 0) + points);
         const now = runtime.clock.now().getTime();
-        const rows = await preparedRows<{ key: string; points: number; expire: string }>(runtime.orm, COUNT_REQUESTS, [now, [...calls.keys()], [...calls.values()], now, now]);
+        const rows = await preparedRows<{ key: string; points: number; expire: string }>(runtime.orm, COUNT_REQUESTS, [now, [...sums.keys()], [...sums.values()], now, now]);
         const counted = new Map(rows.map((row) => [row.key, { points: row.points, expire: Number(row.expire) }]));
-        // The batch's calls of one key take the counter's last values in arrival order.
-        const seen = new Map<string, number>();
-        return keys.map((key) => {
+        // The batch's calls of one key take the counter's last values in arrival order: each its total
+        // less what the later calls of its key added.
+        const later = new Map<string, number>();
+        const answers: Counted[] = [];
+        for (let i = counts.length - 1; i >= 0; i--) {
+          const { key, points } = counts[i]!;
           const total = counted.get(key)!;
-          const before = calls.get(key)! - 1 - (seen.get(key) ?? 0);
-          seen.set(key, (seen.get(key) ?? 0) + 1);
-          return { points: total.points - before, expire: total.expire };
-        });
+          const after = later.get(key) ?? 0;
+          later.set(key, after + points);
+          answers[i] = { points: total.points - after, expire: total.expire };
+        }
+        return answers;
       },
       { maxBatch: 200, inFlight: 2 },
     ),
@@ -64,10 +74,10 @@ const requestCounter = onePer(
 const usedUp = onePer((_runtime: Runtime) => new Map<string, number>());
 
 /**
- * Counts one request for `key` in the service's database, so every instance draws on the same
- * budget. Over the limit: 429 RATE_LIMITED with Retry-After.
+ * Counts `points` requests (one by default) for `key` in the service's database, so every instance
+ * draws on the same budget. Over the limit: 429 RATE_LIMITED with Retry-After.
  */
-export async function consumeRateLimit(runtime: Runtime, limit: RateLimit, key: string): Promise<void> {
+export async function consumeRateLimit(runtime: Runtime, limit: RateLimit, key: string, points = 1): Promise<void> {
   const counterKey = `${limit.name}:${key}`;
   const blocked = usedUp(runtime);
   const now = runtime.clock.now().getTime();
@@ -76,8 +86,8 @@ export async function consumeRateLimit(runtime: Runtime, limit: RateLimit, key: 
     if (until > now) throw rateLimited(undefined, Math.max(1, Math.ceil((until - now) / 1000)));
     blocked.delete(counterKey);
   }
-  const { points, expire } = await requestCounter(runtime).submit(counterKey);
-  if (points <= limit.perMinute(runtime.config)) return;
+  const { points: count, expire } = await requestCounter(runtime).submit({ key: counterKey, points });
+  if (count <= limit.perMinute(runtime.config)) return;
   if (blocked.size >= 10_000) for (const [other, end] of blocked) if (end <= now) blocked.delete(other);
   blocked.set(counterKey, expire);
   throw rateLimited(undefined, Math.max(1, Math.ceil((expire - now) / 1000)));
@@ -87,11 +97,22 @@ export async function consumeRateLimit(runtime: Runtime, limit: RateLimit, key: 
 const CALLER_LIMIT: RateLimit = { name: 'caller', perMinute: (config) => config.apiRateLimitPerMinute };
 
 /**
- * Counts one request against its authenticated caller's budget (a user's, or an API key's): one
- * budget whichever front door the request came through. Anonymous requests and the service's own
- * work are not counted here (the public routes have their per-IP limits).
+ * Counts `requests` (one by default; a GraphQL batch's operations each) against its authenticated
+ * caller's budget (a user's, or an API key's): one budget whichever front door the request came
+ * through. Anonymous requests and the service's own work are not counted here (the public routes have
+ * their per-IP limits).
  */
-export async function consumeCallerBudget(runtime: Runtime, principal: Principal | null): Promise<void> {
+export async function consumeCallerBudget(runtime: Runtime, principal: Principal | null, requests = 1): Promise<void> {
   if (!principal || principal.kind === 'system' || runtime.config.apiRateLimitPerMinute === 0) return;
-  await consumeRateLimit(runtime, CALLER_LIMIT, `${principal.kind}:${principal.id}`);
+  await consumeRateLimit(runtime, CALLER_LIMIT, `${principal.kind}:${principal.id}`, requests);
+}
+
+/**
+ * Counts `requests` of an anonymous caller against a caller's budget, keyed by its client address: for
+ * writes anyone may make (GraphQL's automatic persisted-query registrations), which an authenticated
+ * caller's own budget counts.
+ */
+export async function consumeAddressBudget(runtime: Runtime, ip: string | null, requests: number): Promise<void> {
+  if (requests === 0 || runtime.config.apiRateLimitPerMinute === 0) return;
+  await consumeRateLimit(runtime, CALLER_LIMIT, `address:${ip ?? 'unknown'}`, requests);
 }

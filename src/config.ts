@@ -44,7 +44,9 @@ const trustProxy = z
 
 /** Every environment variable the server reads. The README's configuration table mirrors this. */
 const EnvSchema = z.object({
-  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  // Production unless told otherwise (`npm run dev` and the tests say so): introspection, the explorer
+  // and generated secrets are for a developer's machine, not what a forgotten variable should expose.
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('production'),
   PORT: int(3000),
   HOST: z.string().default('0.0.0.0'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
@@ -86,6 +88,7 @@ const EnvSchema = z.object({
   GRAPHQL_MAX_ALIASES: int(100, 1),
   GRAPHQL_MAX_BATCH: int(10, 1),
   GRAPHQL_WS_RECHECK_SECONDS: int(30, 1),
+  GRAPHQL_EXPLORER: bool(false),
   GRAPHQL_PERSISTED_QUERIES_MAX: int(10000, 0),
   PERSISTED_QUERIES: z.enum(['off', 'apq', 'trusted']).default('apq'),
   GRAPHQL_TIMEOUT_MS: int(10000, 1),
@@ -138,6 +141,7 @@ export interface Config {
   /** wsRecheckSeconds: how often every open WebSocket's credentials are re-checked, behind the revocation events */
   /** persistedQueriesMax: automatic persisted queries kept in the database; past it, new ones run but are not kept */
   /** maxAliases: aliased fields in one operation; maxBatch: operations in one HTTP request (a JSON array) */
+  /** explorer: GraphiQL at GET /graphql, and introspection (which it needs) in production too */
   /**
    * persistedQueries: `off` refuses the persistedQuery extension, `apq` registers any valid query by its
    * hash, `trusted` answers only the documents of an imported manifest; timeoutMs: an HTTP operation
@@ -149,6 +153,7 @@ export interface Config {
     maxCost: number;
     maxAliases: number;
     maxBatch: number;
+    explorer: boolean;
     wsRecheckSeconds: number;
     persistedQueriesMax: number;
     persistedQueries: 'off' | 'apq' | 'trusted';
@@ -171,8 +176,8 @@ export class ConfigError extends Error {}
 
 /**
  * Reads and validates the environment once. Outside production, missing secrets are generated on
- * first start and kept in DATA_DIR/secrets.json, so `npm start` needs no configuration; in
- * production a missing secret stops start-up.
+ * first start and kept in DATA_DIR/secrets.json, so `npm run dev` needs no configuration; in
+ * production (the default NODE_ENV) a missing secret stops start-up.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
@@ -238,6 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxCost: e.GRAPHQL_MAX_COST,
       maxAliases: e.GRAPHQL_MAX_ALIASES,
       maxBatch: e.GRAPHQL_MAX_BATCH,
+      explorer: e.GRAPHQL_EXPLORER,
       wsRecheckSeconds: e.GRAPHQL_WS_RECHECK_SECONDS,
       persistedQueriesMax: e.GRAPHQL_PERSISTED_QUERIES_MAX,
       persistedQueries: e.PERSISTED_QUERIES,

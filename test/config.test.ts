@@ -4,16 +4,26 @@ import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 
 const dataDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'rmm-config-'));
+/** As `npm run dev` runs: no secrets needed. */
+const dev = (env: Record<string, string>) => loadConfig({ NODE_ENV: 'development', ...env });
 
-test('defaults need no environment: secrets are generated once and kept in DATA_DIR', () => {
+test('production is the default: it needs its secrets, and has no explorer unless asked', () => {
+  expect(() => loadConfig({ DATA_DIR: dataDir() })).toThrow(/JWT_SECRET: required when NODE_ENV=production/);
+  const secrets = { SECRET_ENCRYPTION_KEY: 'k'.repeat(32), JWT_SECRET: 'j'.repeat(32) };
+  const config = loadConfig({ DATA_DIR: dataDir(), ...secrets });
+  expect([config.nodeEnv, config.isProduction, config.graphql.explorer]).toEqual(['production', true, false]);
+  expect(loadConfig({ DATA_DIR: dataDir(), ...secrets, GRAPHQL_EXPLORER: 'true' }).graphql.explorer).toBe(true);
+});
+
+test('in development (npm run dev) nothing else is needed: secrets are generated once and kept in DATA_DIR', () => {
   const dir = dataDir();
-  const first = loadConfig({ DATA_DIR: dir });
+  const first = dev({ DATA_DIR: dir });
   expect(first.port).toBe(3000);
   expect(first.publicUrl).toBe('http://localhost:3000');
   expect(first.databaseUrl).toBeNull();
   expect(first.autoMigrate).toBe(true);
   expect(first.jwtSecret).not.toBe(first.encryptionKey);
-  const second = loadConfig({ DATA_DIR: dir });
+  const second = dev({ DATA_DIR: dir });
   expect(second.jwtSecret).toBe(first.jwtSecret);
   expect(second.encryptionKey).toBe(first.encryptionKey);
 });
@@ -28,11 +38,12 @@ test('an invalid value is refused with the variable named', () => {
   expect(() => loadConfig({ DATA_DIR: dataDir(), PORT: 'eighty' })).toThrow(/PORT:/);
   expect(() => loadConfig({ DATA_DIR: dataDir(), AUTO_MIGRATE: 'maybe' })).toThrow(/AUTO_MIGRATE: must be true or false/);
   expect(() => loadConfig({ DATA_DIR: dataDir(), DATABASE_URL: 'mysql://x' })).toThrow(/DATABASE_URL: must be a postgres:\/\/ URL/);
+  expect(() => loadConfig({ DATA_DIR: dataDir(), GRAPHQL_EXPLORER: 'maybe' })).toThrow(/GRAPHQL_EXPLORER: must be true or false/);
 });
 
 test('the public URL follows the spec order PUBLIC_URL, PUBLIC_APP_URL, DASHBOARD_URL', () => {
   const dir = dataDir();
-  expect(loadConfig({ DATA_DIR: dir, DASHBOARD_URL: 'https://c.test', PUBLIC_APP_URL: 'https://b.test/' }).publicUrl).toBe('https://b.test');
-  expect(loadConfig({ DATA_DIR: dir, DASHBOARD_URL: 'https://c.test', PUBLIC_URL: 'https://a.test' }).publicUrl).toBe('https://a.test');
-  expect(loadConfig({ DATA_DIR: dir, APP_ENCRYPTION_KEY: 'k'.repeat(32) }).encryptionKey).toBe('k'.repeat(32));
+  expect(dev({ DATA_DIR: dir, DASHBOARD_URL: 'https://c.test', PUBLIC_APP_URL: 'https://b.test/' }).publicUrl).toBe('https://b.test');
+  expect(dev({ DATA_DIR: dir, DASHBOARD_URL: 'https://c.test', PUBLIC_URL: 'https://a.test' }).publicUrl).toBe('https://a.test');
+  expect(dev({ DATA_DIR: dir, APP_ENCRYPTION_KEY: 'k'.repeat(32) }).encryptionKey).toBe('k'.repeat(32));
 });

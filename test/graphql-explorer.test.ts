@@ -1,10 +1,11 @@
-// The GraphQL explorer outside production: GraphiQL's page and every asset it references come from
-// this server (the npm packages it ships), none from another origin.
+// The GraphQL explorer, on only when asked (GRAPHQL_EXPLORER=true, as `npm run dev` sets it): GraphiQL's
+// page and every asset it references come from this server (the npm packages it ships), none from another origin.
 import { createTestApp, type TestApp } from './support/app.js';
+import { gql } from './support/clients.js';
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await createTestApp({ env: { NODE_ENV: 'development' } });
+  app = await createTestApp({ env: { NODE_ENV: 'development', GRAPHQL_EXPLORER: 'true' } });
 });
 afterAll(async () => app?.stop());
 
@@ -39,13 +40,23 @@ test('GET /graphql asked for HTML is the explorer, whose scripts and styles all 
   expect(((await query.json()) as { data: unknown }).data).toEqual({ serviceInfo: { status: expect.any(String) } });
 });
 
-test('not in production', async () => {
-  const production = await createTestApp({ databaseUrl: app.databaseUrl, env: { NODE_ENV: 'production' } });
+test('off unless asked, in development too; asked for in production, it brings the introspection it reads', async () => {
+  const [production, development, explicit] = await Promise.all([
+    createTestApp({ databaseUrl: app.databaseUrl, env: { NODE_ENV: 'production' } }),
+    createTestApp({ databaseUrl: app.databaseUrl, env: { NODE_ENV: 'development' } }),
+    createTestApp({ databaseUrl: app.databaseUrl, env: { NODE_ENV: 'production', GRAPHQL_EXPLORER: 'true' } }),
+  ]);
+  const introspect = (target: TestApp) => gql(target, null, '{ __schema { queryType { name } } }');
   try {
-    const res = await page(production);
-    expect(res.headers.get('content-type')).not.toMatch(/^text\/html/);
-    expect((await fetch(`${production.url}/graphql/explorer/graphiql.min.js`)).headers.get('content-type')).not.toMatch(/javascript/);
+    for (const off of [production, development]) {
+      const res = await page(off);
+      expect(res.headers.get('content-type')).not.toMatch(/^text\/html/);
+      expect((await fetch(`${off.url}/graphql/explorer/graphiql.min.js`)).headers.get('content-type')).not.toMatch(/javascript/);
+    }
+    expect((await introspect(production)).status).toBe(400);
+    expect((await page(explicit)).headers.get('content-type')).toMatch(/^text\/html/);
+    expect((await introspect(explicit)).body).toEqual({ data: { __schema: { queryType: { name: 'Query' } } } });
   } finally {
-    await production.server.stop();
+    await Promise.all([production, development, explicit].map((target) => target.server.stop()));
   }
 });

@@ -6,9 +6,9 @@ import { freePort } from '../src/db/embedded.js';
 import { projectRoot } from '../src/paths.js';
 import { eventually } from './support/eventually.js';
 
-/** Runs the built server the way `npm start` does, with no configuration but a port and a data folder. */
-async function runServer(dataDir: string, port: number): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), DATA_DIR: dataDir, HOST: '127.0.0.1' };
+/** Runs the built server with no configuration but a port, a data folder and `extra`. */
+async function runServer(dataDir: string, port: number, extra: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; output: () => string; exited: Promise<number | null> }> {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), DATA_DIR: dataDir, HOST: '127.0.0.1', ...extra };
   const child = spawn(process.execPath, [path.join(projectRoot, 'dist/src/main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
@@ -32,20 +32,34 @@ function waitForHealth(port: number, timeoutMs: number): Promise<{ status: strin
   );
 }
 
-test('with no configuration the server starts on embedded PostgreSQL, answers /health, stops cleanly on SIGTERM and reuses its data', async () => {
+test('with no configuration the server runs as production: without its secrets it does not start, naming them', async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rmm-start-'));
   try {
+    const server = await runServer(dataDir, await freePort());
+    expect(await server.exited).toBe(1);
+    expect(server.output()).toMatch(/JWT_SECRET: required when NODE_ENV=production/);
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('as `npm run dev` runs it, with no other configuration the server starts on embedded PostgreSQL, answers /health, stops cleanly on SIGTERM and reuses its data', async () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rmm-start-'));
+  const dev = { NODE_ENV: 'development', GRAPHQL_EXPLORER: 'true' };
+  try {
     const port = await freePort();
-    const first = await runServer(dataDir, port);
-    const health = await waitForHealth(port, 15_000);
+    const first = await runServer(dataDir, port, dev);
+    const health = await waitForHealth(port, 30_000).catch((error: Error) => {
+      throw new Error(`${error.message}\n${first.output()}`);
+    });
     expect(health).toMatchObject({ status: 'ok', version: expect.any(String) });
     expect(first.output()).toMatch(/"email":"admin@localhost","password":"[^"]+".*created the first platform admin/);
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
     expect(fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
 
-    const second = await runServer(dataDir, port);
-    await waitForHealth(port, 15_000);
+    const second = await runServer(dataDir, port, dev);
+    await waitForHealth(port, 30_000);
     expect(second.output()).not.toMatch(/created the first platform admin/);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);

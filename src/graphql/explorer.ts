@@ -47,7 +47,7 @@ const PAGE = `<!doctype html>
 const wantsPage = (req: Request) => req.method === 'GET' && req.path === '/' && Object.keys(req.query as object).length === 0 && req.accepts(['application/json', 'text/html']) === 'text/html';
 
 /**
- * The GraphQL explorer (GraphiQL), outside production: `GET /graphql` asked for HTML, with React's and
+ * The GraphQL explorer (GraphiQL), with GRAPHQL_EXPLORER=true: `GET /graphql` asked for HTML, with React's and
  * GraphiQL's browser builds served from their npm packages under /graphql/explorer/ (nothing from
  * another origin, as helmet's CSP requires; GraphiQL's editors set inline styles, which it allows).
  * Answers only those requests; the rest go on (`next`).

@@ -11,7 +11,7 @@ import { authenticate, type Credentials } from '../auth/authenticate.js';
 import { RequestContext } from '../auth/context.js';
 import { badRequest, toAppError } from '../errors.js';
 import { errorAnswer } from '../http/error-answer.js';
-import { consumeCallerBudget } from '../http/rate-limit.js';
+import { consumeAddressBudget, consumeCallerBudget } from '../http/rate-limit.js';
 import { contextFor, rawClientIp } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
 import { persistedQueryKey } from '../services/trusted-documents.js';
@@ -19,8 +19,8 @@ import type { GraphqlContext } from './context.js';
 import { abandonPastDeadline, rejectedOn, timedOut } from './deadline.js';
 import { DocumentCache } from './documents.js';
 import { explorer } from './explorer.js';
-import { queryLimits } from './limits.js';
-import { PersistedQueryStore, persistedQueryRefusal, type SentOperation } from './persisted-queries.js';
+import { MAX_DOCUMENT_TOKENS, queryLimits } from './limits.js';
+import { PersistedQueryStore, isRegistration, persistedQueryRefusal, type SentOperation } from './persisted-queries.js';
 import { REVOKED_CLOSE_CODE, SocketSessions, type SocketSession } from './socket-sessions.js';
 
 // Apollo's own codes for malformed operations map onto the API's envelope codes.
@@ -143,7 +143,7 @@ export async function startGraphql(
   const wsServer = new WebSocketServer({ noServer: true });
   const sessions = new SocketSessions(runtime, config.graphql.wsRecheckSeconds * 1000);
   const mode = config.graphql.persistedQueries;
-  const store = new PersistedQueryStore(runtime.orm, config.graphql.persistedQueriesMax, mode === 'trusted');
+  const store = new PersistedQueryStore(runtime.orm, runtime.clock, config.graphql.persistedQueriesMax, mode === 'trusted');
   const wsCleanup = useServer<Record<string, unknown>, { principal?: RequestContext['principal']; session?: SocketSession }>(
     {
       schema,
@@ -213,8 +213,11 @@ export async function startGraphql(
   abandonPastDeadline(schema);
   const apollo = new ApolloServer<GraphqlContext>({
     schema,
-    introspection: !config.isProduction,
+    // Off in production, unless the explorer (GRAPHQL_EXPLORER), which reads the schema through it, is on.
+    introspection: !config.isProduction || config.graphql.explorer,
     validationRules: [limits],
+    // A document's size bounds the work of validating it (the same bound as graphql-ws's DocumentCache).
+    parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS },
     // A JSON array of operations answers an array of results; how many one request may carry is capped below.
     allowBatchedHttpRequests: true,
     // Apollo's CSRF guard refuses simple GETs without a preflight header; it protects cookie sessions,
@@ -283,7 +286,10 @@ export async function startGraphql(
         if (refusal) throw refusal;
       }
       const ctx = await contextFor(runtime, req);
-      await consumeCallerBudget(runtime, ctx.principal);
+      // Each operation of a batch is a request of its caller's; an anonymous caller's APQ registrations
+      // (a row each, which anyone may send) count against its address.
+      await consumeCallerBudget(runtime, ctx.principal, Math.max(1, operations.length));
+      if (!ctx.principal && mode === 'apq') await consumeAddressBudget(runtime, ctx.meta.ip, operations.filter(isRegistration).length);
       const deadline = new AbortController();
       const timer = setTimeout(() => deadline.abort(timedOut(timeoutMs)), timeoutMs);
       try {
@@ -306,8 +312,8 @@ export async function startGraphql(
     }
   };
   return {
-    // The explorer (a development aid) answers its page and assets first; everything else is GraphQL.
-    middleware: config.isProduction ? middleware : chain(explorer(), middleware),
+    // The explorer (GRAPHQL_EXPLORER, a development aid) answers its page and assets first; everything else is GraphQL.
+    middleware: config.graphql.explorer ? chain(explorer(), middleware) : middleware,
     upgrade: (req, socket, head) => wsServer.handleUpgrade(req, socket, head, (ws) => wsServer.emit('connection', ws, req)),
     async stop() {
       await Promise.allSettled(running);

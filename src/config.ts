@@ -44,9 +44,9 @@ const trustProxy = z
 
 /** Every environment variable the server reads. The README's configuration table mirrors this. */
 const EnvSchema = z.object({
-  // Production unless told otherwise (`npm run dev` and the tests say so): introspection, the explorer
-  // and generated secrets are for a developer's machine, not what a forgotten variable should expose.
-  NODE_ENV: z.enum(['development', 'production', 'test']).default('production'),
+  // Production unless told otherwise (`npm run dev` and the tests say so): introspection and the
+  // explorer are for a developer's machine, not what a forgotten variable should expose.
+  NODE_ENV: z.enum(['development', 'production', 'test']).optional(),
   PORT: int(3000),
   HOST: z.string().default('0.0.0.0'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
@@ -175,9 +175,10 @@ export interface Config {
 export class ConfigError extends Error {}
 
 /**
- * Reads and validates the environment once. Outside production, missing secrets are generated on
- * first start and kept in DATA_DIR/secrets.json, so `npm run dev` needs no configuration; in
- * production (the default NODE_ENV) a missing secret stops start-up.
+ * Reads and validates the environment once. Without NODE_ENV the server behaves as production (no
+ * introspection, no explorer) but, like development, generates missing secrets on first start and keeps
+ * them in DATA_DIR/secrets.json, so `npm install && npm start` needs no configuration; a deployment that
+ * says NODE_ENV=production must give its secrets (every instance needs the same ones), else start-up stops.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = EnvSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
@@ -185,15 +186,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
-  const e = parsed.data;
+  const e = { ...parsed.data, NODE_ENV: parsed.data.NODE_ENV ?? 'production' };
   const isProduction = e.NODE_ENV === 'production';
+  const secretsRequired = parsed.data.NODE_ENV === 'production';
   const dataDir = path.resolve(e.DATA_DIR);
   const secrets = resolveSecrets(
     {
       encryptionKey: { value: e.SECRET_ENCRYPTION_KEY ?? e.APP_ENCRYPTION_KEY, names: 'SECRET_ENCRYPTION_KEY or APP_ENCRYPTION_KEY' },
       jwtSecret: { value: e.JWT_SECRET, names: 'JWT_SECRET' },
     },
-    { isProduction, dataDir },
+    { required: secretsRequired, dataDir },
   );
   if ((e.ADMIN_EMAIL === undefined) !== (e.ADMIN_PASSWORD === undefined)) {
     throw new ConfigError('Invalid configuration:\n  ADMIN_EMAIL and ADMIN_PASSWORD must be set together');
@@ -276,9 +278,9 @@ function pagerdutyEventsUrl(raw: string): string {
 
 type SecretSpec = Record<string, { value: string | undefined; names: string }>;
 
-function resolveSecrets<T extends SecretSpec>(spec: T, opts: { isProduction: boolean; dataDir: string }): { [K in keyof T]: string } {
+function resolveSecrets<T extends SecretSpec>(spec: T, opts: { required: boolean; dataDir: string }): { [K in keyof T]: string } {
   const missing = Object.entries(spec).filter(([, s]) => !s.value);
-  if (missing.length > 0 && opts.isProduction) {
+  if (missing.length > 0 && opts.required) {
     throw new ConfigError(`Invalid configuration:\n${missing.map(([, s]) => `  ${s.names}: required when NODE_ENV=production`).join('\n')}`);
   }
   const file = path.join(opts.dataDir, 'secrets.json');

@@ -7,12 +7,12 @@ const dataDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'rmm-config-'));
 /** As `npm run dev` runs: no secrets needed. */
 const dev = (env: Record<string, string>) => loadConfig({ NODE_ENV: 'development', ...env });
 
-test('production is the default: it needs its secrets, and has no explorer unless asked', () => {
-  expect(() => loadConfig({ DATA_DIR: dataDir() })).toThrow(/JWT_SECRET: required when NODE_ENV=production/);
-  const secrets = { SECRET_ENCRYPTION_KEY: 'k'.repeat(32), JWT_SECRET: 'j'.repeat(32) };
-  const config = loadConfig({ DATA_DIR: dataDir(), ...secrets });
+test('production is the default: no explorer unless asked, and secrets generated once and kept in DATA_DIR (npm start needs nothing)', () => {
+  const dir = dataDir();
+  const config = loadConfig({ DATA_DIR: dir });
   expect([config.nodeEnv, config.isProduction, config.graphql.explorer]).toEqual(['production', true, false]);
-  expect(loadConfig({ DATA_DIR: dataDir(), ...secrets, GRAPHQL_EXPLORER: 'true' }).graphql.explorer).toBe(true);
+  expect(loadConfig({ DATA_DIR: dir }).jwtSecret).toBe(config.jwtSecret);
+  expect(loadConfig({ DATA_DIR: dir, GRAPHQL_EXPLORER: 'true' }).graphql.explorer).toBe(true);
 });
 
 test('in development (npm run dev) nothing else is needed: secrets are generated once and kept in DATA_DIR', () => {
@@ -28,7 +28,7 @@ test('in development (npm run dev) nothing else is needed: secrets are generated
   expect(second.encryptionKey).toBe(first.encryptionKey);
 });
 
-test('in production a missing secret stops start-up, naming the variable', () => {
+test('a deployment that says NODE_ENV=production must give its secrets: a missing one stops start-up, naming the variable', () => {
   expect(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir(), JWT_SECRET: 'x'.repeat(40) })).toThrow(
     /SECRET_ENCRYPTION_KEY or APP_ENCRYPTION_KEY: required when NODE_ENV=production/,
   );

@@ -32,10 +32,10 @@ function waitForHealth(port: number, timeoutMs: number): Promise<{ status: strin
   );
 }
 
-test('with no configuration the server runs as production: without its secrets it does not start, naming them', async () => {
+test('with NODE_ENV=production and no secrets the server does not start, naming them', async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rmm-start-'));
   try {
-    const server = await runServer(dataDir, await freePort());
+    const server = await runServer(dataDir, await freePort(), { NODE_ENV: 'production' });
     expect(await server.exited).toBe(1);
     expect(server.output()).toMatch(/JWT_SECRET: required when NODE_ENV=production/);
   } finally {
@@ -43,12 +43,12 @@ test('with no configuration the server runs as production: without its secrets i
   }
 });
 
-test('as `npm run dev` runs it, with no other configuration the server starts on embedded PostgreSQL, answers /health, stops cleanly on SIGTERM and reuses its data', async () => {
+test('as `npm start` runs it, with no configuration the server starts on embedded PostgreSQL, answers /health, stops cleanly on SIGTERM and reuses its data', async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rmm-start-'));
-  const dev = { NODE_ENV: 'development', GRAPHQL_EXPLORER: 'true' };
+  const noConfiguration = {};
   try {
     const port = await freePort();
-    const first = await runServer(dataDir, port, dev);
+    const first = await runServer(dataDir, port, noConfiguration);
     const health = await waitForHealth(port, 30_000).catch((error: Error) => {
       throw new Error(`${error.message}\n${first.output()}`);
     });
@@ -58,7 +58,7 @@ test('as `npm run dev` runs it, with no other configuration the server starts on
     expect(await first.exited).toBe(0);
     expect(fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
 
-    const second = await runServer(dataDir, port, dev);
+    const second = await runServer(dataDir, port, noConfiguration);
     await waitForHealth(port, 30_000);
     expect(second.output()).not.toMatch(/created the first platform admin/);
     second.child.kill('SIGTERM');

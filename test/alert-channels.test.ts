@@ -38,8 +38,8 @@ beforeAll(async () => {
   const b = await buildOrg(app);
   orgA = a.id;
   orgB = b.id;
-  // alerts:write is what an Organization Technician holds; a viewer holds alerts:read.
-  tech = await buildUser(app, { orgId: orgA, can: ['alerts:read', 'alerts:write'] });
+  // Setting a channel's outbound URL also needs organizations:write (as webhooks do); a viewer holds alerts:read.
+  tech = await buildUser(app, { orgId: orgA, can: ['alerts:read', 'alerts:write', 'organizations:write'] });
   viewer = await buildUser(app, { orgId: orgA, can: ['alerts:read'] });
   outsider = await buildUser(app, { orgId: orgB, can: ['alerts:read', 'alerts:write'] });
   partnerTech = await buildUser(app, { partnerId: b.partnerId, can: ['alerts:read', 'alerts:write'] });
@@ -219,6 +219,27 @@ describe('access', () => {
     });
     expect(planted.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     expect((await rest(app, tech.as).get(`/alerts/channels`)).body.data.map((c: { id: string }) => c.id)).toContain(id);
+  });
+
+  test('an outbound URL is set only with organizations:write, as a webhook’s; alerts:write alone edits the rest', async () => {
+    // An Organization Technician: alerts:write with MFA, no organizations:write.
+    const technician = await buildUser(app, { orgId: orgA, role: 'Organization Technician' });
+    const api = rest(app, technician.as);
+    const hook = await create({ name: 'Ops hook', type: 'webhook', config: { url: receiver.url('/ops-hook') } });
+    for (const type of ['webhook', 'slack', 'teams']) {
+      const refused = await api.post('/alerts/channels', { name: `Exfil ${type}`, type, config: { url: receiver.url('/attacker') } });
+      expect([type, refused.status, refused.body.code]).toEqual([type, 403, 'FORBIDDEN']);
+    }
+    const repointed = await api.patch(`/alerts/channels/${hook.body.id}`, { config: { url: receiver.url('/attacker') } });
+    expect([repointed.status, repointed.body.code]).toEqual([403, 'FORBIDDEN']);
+    const graph = await gql(app, technician.as, `mutation($id: ID!, $input: UpdateAlertChannelInput!) { updateAlertChannel(id: $id, input: $input) { id } }`, { id: hook.body.id, input: { config: { url: receiver.url('/attacker') } } });
+    expect(graph.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect((await rest(app, viewer.as).get(`/alerts/channels/${hook.body.id}`)).body.config.url).not.toContain('attacker');
+    // Renaming, disabling, testing and deleting a URL channel, and channels without a URL, stay theirs.
+    expect((await api.patch(`/alerts/channels/${hook.body.id}`, { name: 'Ops', enabled: false })).body).toMatchObject({ name: 'Ops', enabled: false });
+    expect((await api.post('/alerts/channels', { name: 'Mail', type: 'email', config: { to: ['ops@example.test'] } })).status).toBe(201);
+    expect((await api.post('/alerts/channels', { name: 'Paging', type: 'pagerduty', config: { routingKey: ROUTING_KEY } })).status).toBe(201);
+    expect((await api.delete(`/alerts/channels/${hook.body.id}`)).status).toBe(204);
   });
 
   test('users limited to a site change and delete only channels that just policies within their sites use', async () => {

@@ -39,8 +39,8 @@ beforeAll(async () => {
     env: { ALLOW_PRIVATE_NETWORK_TARGETS: 'true', SMTP_URL: smtp.url, PAGERDUTY_EVENTS_URL: receiver.url('/pd/v2/enqueue'), ALERT_ESCALATION_CHECK_SECONDS: '1' },
     start: { clock },
   });
-  // A technician holds alerts:* and devices:* (for the group); the viewer only reads.
-  const f = await fleet(app, { user: { can: ['alerts:read', 'alerts:write', 'devices:read', 'devices:write'] } });
+  // A technician holds alerts:* and devices:* (for the group), and organizations:write to point channels at URLs; the viewer only reads.
+  const f = await fleet(app, { user: { can: ['alerts:read', 'alerts:write', 'devices:read', 'devices:write', 'organizations:write'] } });
   orgId = f.org.id;
   tech = f.tech;
   viewer = await buildUser(app, { orgId, role: 'Organization Viewer' });
@@ -57,7 +57,7 @@ beforeAll(async () => {
   ch.grouped = await channel({ name: 'Group hook', type: 'webhook', config: { url: receiver.url('/grouped') } });
   ch.escalation = await channel({ name: 'Escalation hook', type: 'webhook', config: { url: receiver.url('/escalation') } });
   const other = await buildOrg(app);
-  outsider = await buildUser(app, { orgId: other.id, can: ['alerts:read', 'alerts:write'] });
+  outsider = await buildUser(app, { orgId: other.id, can: ['alerts:read', 'alerts:write', 'organizations:write'] });
   const foreign = await rest(app, outsider.as).post('/alerts/channels', { name: 'Theirs', type: 'webhook', config: { url: receiver.url('/theirs') } });
   foreignChannel = foreign.body.id;
 });

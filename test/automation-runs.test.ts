@@ -1,10 +1,10 @@
 import { createTestApp, useInstancePair, type TestApp } from './support/app.js';
 import { TestClock } from './support/clock.js';
-import { rest, type As } from './support/clients.js';
+import { gql, rest, type As } from './support/clients.js';
 import { dispatched, sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
-import { buildUser, unique } from './support/factories.js';
+import { buildSite, buildUser, unique } from './support/factories.js';
 
 const clock = new TestClock();
 let app: TestApp;
@@ -209,6 +209,27 @@ describe('manual runs', () => {
     const runner = await buildUser(app, { orgId: f.org.id, can: ['automations:read', 'automations:run'] });
     const run = await ended(runner.as, (await startRun(runner.as, id)).id);
     expect(outcomes(run)).toEqual([[member!.deviceId, 0, 'completed']]);
+  });
+
+  test('a user limited to some sites sees a run’s devices and results of their sites only, over REST and GraphQL', async () => {
+    const { org, key, api, user } = await automationFleet();
+    const [siteA1, siteA2] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    const a1 = await enroll(app, key);
+    const a2 = await enroll(app, key);
+    for (const [device, site] of [[a1, siteA1], [a2, siteA2]] as const) expect((await api.patch(`/devices/${device.deviceId}`, { siteId: site.id })).status).toBe(200);
+    const id = await createAutomation(user.as, { steps: [{ type: 'command', commandType: 'refresh_inventory' }] });
+    const run = await ended(user.as, (await startRun(user.as, id)).id);
+    expect(run.results).toHaveLength(2);
+
+    const limited = await buildUser(app, { orgId: org.id, role: 'Organization Viewer' });
+    await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA1.id]), limited.membership.id]);
+    const seen = await runOf(limited.as, run.id);
+    expect([(seen as Run & { deviceIds: string[] }).deviceIds, outcomes(seen)]).toEqual([[a1.deviceId], [[a1.deviceId, 0, 'completed']]]);
+    const listed = (await rest(app, limited.as).get(`/automations/${id}/runs`)).body.data[0];
+    expect([listed.deviceIds, listed.results.map((r: Result) => r.deviceId)]).toEqual([[a1.deviceId], [a1.deviceId]]);
+    const graph = await gql(app, limited.as, 'query($id: ID!) { automationRun(runId: $id) { deviceIds results { deviceId } } }', { id: run.id });
+    expect(graph.body.data.automationRun).toEqual({ deviceIds: [a1.deviceId], results: [{ deviceId: a1.deviceId }] });
+    expect(JSON.stringify([seen, listed, graph.body])).not.toContain(a2.deviceId);
   });
 
   test('runs are listed newest first', async () => {

@@ -259,6 +259,30 @@ describe('webhook triggers', () => {
     expect((await rest(app, runner.as).get(`/automations/${id}`)).body.webhookUrl).toMatch(/\?token=/);
   });
 
+  test('a user limited to some sites sees the URL of automations aimed within their sites only, over REST and GraphQL: an organization-wide one’s would run it everywhere', async () => {
+    const { org, api } = await writer();
+    const [siteA1, siteA2] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    const webhook = (target: Record<string, unknown>) => api.post('/automations', { ...manual(), trigger: { type: 'webhook' }, target });
+    const wide = (await webhook({ type: 'organization' })).body;
+    const other = (await webhook({ type: 'site', siteIds: [siteA2.id] })).body;
+    const own = (await webhook({ type: 'site', siteIds: [siteA1.id] })).body;
+    const limited = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
+    await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA1.id]), limited.membership.id]);
+    const mine = rest(app, limited.as);
+    expect((await mine.post(`/automations/${wide.id}/run`)).status).toBe(403);
+    for (const id of [wide.id, other.id]) expect((await mine.get(`/automations/${id}`)).body.webhookUrl).toBeNull();
+    expect((await mine.get(`/automations/${own.id}`)).body.webhookUrl).toBe(own.webhookUrl);
+    const listed = new Map((await mine.get('/automations')).body.data.map((a: { id: string; webhookUrl: string | null }) => [a.id, a.webhookUrl]));
+    expect([listed.get(wide.id), listed.get(other.id), listed.get(own.id)]).toEqual([null, null, own.webhookUrl]);
+    const graph = await gql(app, limited.as, '{ automations { data { id webhookUrl } } }');
+    const shown = new Map(graph.body.data.automations.data.map((a: { id: string; webhookUrl: string | null }) => [a.id, a.webhookUrl]));
+    expect([shown.get(wide.id), shown.get(other.id), shown.get(own.id)]).toEqual([null, null, own.webhookUrl]);
+    // Nor can they have its token rotated to learn the new one.
+    const rotated = await mine.patch(`/automations/${wide.id}`, { trigger: { type: 'webhook' } });
+    expect([rotated.status, rotated.body.webhookUrl]).toEqual([403, undefined]);
+    expect((await api.get(`/automations/${wide.id}`)).body.webhookUrl).toBe(wide.webhookUrl);
+  });
+
   test('a token never opens another automation', async () => {
     const { api } = await writer();
     const a = await api.post('/automations', { ...manual(), trigger: { type: 'webhook' } });

@@ -1,5 +1,5 @@
 import { MikroORM } from '@mikro-orm/postgresql';
-import { createClient } from 'graphql-ws';
+import { createClient, type Client } from 'graphql-ws';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { ormConfig } from '../mikro-orm.config.js';
@@ -14,7 +14,9 @@ import { createTestApp } from './support/app.js';
 import { createTestDatabase } from './support/database.js';
 import { dispatched, sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
-import { buildOrg, buildUser } from './support/factories.js';
+import { rest } from './support/clients.js';
+import { enroll, fleet } from './support/devices.js';
+import { buildOrg, buildSite, buildUser } from './support/factories.js';
 
 function recorder(name: string, on = ['test.*']): EventSubscriber & { seen: DomainEvent[] } {
   const seen: DomainEvent[] = [];
@@ -150,6 +152,59 @@ test('a subscription on one instance receives events committed through another',
     await client.dispose();
     await second.stop();
     await first.stop();
+  }
+});
+
+test('domainEvents keeps a user limited to some sites to their devices: another site’s device, alert, script and run events are not delivered, their own are', async () => {
+  const app = await createTestApp();
+  let ws: Client | undefined;
+  try {
+    const f = await fleet(app);
+    const [siteA1, siteA2] = [await buildSite(app, f.org.id), await buildSite(app, f.org.id)];
+    const keyFor = async (siteId: string) => (await f.api.post('/enrollment-keys', { name: `key ${siteId}`, siteId })).body.key as string;
+    const inA1 = await enroll(app, await keyFor(siteA1.id), 'in-a1');
+    const inA2 = await enroll(app, await keyFor(siteA2.id), 'in-a2');
+    const limited = await buildUser(app, { orgId: f.org.id, role: 'Organization Technician' });
+    await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA1.id]), limited.membership.id]);
+    expect((await rest(app, limited.as).get(`/devices/${inA2.deviceId}`)).status).toBe(404);
+    const runner = rest(app, (await buildUser(app, { orgId: f.org.id, can: ['automations:read', 'automations:write', 'automations:run'] })).as);
+    const automation = await runner.post('/automations', { name: 'Both sites', trigger: { type: 'manual' }, target: { type: 'devices', deviceIds: [inA1.deviceId, inA2.deviceId] }, steps: [{ type: 'wait', seconds: 3600 }] });
+    expect(automation.status).toBe(201);
+
+    ws = createClient({ url: app.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${limited.token}` } });
+    const types = ['device.updated', 'alert.triggered', 'script.completed', 'automation.started'];
+    const received: { type: string; data: Record<string, unknown> }[] = [];
+    ws.subscribe(
+      { query: `subscription { domainEvents(types: ${JSON.stringify(types)}) { type data } }` },
+      { next: (msg) => void received.push((msg.data as { domainEvents: (typeof received)[number] }).domainEvents), error: () => {}, complete: () => {} },
+    );
+    await eventually(() => app.subscriptions(DOMAIN_EVENT_TOPIC) === 1, 10_000, 'the subscription to be live');
+    const published: DomainEvent[] = [];
+    app.server.runtime.pubsub.on(DOMAIN_EVENT_TOPIC, (event) => void published.push(event as DomainEvent));
+
+    // Each site's events, as their services emit them: a device change, an alert, a script's end.
+    const eventsOf = async (device: typeof inA1) => {
+      expect((await f.api.patch(`/devices/${device.deviceId}`, { tags: ['seen'] })).status).toBe(200);
+      await emitCommitted(app.server.runtime, 'alert.triggered', f.org.id, { alertId: crypto.randomUUID(), orgId: f.org.id, siteId: device.siteId, deviceId: device.deviceId, ruleId: null, severity: 'high', status: 'active', title: `alert on ${device.deviceId}` });
+      await emitCommitted(app.server.runtime, 'script.completed', f.org.id, { executionId: crypto.randomUUID(), scriptId: crypto.randomUUID(), deviceId: device.deviceId, orgId: f.org.id, status: 'completed', exitCode: 0 });
+    };
+    // The other site's first: once the instance has published them, they sit ahead of the user's own in the subscription's queue.
+    await eventsOf(inA2);
+    await eventually(() => types.slice(0, 3).every((type) => published.some((e) => e.type === type && (e.data as { deviceId?: string }).deviceId === inA2.deviceId)), 10_000, "site A2's events on the instance");
+    await eventsOf(inA1);
+    // An organization-wide run on both sites' devices: delivered, naming and counting the user's device only.
+    expect((await runner.post(`/automations/${automation.body.id}/run`)).status).toBe(202);
+    await eventually(() => received.length === 4, 10_000, "site A1's events");
+    expect(received.map((e) => [e.type, e.data.deviceId ?? e.data.deviceCount])).toEqual([
+      ['device.updated', inA1.deviceId],
+      ['alert.triggered', inA1.deviceId],
+      ['script.completed', inA1.deviceId],
+      ['automation.started', 1],
+    ]);
+    expect(JSON.stringify(received)).not.toContain(inA2.deviceId);
+  } finally {
+    await ws?.dispose();
+    await app.stop();
   }
 });
 

@@ -2,7 +2,8 @@ import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
 import { agentCall, enroll, fleet } from './support/devices.js';
 import { TestClock } from './support/clock.js';
-import { buildOrg, buildUser } from './support/factories.js';
+import { sql } from './support/db.js';
+import { buildOrg, buildSite, buildUser } from './support/factories.js';
 
 const clock = new TestClock();
 let app: TestApp;
@@ -145,6 +146,32 @@ describe('templates and usage', () => {
 });
 
 describe('access', () => {
+  test('usage stats of a user limited to some sites count only their sites’ devices, over REST and GraphQL', async () => {
+    const { org, api: techApi } = await fleet(app);
+    const [siteA1, siteA2] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    const keyFor = async (siteId: string) => (await techApi.post('/enrollment-keys', { name: `key ${siteId}`, siteId })).body.key as string;
+    const inA1 = await enroll(app, await keyFor(siteA1.id));
+    const inA2 = await enroll(app, await keyFor(siteA2.id));
+    const author = await buildUser(app, { orgId: org.id, can: ['scripts:read', 'scripts:write', 'scripts:execute'] });
+    const script = await createScript(author.as);
+    const run = async (agent: typeof inA1, exitCode: number) => {
+      expect((await rest(app, author.as).post(`/scripts/${script.id}/execute`, { deviceIds: [agent.deviceId] })).status).toBe(202);
+      const [command] = (await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' })).body.commands;
+      await agentCall(app, agent, `/commands/${command.id}/result`, { status: 'running' });
+      await agentCall(app, agent, `/commands/${command.id}/result`, { status: 'completed', exitCode });
+    };
+    await run(inA1, 0);
+    await run(inA2, 1);
+    await run(inA2, 1);
+    const limited = await buildUser(app, { orgId: org.id, role: 'Organization Viewer' });
+    await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA1.id]), limited.membership.id]);
+    expect((await rest(app, limited.as).get(`/script-library/scripts/${script.id}/usage-stats`)).body).toMatchObject({ executions: 1, successRate: 1 });
+    const graph = await gql(app, limited.as, 'query ($id: ID!) { scriptUsageStats(scriptId: $id) { executions successRate } }', { id: script.id });
+    expect(graph.body.data.scriptUsageStats).toEqual({ executions: 1, successRate: 1 });
+    // Callers not limited to sites count every execution.
+    expect((await rest(app, author.as).get(`/script-library/scripts/${script.id}/usage-stats`)).body).toMatchObject({ executions: 3, successRate: 0.3333 });
+  });
+
   test("another organization's library is not found on every route, over REST and GraphQL", async () => {
     const mine = await libraryOrg();
     const theirs = await libraryOrg();

@@ -12,7 +12,7 @@ import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { checkSiteLimit } from './alert-policy-scope.js';
 import { recordAudit } from './audit.js';
 import { ChannelSendError, sendThroughChannel, type ChannelMessage, type SendableChannel } from './channel-senders.js';
-import { guardOptions } from './webhooks.js';
+import { WEBHOOK_PERMISSION, guardOptions } from './webhooks.js';
 
 /*
  * Notification channels of an organization's alerts, and their deliveries: a delivery is queued in
@@ -190,6 +190,15 @@ function sealConfig(ctx: RequestContext, type: AlertChannelType, config: ParsedC
   };
 }
 
+/**
+ * Setting where a slack, teams or webhook channel sends (its outbound URL) needs what webhooks need
+ * (`organizations:write`, with MFA) besides `alerts:write`: both send the organization's data to the
+ * address given. Other channel edits keep `alerts:write` alone.
+ */
+async function authorizeOutboundUrl(ctx: RequestContext, orgId: string, type: AlertChannelType): Promise<void> {
+  if (CONFIG_SCHEMAS[type] === UrlConfig) await authorize(ctx, WEBHOOK_PERMISSION.write, { orgId, mfa: true, resource: RESOURCE });
+}
+
 /** A channel the caller may read (`write`: change, with MFA, as its secrets send data out); another tenant's is 404. */
 export function requireAlertChannel(ctx: RequestContext, id: string, access: 'read' | 'write'): Promise<AlertChannel> {
   return loadOwned(ctx, AlertChannel, id, ALERT_CHANNEL_PERMISSION[access], { resource: RESOURCE, mfa: access === 'write' });
@@ -212,6 +221,7 @@ export async function createAlertChannel(ctx: RequestContext, raw: CreateAlertCh
   const input = parseInput(CreateAlertChannelSchema, raw);
   const orgId = await targetOrgId(ctx, input.orgId, RESOURCE);
   const principal = await authorize(ctx, ALERT_CHANNEL_PERMISSION.write, { orgId, mfa: true, resource: RESOURCE });
+  await authorizeOutboundUrl(ctx, orgId, input.type);
   const config = await parseConfig(ctx, input.type, input.config);
   return withTransaction(ctx, async (tx) => {
     const channel = tx.em.create(AlertChannel, { orgId, name: input.name, type: input.type, ...sealConfig(tx, input.type, config), enabled: input.enabled ?? true, createdBy: principal.userId });
@@ -236,6 +246,7 @@ export async function updateAlertChannel(ctx: RequestContext, id: string, raw: U
   const input = parseInput(UpdateAlertChannelSchema, raw);
   const channel = await requireAlertChannel(ctx, id, 'write');
   await checkChannelSiteLimit(ctx, channel);
+  if (input.config !== undefined) await authorizeOutboundUrl(ctx, channel.orgId, channel.type);
   const config = input.config === undefined ? undefined : await parseConfig(ctx, channel.type, input.config);
   return withTransaction(ctx, async (tx) => {
     const changes = Object.entries(input)

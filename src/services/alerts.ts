@@ -286,14 +286,18 @@ export async function endSuppressions(ctx: RequestContext): Promise<number> {
  * optionally of one organization, from whichever instance changed them. Each is answered as it is
  * when the notice arrives.
  */
+/** Whether the caller may read an alert of this organization and site (site-limited callers: of their sites only): each live notice of one is decided by it. */
+export async function maySeeAlert(ctx: RequestContext, alert: Pick<AlertEventData, 'orgId' | 'siteId'>): Promise<boolean> {
+  const sites = visibleSiteIds(ctx, alert.orgId);
+  if (sites && (!alert.siteId || !sites.includes(alert.siteId))) return false;
+  return permits(ctx, 'alerts:read', { orgId: alert.orgId });
+}
+
 export async function subscribeAlertChanges(ctx: RequestContext, orgId: string | null): Promise<AsyncIterable<AlertView>> {
   if (orgId) await authorize(ctx, 'alerts:read', { orgId, resource: 'Organization' });
   else await authorize(ctx, 'alerts:read');
   return selectIterable(ctx.runtime.pubsub.subscribe(ALERT_TOPIC), async (data: AlertEventData): Promise<AlertView | null> => {
-    if (orgId && data.orgId !== orgId) return null;
-    const sites = visibleSiteIds(ctx, data.orgId);
-    if (sites && (!data.siteId || !sites.includes(data.siteId))) return null;
-    if (!(await permits(ctx, 'alerts:read', { orgId: data.orgId }))) return null;
+    if ((orgId && data.orgId !== orgId) || !(await maySeeAlert(ctx, data))) return null;
     // A fresh EntityManager per notice: the subscription lives long, its rows must not come from a cache.
     const alert = await ctx.em.fork().findOne(Alert, { id: data.alertId });
     return alert && alertView(alert);

@@ -12,11 +12,11 @@ import {
 } from '../../entities/automation.js';
 import { Device } from '../../entities/device.js';
 import { RequestContext } from '../auth/context.js';
-import { isUuid, loadOwned, requirePrincipal, skipAuthorization } from '../auth/policy.js';
+import { isUuid, loadOwned, requirePrincipal, skipAuthorization, tenantWhere, visibleSiteIds } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { AppError, conflict, unauthenticated } from '../errors.js';
 import { emit } from '../events/outbox.js';
-import type { DomainEvent, ScriptExecutionEventData } from '../events/types.js';
+import type { AutomationRunEventData, DomainEvent, ScriptExecutionEventData } from '../events/types.js';
 import { CursorQuery, PageQuery, encodeCursor, pageInfoOf, keysetWhere, pageOptions, pageSchema, toPage, type Connection, type Page } from '../pagination.js';
 import { safeEqual, sha256Hex } from '../secrets.js';
 import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
@@ -114,10 +114,24 @@ function resultView(row: AutomationRunResult): z.output<typeof StepResultViewSch
   };
 }
 
-/** The runs' views with their results, read in one statement for all of them. */
+/**
+ * Of these devices, those a caller limited to some sites may see (their sites' devices, as `em` reads
+ * them now); null when the caller is not limited (or is a webhook token's anonymous holder): all of them.
+ */
+async function devicesInSight(ctx: RequestContext, em: RequestContext['em'], deviceIds: string[]): Promise<Set<string> | null> {
+  if (!ctx.principal || !visibleSiteIds(ctx)) return null;
+  if (deviceIds.length === 0) return new Set();
+  const where = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const rows = await em.find(Device, { $and: [where, { id: { $in: deviceIds } }] }, { fields: ['id'], disableIdentityMap: true });
+  return new Set(rows.map((device) => device.id));
+}
+
+/** The runs' views with their results, read in one statement for all of them; site-limited callers see their sites' devices only. */
 async function runViews(ctx: RequestContext, runs: AutomationRun[]): Promise<AutomationRunView[]> {
   if (runs.length === 0) return [];
   const results = await ctx.em.find(AutomationRunResult, { runId: { $in: runs.map((r) => r.id) } }, { orderBy: { stepIndex: 'asc', deviceId: 'asc' }, refresh: true });
+  const inSight = await devicesInSight(ctx, ctx.em, [...new Set(runs.flatMap((run) => run.deviceIds))]);
+  const shown = (deviceId: string) => !inSight || inSight.has(deviceId);
   return runs.map((run) => ({
     id: run.id,
     automationId: run.automationId,
@@ -126,9 +140,22 @@ async function runViews(ctx: RequestContext, runs: AutomationRun[]): Promise<Aut
     status: run.status,
     startedAt: run.startedAt.toISOString(),
     completedAt: run.completedAt?.toISOString() ?? null,
-    deviceIds: run.deviceIds,
-    results: results.filter((r) => r.runId === run.id).map(resultView),
+    deviceIds: run.deviceIds.filter(shown),
+    results: results.filter((r) => r.runId === run.id && shown(r.deviceId)).map(resultView),
   }));
+}
+
+/** A run's event (`automation.*`) as a caller limited to some sites may see it: only their sites' devices counted and named. */
+export async function runEventInSight(ctx: RequestContext, event: DomainEvent): Promise<DomainEvent> {
+  const data = event.data as AutomationRunEventData;
+  if (!visibleSiteIds(ctx, data.orgId)) return event;
+  // A fresh EntityManager per event: the subscription lives long, its rows must not come from a cache.
+  const em = ctx.em.fork();
+  const run = await em.findOne(AutomationRun, { id: data.runId }, { fields: ['deviceIds'] });
+  const inSight = (await devicesInSight(ctx, em, [...new Set([...(run?.deviceIds ?? []), ...(data.failedDeviceIds ?? [])])]))!;
+  const narrowed: AutomationRunEventData = { ...data, deviceCount: (run?.deviceIds ?? []).filter((id) => inSight.has(id)).length };
+  if (data.failedDeviceIds) narrowed.failedDeviceIds = data.failedDeviceIds.filter((id) => inSight.has(id));
+  return { ...event, data: narrowed };
 }
 
 // ── reading runs ────────────────────────────────────────────────────────────────────────────────

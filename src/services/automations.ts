@@ -19,7 +19,7 @@ import type { Permission } from '../auth/permissions.js';
 import { authorize, loadOwned, permits, requirePrincipal, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
 import { containsPattern } from '../db/like.js';
-import { badRequest, conflict, forbidden, notFound } from '../errors.js';
+import { AppError, badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../events/types.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../pagination.js';
 import { randomToken } from '../secrets.js';
@@ -253,7 +253,7 @@ export const AutomationViewSchema = z
     webhookUrl: z
       .string()
       .nullable()
-      .describe('webhook triggers: POST here (no other credentials) to start a run; the token in it is the credential, shown to callers who may run or change the automation'),
+      .describe('webhook triggers: POST here (no other credentials) to start a run; the token in it is the credential, shown to callers who may run or change the automation on its whole target'),
     nextRunAt: timestamp().nullable().describe('enabled schedule triggers: the next time it fires'),
     createdBy: uuid().nullable().describe('the user who created it; null when no user was behind the request'),
     createdAt: timestamp().describe('when it was created'),
@@ -286,13 +286,19 @@ function automationView(ctx: RequestContext, automation: Automation, showToken: 
   };
 }
 
-/** The views of automations, each with its webhook URL when the caller may run or change it (decided once per organization). */
+/**
+ * The views of automations, each with its webhook URL when the caller may run or change it on its
+ * whole target (the permission decided once per organization; a site-limited caller's reach per
+ * automation): the URL starts it without credentials, on every device of the target.
+ */
 async function automationViews(ctx: RequestContext, automations: Automation[]): Promise<AutomationView[]> {
   const mayTrigger = new Map<string, boolean>();
   for (const orgId of new Set(automations.filter((a) => a.webhookToken).map((a) => a.orgId))) {
     mayTrigger.set(orgId, (await permits(ctx, 'automations:run', { orgId })) || (await permits(ctx, 'automations:write', { orgId })));
   }
-  return automations.map((a) => automationView(ctx, a, mayTrigger.get(a.orgId) ?? false));
+  const views: AutomationView[] = [];
+  for (const a of automations) views.push(automationView(ctx, a, !!mayTrigger.get(a.orgId) && (await withinSiteReach(ctx, a.orgId, a.target as AutomationTarget))));
+  return views;
 }
 
 const viewOf = async (ctx: RequestContext, automation: Automation) => (await automationViews(ctx, [automation]))[0]!;
@@ -346,6 +352,17 @@ export async function checkSiteReach(ctx: RequestContext, orgId: string, target:
   if (target.type === 'organization') throw forbidden('Users limited to some sites can only aim automations at their sites, their devices or their sites’ groups');
   if (target.type === 'site' && target.siteIds!.some((id) => !sites.includes(id.toLowerCase()))) throw notFound('Site');
   await checkTarget(ctx, orgId, target);
+}
+
+/** `checkSiteReach`'s decision as a boolean, for what is shown only to callers who may act on the whole target. */
+async function withinSiteReach(ctx: RequestContext, orgId: string, target: AutomationTarget): Promise<boolean> {
+  try {
+    await checkSiteReach(ctx, orgId, target);
+    return true;
+  } catch (error) {
+    if (error instanceof AppError && error.status < 500) return false;
+    throw error;
+  }
 }
 
 /**

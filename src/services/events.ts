@@ -1,10 +1,15 @@
 import { z } from 'zod';
+import { Device } from '../../entities/device.js';
 import type { RequestContext } from '../auth/context.js';
-import { authorize, canAccessOrg, skipAuthorization } from '../auth/policy.js';
+import { authorize, canAccessOrg, skipAuthorization, visibleSiteIds } from '../auth/policy.js';
 import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
-import { filterIterable } from '../events/subscriptions.js';
-import type { DomainEvent } from '../events/types.js';
+import { selectIterable } from '../events/subscriptions.js';
+import type { AlertEventData, DeviceEventData, DomainEvent, DomainEventMap, ScriptExecutionEventData } from '../events/types.js';
 import { enumValues, timestamp, uuid } from '../validation.js';
+import { maySeeAlert } from './alerts.js';
+import { runEventInSight } from './automation-runs.js';
+import { maySeeDevice } from './devices.js';
+import { maySeeExecution } from './script-executions.js';
 
 export const ServiceInfoSchema = z
   .object({
@@ -36,13 +41,43 @@ export function serviceInfo(ctx: RequestContext): ServiceInfo {
 
 /**
  * Live committed domain events for the dashboard, limited to organizations the caller can see
- * (system-wide events, without an organization, reach system callers only).
+ * (system-wide events, without an organization, reach system callers only), and each event about a
+ * device, alert, script execution, site or automation run to what its domain shows the caller.
  */
 export async function subscribeDomainEvents(ctx: RequestContext, types: string[] | null): Promise<AsyncIterable<DomainEvent>> {
   const principal = await authorize(ctx, 'organizations:read');
-  return filterIterable<DomainEvent>(ctx.runtime.pubsub.subscribe(DOMAIN_EVENT_TOPIC), async (event) => {
-    if (types && types.length > 0 && !types.includes(event.type)) return false;
-    if (!event.orgId) return principal.scope === 'system';
-    return canAccessOrg(ctx, event.orgId);
+  return selectIterable<DomainEvent, DomainEvent>(ctx.runtime.pubsub.subscribe(DOMAIN_EVENT_TOPIC), async (event) => {
+    if (types && types.length > 0 && !types.includes(event.type)) return null;
+    if (!event.orgId) return principal.scope === 'system' ? event : null;
+    return (await canAccessOrg(ctx, event.orgId)) ? inSight(ctx, event) : null;
   });
+}
+
+/**
+ * The event as the caller may see it, decided as its domain's own subscription decides (a caller
+ * limited to some sites hears only of their sites' devices, alerts, executions and sites; a run's
+ * event names and counts only their devices); null when it may not. Organization-wide events pass.
+ */
+async function inSight(ctx: RequestContext, event: DomainEvent): Promise<DomainEvent | null> {
+  const shown = (visible: boolean) => (visible ? event : null);
+  switch (event.type.split('.')[0]) {
+    case 'device': {
+      if (event.type !== 'device.command_updated') return shown(await maySeeDevice(ctx, event.data as DeviceEventData));
+      // A fresh EntityManager per event: the subscription lives long, its rows must not come from a cache.
+      const device = await ctx.em.fork().findOne(Device, { id: (event.data as DomainEventMap['device.command_updated']).deviceId }, { fields: ['orgId', 'siteId'] });
+      return shown(!!device && (await maySeeDevice(ctx, device)));
+    }
+    case 'alert':
+      return shown(await maySeeAlert(ctx, event.data as AlertEventData));
+    case 'script':
+      return shown(await maySeeExecution(ctx, ctx.em.fork(), event.data as ScriptExecutionEventData));
+    case 'site': {
+      const sites = visibleSiteIds(ctx, event.orgId);
+      return shown(!sites || sites.includes((event.data as DomainEventMap['site.updated']).siteId));
+    }
+    case 'automation':
+      return runEventInSight(ctx, event);
+    default:
+      return event;
+  }
 }

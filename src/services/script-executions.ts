@@ -213,6 +213,11 @@ async function onVisibleSite(ctx: RequestContext, em: RequestContext['em'], exec
   return !!device?.siteId && sites.includes(device.siteId);
 }
 
+/** Whether the caller may read the execution (scripts:read in its organization, its device on their sites as `em` reads it now): each live notice of one is decided by it. */
+export async function maySeeExecution(ctx: RequestContext, em: RequestContext['em'], execution: Pick<ScriptExecution, 'orgId' | 'deviceId'>): Promise<boolean> {
+  return (await permits(ctx, 'scripts:read', { orgId: execution.orgId })) && (await onVisibleSite(ctx, em, execution));
+}
+
 export async function getExecution(ctx: RequestContext, id: string): Promise<ExecutionView> {
   return executionView(await accessibleExecution(ctx, id, 'scripts:read'));
 }
@@ -224,7 +229,7 @@ export const ExecutionListQuery = PageQuery.extend({
 export type ExecutionListInput = z.input<typeof ExecutionListQuery>;
 
 /** A script's executions the caller can see: site-limited callers, those on their sites' devices only. */
-function executionFilter(ctx: RequestContext, script: Script, query: { status?: ExecutionStatus; deviceId?: string }): FilterQuery<ScriptExecution> {
+export function executionFilter(ctx: RequestContext, script: Script, query: { status?: ExecutionStatus; deviceId?: string }): FilterQuery<ScriptExecution> {
   const where: FilterQuery<ScriptExecution>[] = [{ scriptId: script.id }];
   const sites = visibleSiteIds(ctx, script.orgId);
   if (sites) where.push((sites.length === 0 ? { deviceId: { $in: [] } } : { deviceId: { $in: raw('select d.id from device d where d.site_id in (?)', [sites]) } }) as FilterQuery<ScriptExecution>);
@@ -420,7 +425,7 @@ export async function subscribeExecutionUpdates(ctx: RequestContext, executionId
     const em = ctx.em.fork();
     const execution = await em.findOne(ScriptExecution, { id: first.id });
     // The device may have moved out of a site-limited caller's sites since they subscribed.
-    if (!execution || !(await permits(ctx, 'scripts:read', { orgId: execution.orgId })) || !(await onVisibleSite(ctx, em, execution))) return null;
+    if (!execution || !(await maySeeExecution(ctx, em, execution))) return null;
     return { ...executionView(execution), status: data.status as ExecutionStatus };
   });
 }

@@ -1,6 +1,6 @@
-import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import { UniqueConstraintViolationException, raw, type QBFilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
-import { Script, ScriptCategory, ScriptTag, ScriptVersion } from '../../entities/script.js';
+import { Script, ScriptCategory, ScriptExecution, ScriptTag, ScriptVersion } from '../../entities/script.js';
 import type { RequestContext } from '../auth/context.js';
 import { authorize, isUuid, loadOwned, targetOrgId, tenantWhere } from '../auth/policy.js';
 import { withTransaction } from '../db/transaction.js';
@@ -10,6 +10,7 @@ import { parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyChanges } from './changes.js';
 import { SystemScriptSchema, accessibleScript, addVersion, insertScript, lockScript, scriptView, systemScriptView, type ScriptView, type SystemScriptView } from './scripts.js';
+import { executionFilter } from './script-executions.js';
 import { SCRIPT_TEMPLATES } from './system-scripts.js';
 
 /*
@@ -355,17 +356,20 @@ export const UsageStatsSchema = z
   .meta({ title: 'ScriptUsageStats', description: 'How often a script ran, how often it succeeded and how long it took' });
 export type UsageStats = z.output<typeof UsageStatsSchema>;
 
+/** Figures over the executions the caller can see (site-limited callers: those on their sites' devices). */
 export async function usageStats(ctx: RequestContext, scriptId: string): Promise<UsageStats> {
   const script = await accessibleScript(ctx, scriptId, 'scripts:read');
-  const [row] = (await ctx.em.execute(
-    `select count(*)::int as executions,
-            count(*) filter (where status = 'completed')::int as completed,
-            count(*) filter (where status in ('completed', 'failed', 'timeout'))::int as finished,
-            avg(extract(epoch from completed_at - started_at)) filter (where status in ('completed', 'failed', 'timeout') and started_at is not null) as average,
-            max(created_at) as last_run_at
-       from script_execution where script_id = ?`,
-    [script.id],
-  )) as { executions: number; completed: number; finished: number; average: string | number | null; last_run_at: Date | string | null }[];
+  const row = await ctx.em
+    .createQueryBuilder(ScriptExecution, 'e')
+    .select([
+      raw('count(*)::int as executions'),
+      raw(`count(*) filter (where e.status = 'completed')::int as completed`),
+      raw(`count(*) filter (where e.status in ('completed', 'failed', 'timeout'))::int as finished`),
+      raw(`avg(extract(epoch from e.completed_at - e.started_at)) filter (where e.status in ('completed', 'failed', 'timeout') and e.started_at is not null) as average`),
+      raw('max(e.created_at) as last_run_at'),
+    ])
+    .where(executionFilter(ctx, script, {}) as QBFilterQuery<ScriptExecution>)
+    .execute<{ executions: number; completed: number; finished: number; average: string | number | null; last_run_at: Date | string | null }>('get', false);
   return {
     executions: row!.executions,
     successRate: row!.finished === 0 ? null : Math.round((row!.completed / row!.finished) * 10_000) / 10_000,

@@ -79,7 +79,7 @@ export class MaintenanceWindow extends BaseEntity<'siteId' | 'status' | 'cancell
   @Property({ type: 'timestamptz', nullable: true })
   cancelledAt: Date | null = null;
 
-  /** occurrences exist as rows up to this instant (the scheduling horizon, or a listed range) */
+  /** occurrences exist as rows up to this instant (the scheduling horizon); later ones are computed when read */
   @Property({ type: 'timestamptz', nullable: true })
   scheduledThrough: Date | null = null;
 

@@ -75,7 +75,7 @@ const outcomes = (run: Run) => run.results.map((r) => [r.deviceId, r.stepIndex, 
 async function aTickHasRun(): Promise<void> {
   const since = new Date();
   await eventually(async () => {
-    const [row] = await sql(app, `select last_finished_at from agenda_jobs where name = 'automations.tick'`);
+    const [row] = await sql(app, `select last_finished_at from agenda_jobs where name = 'due-work.tick'`);
     return row?.last_finished_at && new Date(row.last_finished_at) > since;
   }, 15_000, 'a schedule tick');
 }

@@ -1,6 +1,8 @@
+import { dueWorkJob } from '../src/jobs/due-work.js';
 import { collectJobs } from '../src/jobs/index.js';
 import type { JobDefinition } from '../src/jobs/types.js';
 import { createTestApp } from './support/app.js';
+import { TestClock } from './support/clock.js';
 import { eventually } from './support/eventually.js';
 
 test('a job scheduled for later runs at its time with its data', async () => {
@@ -21,6 +23,29 @@ test('a job scheduled for later runs at its time with its data', async () => {
 test('the registry refuses two definitions with one name', () => {
   const def = { name: 'dup', handler: async () => {} };
   expect(() => collectJobs([def], [def])).toThrow('Duplicate job definition: dup');
+});
+
+test('the due-work tick runs each due piece with the service clock’s now; a failing piece does not stop the others; a slower piece waits its period', async () => {
+  const clock = new TestClock();
+  clock.set(new Date('2031-05-01T12:00:00Z'));
+  const app = await createTestApp({ start: { clock } });
+  try {
+    const seen: string[] = [];
+    const tick = dueWorkJob(
+      [{ name: 'every tick', run: async (_ctx, now) => void seen.push(`every tick ${now.toISOString()}`) }],
+      [
+        { name: 'broken', run: async () => Promise.reject(new Error('boom')) },
+        { name: 'hourly', everySeconds: 3600, run: async (_ctx, now) => void seen.push(`hourly ${now.toISOString().slice(0, 13)}`) },
+      ],
+    );
+    await tick.handler(app.server.runtime, undefined as never);
+    await tick.handler(app.server.runtime, undefined as never);
+    const everyTick = expect.stringMatching(/^every tick 2031-05-01T12:00/);
+    expect(seen).toEqual([everyTick, 'hourly 2031-05-01T12', everyTick]);
+    expect(() => dueWorkJob([{ name: 'x', run: async () => {} }], [{ name: 'x', run: async () => {} }])).toThrow('Duplicate due work: x');
+  } finally {
+    await app.stop();
+  }
 });
 
 test('an unreachable MONGODB_URL stops start-up with a clear message', async () => {

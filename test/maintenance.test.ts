@@ -319,3 +319,42 @@ describe('access', () => {
     expect((await rest(app, limited.as).post('/maintenance/windows', window({ targets: { siteIds: [siteB.id] } }))).status).toBe(400);
   });
 });
+
+describe('reading writes nothing', () => {
+  // Last in the file: it moves the shared clock a month ahead.
+  test('a viewer lists a year of occurrences: no row and no job is made; the tick makes them within the horizon and starts one under the id listed', async () => {
+    const { org, tech } = await fleet(app);
+    const viewer = await buildUser(app, { orgId: org.id, role: 'Organization Viewer' });
+    // Daily from 30 days ahead: beyond the scheduling horizon (14 days), so creating it makes no row either.
+    const first = new Date(Math.ceil((clock.now().getTime() + 30 * 86_400_000) / 1000) * 1000);
+    const created = await createWindow(tech.as, { startsAt: localUtc(first), durationMinutes: 1, recurrence: { type: 'daily' } });
+    const rowsOf = async () => (await sql(app, 'select count(*)::int as n from maintenance_occurrence where window_id = ?', [created.id]))[0].n;
+    const jobsOf = async (ids: string[]) => (await sql(app, `select count(*)::int as n from agenda_jobs where data->>'occurrenceId' = any(?::text[])`, [`{${ids.join(',')}}`]))[0].n;
+
+    const yearRange = [clock.now().toISOString(), new Date(first.getTime() + 335 * 86_400_000).toISOString()] as const;
+    const year = await occurrences(viewer.as, created.id, ...yearRange);
+    expect(year).toHaveLength(335);
+    expect([year[0]!.startsAt, year[1]!.startsAt, new Set(year.map((o) => o.status))]).toEqual([first.toISOString(), new Date(first.getTime() + 86_400_000).toISOString(), new Set(['scheduled'])]);
+    expect(new Set(year.map((o) => o.id)).size).toBe(335);
+    // Read again, one by id, and over GraphQL: the same occurrences, the same ids.
+    expect(await occurrences(viewer.as, created.id, ...yearRange)).toEqual(year);
+    const one = await rest(app, viewer.as).get(`/maintenance/occurrences/${year[0]!.id}`);
+    expect([one.status, one.body]).toEqual([200, year[0]]);
+    const overGraphql = await gql(app, viewer.as, 'query($id: ID!) { maintenanceOccurrence(id: $id) { id startsAt status } }', { id: year[1]!.id });
+    expect(overGraphql.body.data.maintenanceOccurrence).toEqual({ id: year[1]!.id, startsAt: year[1]!.startsAt, status: 'scheduled' });
+    expect([await rowsOf(), await jobsOf(year.map((o) => o.id))]).toEqual([0, 0]);
+    // Another organization cannot read one by its id.
+    expect((await rest(app, (await fleet(app)).tech.as).get(`/maintenance/occurrences/${year[0]!.id}`)).status).toBe(404);
+
+    // A month later the first occurrence comes within the horizon: the tick makes its row (under the id
+    // listed), queues its jobs, and it starts at its time.
+    clock.set(new Date(first.getTime() - 3000));
+    const started = await eventually(async () => {
+      const res = await rest(app, viewer.as).get(`/maintenance/occurrences/${year[0]!.id}`);
+      return res.body.status === 'active' && res.body;
+    }, 30_000, 'the first occurrence to start');
+    expect([started.startsAt, started.startedAt !== null]).toEqual([first.toISOString(), true]);
+    expect(await rowsOf()).toBeGreaterThanOrEqual(14);
+    expect(await jobsOf([year[1]!.id])).toBe(2);
+  });
+});

@@ -1,6 +1,6 @@
 import { RequestContext } from '../auth/context.js';
-import { ADVANCE_JOB, AdvanceJobSchema, TICK_JOB, advanceRun, automationTick } from '../services/automation-runs.js';
-import type { JobDefinition } from './types.js';
+import { ADVANCE_JOB, AdvanceJobSchema, advanceRun, automationTick } from '../services/automation-runs.js';
+import type { DueWork, JobDefinition } from './types.js';
 
 export const automationJobs: JobDefinition<never>[] = [
   {
@@ -9,11 +9,9 @@ export const automationJobs: JobDefinition<never>[] = [
     handler: async (runtime, data: unknown) => advanceRun(RequestContext.system(runtime, ADVANCE_JOB), AdvanceJobSchema.parse(data).runId),
     concurrency: 10,
   },
-  {
-    // Often enough that a schedule fires within its cron's minute; reads the runtime's clock, so tests move time instead of waiting.
-    name: TICK_JOB,
-    handler: async (runtime) => automationTick(RequestContext.system(runtime, TICK_JOB)),
-    every: '5 seconds',
-    concurrency: 1,
-  },
+];
+
+export const automationDueWork: DueWork[] = [
+  // Every tick, so that a schedule fires within its cron's minute; waits over and stalled runs are resumed.
+  { name: 'automations', run: automationTick },
 ];

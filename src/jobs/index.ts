@@ -1,9 +1,10 @@
 import type { JobDefinition } from './types.js';
 import { alertChannelJobs } from './alert-channels.js';
 import { alertJobs } from './alerts.js';
-import { automationJobs } from './automations.js';
+import { automationDueWork, automationJobs } from './automations.js';
 import { deviceJobs } from './devices.js';
-import { maintenanceJobs } from './maintenance.js';
+import { dueWorkJob } from './due-work.js';
+import { maintenanceDueWork, maintenanceJobs } from './maintenance.js';
 import { scriptJobs } from './scripts.js';
 import { sessionJobs } from './sessions.js';
 import { webhookJobs } from './webhooks.js';
@@ -19,4 +20,6 @@ export function collectJobs(...lists: JobDefinition<never>[][]): JobDefinition<n
   return all;
 }
 
-export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs, deviceJobs, maintenanceJobs, alertChannelJobs, alertJobs, scriptJobs, automationJobs);
+export const jobDefinitions: JobDefinition<never>[] = collectJobs(sessionJobs, webhookJobs, deviceJobs, maintenanceJobs, alertChannelJobs, alertJobs, scriptJobs, automationJobs, [
+  dueWorkJob(automationDueWork, maintenanceDueWork),
+]);

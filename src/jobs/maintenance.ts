@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { RequestContext } from '../auth/context.js';
 import { END_JOB, START_JOB, maintenanceTick, runOccurrenceJob } from '../services/maintenance.js';
-import type { JobDefinition } from './types.js';
+import type { DueWork, JobDefinition } from './types.js';
 
 const OccurrenceJobData = z.object({ occurrenceId: z.uuid() });
 
@@ -12,16 +12,15 @@ const occurrenceJob = (name: string): JobDefinition<never> => ({
   },
 });
 
-export const maintenanceJobs: JobDefinition<never>[] = [
-  occurrenceJob(START_JOB),
-  occurrenceJob(END_JOB),
+export const maintenanceJobs: JobDefinition<never>[] = [occurrenceJob(START_JOB), occurrenceJob(END_JOB)];
+
+export const maintenanceDueWork: DueWork[] = [
   {
-    name: 'maintenance.tick',
     // The safety net behind each occurrence's own jobs, and what extends windows to the horizon.
-    every: '5 seconds',
-    handler: async (runtime) => {
-      const moved = await maintenanceTick(RequestContext.system(runtime, 'maintenance.tick'));
-      if (moved > 0) runtime.log.debug({ moved }, 'maintenance occurrences caught up');
+    name: 'maintenance',
+    run: async (ctx, now) => {
+      const moved = await maintenanceTick(ctx, now);
+      if (moved > 0) ctx.runtime.log.debug({ moved }, 'maintenance occurrences caught up');
     },
   },
 ];

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { RequestContext } from '../auth/context.js';
 import type { Runtime } from '../runtime.js';
 
 /** A job a domain contributes to the registry (src/jobs/index.ts). Handlers stay thin: parse, rebuild a context, call a service. */
@@ -11,4 +12,16 @@ export interface JobDefinition<Data = Record<string, unknown>> {
   concurrency?: number;
   /** recurring: runs on this interval (Agenda syntax, e.g. '1 minute') on one instance at a time, first soon after start-up */
   every?: string | ((config: Config) => string);
+}
+
+/**
+ * Work a domain does when its time comes by the service clock (schedules due, occurrences to start,
+ * runs to resume): run by the one `due-work.tick` job (src/jobs/due-work.ts) with the clock's `now`,
+ * so tests move time instead of waiting. Idempotent: a tick may overlap another instance's.
+ */
+export interface DueWork {
+  name: string;
+  /** at most this often (default: every tick, 5 s) */
+  everySeconds?: number;
+  run: (ctx: RequestContext, now: Date) => Promise<void>;
 }

@@ -21,10 +21,11 @@ import { CursorQuery, PageQuery, encodeCursor, pageInfoOf, keysetWhere, pageOpti
 import { safeEqual, sha256Hex } from '../secrets.js';
 import { enumValues, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
-import { accessibleAutomation, checkSiteReach, latestOccurrence, reschedule, type AutomationStep, type AutomationTarget, type AutomationTrigger } from './automations.js';
+import { accessibleAutomation, checkSiteReach, reschedule, triggerSchedule, type AutomationStep, type AutomationTarget, type AutomationTrigger } from './automations.js';
 import { queueChannelMessages } from './alert-channels.js';
 import { createCommand } from './device-commands.js';
 import { executeScript, type ExecuteResult } from './script-executions.js';
+import { previousStart } from './schedule.js';
 import { groupMemberDevices } from './device-groups.js';
 
 /*
@@ -37,7 +38,6 @@ import { groupMemberDevices } from './device-groups.js';
  */
 
 export const ADVANCE_JOB = 'automations.advance';
-export const TICK_JOB = 'automations.tick';
 export const AdvanceJobSchema = z.object({ runId: uuid() });
 
 /** A schedule fires at its cron's minute: an occurrence the tick finds older than this (the service was down) is skipped, not caught up. */
@@ -350,11 +350,10 @@ export async function recordScriptOutcomes(tx: RequestContext, events: DomainEve
 
 /**
  * Fires the schedules that are due by the runtime's clock (one run at their cron's minute in their
- * time zone) and resumes runs whose wait is over. Runs on one instance at a time (Agenda's recurring
- * job); each automation is claimed under its row lock, so a tick that overlaps another fires nothing twice.
+ * time zone) and resumes runs whose wait is over. The due-work tick runs it on one instance at a time;
+ * each automation is claimed under its row lock, so a tick that overlaps another fires nothing twice.
  */
-export async function automationTick(sys: RequestContext): Promise<void> {
-  const now = sys.runtime.clock.now();
+export async function automationTick(sys: RequestContext, now: Date): Promise<void> {
   const due = await sys.em.find(Automation, dueSchedules(now), { fields: ['id'], orderBy: { nextRunAt: 'asc' }, limit: TICK_BATCH });
   for (const { id } of due) await fireSchedule(sys, id, now);
   const waiting = await sys.em.find(AutomationRun, { status: 'running', phase: 'waiting', resumeAt: { $lte: now } }, { fields: ['id'], limit: TICK_BATCH });
@@ -380,11 +379,10 @@ async function fireSchedule(sys: RequestContext, id: string, now: Date): Promise
   await withTransaction(sys, async (tx) => {
     const automation = await tx.em.findOne(Automation, { $and: [{ id }, dueSchedules(now)] }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
     if (!automation) return;
-    const trigger = automation.trigger as AutomationTrigger;
-    const schedule = { cron: trigger.cron!, timezone: trigger.timezone ?? 'UTC' };
     reschedule(automation, now);
     await tx.em.flush();
-    if (now.getTime() - latestOccurrence(schedule, now).getTime() < FIRE_WINDOW_MS) await startRun(tx, automation, 'schedule');
+    const latest = previousStart(triggerSchedule(automation.trigger as AutomationTrigger), now);
+    if (latest && now.getTime() - latest.getTime() < FIRE_WINDOW_MS) await startRun(tx, automation, 'schedule');
   });
 }
 

@@ -1,5 +1,4 @@
 import { LockMode, UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
-import { CronExpressionParser } from 'cron-parser';
 import { z } from 'zod';
 import {
   AUTOMATION_ON_FAILURE,
@@ -27,6 +26,7 @@ import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../valida
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { CreateCommandSchema, JsonObjectSchema } from './device-commands.js';
+import { cronError, isTimeZone, nextStart, type CronSchedule } from './schedule.js';
 
 /*
  * Automations: an organization's steps (run a script, queue a command, notify a channel, wait) run
@@ -42,31 +42,9 @@ const MAX_FILTER_FIELDS = 20;
 
 // ── schedules ───────────────────────────────────────────────────────────────────────────────────
 
-/** A zone the runtime's Intl knows (IANA names such as Europe/Berlin, or UTC). */
-function isTimeZone(zone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Five fields (minute precision, as the schedule tick fires once a minute at most); cron-parser would also take seconds. */
-function parseCron(cron: string, timezone: string, currentDate: Date) {
-  if (cron.trim().split(/\s+/).length !== 5) throw new Error('must have five fields: minute hour day-of-month month day-of-week');
-  return CronExpressionParser.parse(cron, { tz: timezone, currentDate, strict: false });
-}
-
-/** The first occurrence of the schedule after `after`. */
-function nextOccurrence(schedule: { cron: string; timezone: string }, after: Date): Date {
-  return parseCron(schedule.cron, schedule.timezone, after).next().toDate();
-}
-
-/** The latest occurrence of the schedule at or before `at`. */
-export function latestOccurrence(schedule: { cron: string; timezone: string }, at: Date): Date {
-  // prev() is strictly before its current date: start a millisecond later so an occurrence at `at` counts.
-  return parseCron(schedule.cron, schedule.timezone, new Date(at.getTime() + 1)).prev().toDate();
+/** A schedule trigger as the schedule engine reads it (the time zone is stored written out; UTC before). */
+export function triggerSchedule(trigger: AutomationTrigger): CronSchedule {
+  return { cron: trigger.cron!, timezone: trigger.timezone ?? 'UTC' };
 }
 
 // ── the contract ────────────────────────────────────────────────────────────────────────────────
@@ -145,11 +123,8 @@ const TriggerInputSchema = z
       ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'must be an IANA time zone such as Europe/Berlin' });
       return;
     }
-    try {
-      parseCron(trigger.cron, timezone, new Date(0));
-    } catch (error) {
-      ctx.addIssue({ code: 'custom', path: ['cron'], message: `invalid cron expression: ${(error as Error).message}` });
-    }
+    const error = cronError(trigger.cron);
+    if (error) ctx.addIssue({ code: 'custom', path: ['cron'], message: `invalid cron expression: ${error}` });
   })
   .meta({ title: 'AutomationTriggerInput', description: 'schedule: cron and timezone; event: eventType and optional filter; webhook and manual: nothing else' });
 
@@ -319,7 +294,7 @@ function normalizeTrigger(trigger: AutomationTrigger): AutomationTrigger {
 export function reschedule(automation: Pick<Automation, 'enabled' | 'trigger' | 'nextRunAt' | 'scheduledAt'>, now: Date): void {
   const trigger = automation.trigger as AutomationTrigger;
   const scheduled = automation.enabled && trigger.type === 'schedule';
-  automation.nextRunAt = scheduled ? nextOccurrence({ cron: trigger.cron!, timezone: trigger.timezone ?? 'UTC' }, now) : null;
+  automation.nextRunAt = scheduled ? nextStart(triggerSchedule(trigger), now) : null;
   automation.scheduledAt = scheduled ? now : null;
 }
 

@@ -14,22 +14,24 @@ import {
 import { Site } from '../../entities/site.js';
 import type { RequestContext } from '../auth/context.js';
 import type { Permission } from '../auth/permissions.js';
-import { authorize, loadOwned, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
+import { authorize, isUuid, loadOwned, targetOrgId, tenantWhere, visibleSiteIds } from '../auth/policy.js';
 import { requestRows, statement, type PreparedStatement } from '../db/prepared.js';
 import { withTransaction } from '../db/transaction.js';
-import { badRequest, conflict, forbidden } from '../errors.js';
+import { badRequest, conflict, forbidden, notFound } from '../errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT, encodeCursor, keysetWhere, listSchema, pageInfoOf, type Connection } from '../pagination.js';
 import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../validation.js';
 import { recordAudit } from './audit.js';
 import { applyChanges, providedFields } from './changes.js';
 import { changeStatus } from './devices.js';
-import { formatLocal, isTimeZone, occurrencesBetween, parseLocal, toInstant, type Schedule } from './maintenance-schedule.js';
+import { formatLocal, isTimeZone, parseLocal, startsBetween, toInstant, type RecurringSchedule } from './schedule.js';
 
 /*
  * Maintenance windows: periods during which targeted devices show `maintenance`, their alerts are
  * suppressed, and their agent updates and patching deferred, as each window says. A window's
- * occurrences are rows, made ahead for the scheduling horizon (and for any range listed); each row's
- * start and end are Agenda jobs, and a recurring tick catches up whatever a job missed.
+ * occurrences are rows made ahead by the due-work tick for the scheduling horizon (and one started by
+ * hand); each row's start and end are Agenda jobs, and the tick catches up whatever a job missed.
+ * Beyond the rows, occurrences are computed from the schedule when read, never written by a read:
+ * each has the id its row will have (`occurrenceId`), so it can be read and started by that id.
  */
 
 const WINDOW = 'Maintenance window';
@@ -43,7 +45,7 @@ const HORIZON_MS = 14 * DAY_MS;
 /** a listed range spans at most this much */
 const MAX_RANGE_DAYS = 366;
 /** how far from now a listed range may reach (ten years either side) */
-const HORIZON_DAYS = 3653;
+const RANGE_REACH_DAYS = 3653;
 /** Agenda may fire a job a moment before its due time; within this margin it is due. */
 const EARLY_TOLERANCE_MS = 1000;
 const MAX_DURATION_MINUTES = 7 * 24 * 60;
@@ -288,7 +290,7 @@ export type OccurrenceConnectionInput = z.input<typeof OccurrenceConnectionArgs>
 
 export const WindowOccurrencesQuery = z.strictObject({
   from: isoDateTime().optional().describe('start of the range (now by default; a one-off window without a range lists its one occurrence)'),
-  to: isoDateTime().optional().describe(`end of the range (30 days after \`from\` by default); a range spans at most ${MAX_RANGE_DAYS} days and lies within ${HORIZON_DAYS} days of now`),
+  to: isoDateTime().optional().describe(`end of the range (30 days after \`from\` by default); a range spans at most ${MAX_RANGE_DAYS} days and lies within ${RANGE_REACH_DAYS} days of now`),
 });
 export type WindowOccurrencesInput = z.input<typeof WindowOccurrencesQuery>;
 
@@ -320,7 +322,7 @@ function windowView(w: MaintenanceWindow): MaintenanceWindowView {
   };
 }
 
-function occurrenceView(o: MaintenanceOccurrence): OccurrenceView {
+function occurrenceView(o: MaintenanceOccurrence | ComputedOccurrence): OccurrenceView {
   return {
     id: o.id,
     windowId: o.windowId,
@@ -337,8 +339,20 @@ function accessibleWindow(ctx: RequestContext, id: string, permission: Permissio
   return loadOwned(ctx, MaintenanceWindow, id, permission, { resource: WINDOW });
 }
 
-function accessibleOccurrence(ctx: RequestContext, id: string, permission: Permission): Promise<MaintenanceOccurrence> {
-  return loadOwned(ctx, MaintenanceOccurrence, id, permission, { resource: OCCURRENCE });
+/**
+ * An occurrence the caller may act on with `permission`: its row, or, not made yet, the one its id
+ * names, computed (its window's access decides; another tenant's, or a start its window does not
+ * have, is 404).
+ */
+async function accessibleOccurrence(ctx: RequestContext, id: string, permission: Permission): Promise<MaintenanceOccurrence | ComputedOccurrence> {
+  const named = isUuid(id) && !(await ctx.em.findOne(MaintenanceOccurrence, { id })) ? await windowNamedBy(ctx, id) : null;
+  if (!named) return loadOwned(ctx, MaintenanceOccurrence, id, permission, { resource: OCCURRENCE });
+  const window = await loadOwned(ctx, MaintenanceWindow, named.id, permission, { resource: OCCURRENCE });
+  const near = new Date(named.startsAt.getTime() + 1000);
+  const computed = computedOccurrences(window, named.startsAt, near, ctx.runtime.clock.now()).find((o) => o.id === id.toLowerCase());
+  // A row made at that start under another id (before ids named their start) is that occurrence: this id is none.
+  if (!computed || (await ctx.em.count(MaintenanceOccurrence, { windowId: window.id, startsAt: computed.startsAt }))) throw notFound(OCCURRENCE);
+  return computed;
 }
 
 // ── validation ──────────────────────────────────────────────────────────────────────────────────
@@ -350,7 +364,7 @@ function invalid(path: string, message: string) {
 type RecurrenceInput = z.output<typeof RecurrenceInputSchema>;
 
 /** The schedule's rules beyond each field's shape: a real zone and local date-time, and a recurrence whose parts fit its type. */
-function checkSchedule(schedule: { timezone: string; startsAt: string; durationMinutes: number; recurrence: RecurrenceInput }): Schedule {
+function checkSchedule(schedule: { timezone: string; startsAt: string; durationMinutes: number; recurrence: RecurrenceInput }): WindowSchedule {
   if (!isTimeZone(schedule.timezone)) throw invalid('timezone', `"${schedule.timezone}" is not a known IANA time zone (e.g. America/New_York)`);
   const local = parseLocal(schedule.startsAt);
   if (!local) throw invalid('startsAt', 'must be a local date-time without an offset, YYYY-MM-DDTHH:mm[:ss]');
@@ -403,6 +417,72 @@ async function checkTargets(ctx: RequestContext, orgId: string, input: z.output<
   return { targetSiteIds: siteIds, targetGroupIds: groupIds, targetDeviceIds: deviceIds, siteId };
 }
 
+// ── occurrences computed ────────────────────────────────────────────────────────────────────────
+
+type WindowSchedule = RecurringSchedule & { durationMinutes: number };
+
+interface Occurrence {
+  startsAt: Date;
+  endsAt: Date;
+}
+
+/** An occurrence that is no row (yet): computed from its window's schedule when read. */
+interface ComputedOccurrence extends Occurrence {
+  id: string;
+  windowId: string;
+  orgId: string;
+  status: OccurrenceStatus;
+  startedAt: null;
+  endedAt: null;
+}
+
+/** The occurrences that overlap [from, to), by start: each starts at a start of the schedule and lasts `durationMinutes`. */
+function occurrencesBetween(window: WindowSchedule, from: Date, to: Date): Occurrence[] {
+  const duration = window.durationMinutes * 60_000;
+  return startsBetween(window, new Date(from.getTime() - duration), to)
+    .map((startsAt) => ({ startsAt, endsAt: new Date(startsAt.getTime() + duration) }))
+    .filter((o) => o.endsAt > from);
+}
+
+const ID_TIME_RANGE = 2 ** 48;
+
+/**
+ * An occurrence's id: its window's id with the last group (48 bits) replaced by its start in epoch
+ * seconds (two's complement). A computed occurrence and its row share it, so an id listed before the
+ * tick made the row still names it; and the id names its window and start, so a computed one is
+ * found by it.
+ */
+function occurrenceId(windowId: string, startsAt: Date): string {
+  const seconds = Math.floor(startsAt.getTime() / 1000);
+  return `${windowId.slice(0, 24).toLowerCase()}${(seconds < 0 ? seconds + ID_TIME_RANGE : seconds).toString(16).padStart(12, '0')}`;
+}
+
+/** The window an occurrence id names (by its first four groups; no access decision) and the start it names. */
+async function windowNamedBy(ctx: RequestContext, id: string): Promise<{ id: string; startsAt: Date } | null> {
+  const prefix = id.slice(0, 24).toLowerCase();
+  const window = await ctx.em.findOne(MaintenanceWindow, { id: { $gte: `${prefix}000000000000`, $lte: `${prefix}ffffffffffff` } });
+  if (!window) return null;
+  const value = Number.parseInt(id.slice(24), 16);
+  return { id: window.id, startsAt: new Date((value >= ID_TIME_RANGE / 2 ? value - ID_TIME_RANGE : value) * 1000) };
+}
+
+/**
+ * The window's occurrences overlapping [from, to) as they stand without rows: over (never run) once
+ * their end has passed, cancelled when their window was cancelled before their end, else scheduled.
+ */
+function computedOccurrences(window: MaintenanceWindow, from: Date, to: Date, now: Date): ComputedOccurrence[] {
+  const cutoff = window.cancelledAt && window.cancelledAt < now ? window.cancelledAt : now;
+  return occurrencesBetween(window, from, to).map((o) => ({
+    ...o,
+    id: occurrenceId(window.id, o.startsAt),
+    windowId: window.id,
+    orgId: window.orgId,
+    status: o.endsAt <= cutoff ? 'completed' : window.status === 'cancelled' ? 'cancelled' : 'scheduled',
+    startedAt: null,
+    endedAt: null,
+  }));
+}
+
 // ── occurrences as rows ─────────────────────────────────────────────────────────────────────────
 
 /**
@@ -423,21 +503,26 @@ function scheduleJobs(tx: RequestContext, occurrences: { id: string; startsAt: D
 }
 
 /**
- * Makes the rows of a window's occurrences that overlap [from, to) and did not exist yet, and queues
- * their jobs. One whose end has already passed is made `completed` (its `startedAt` null: it never
- * ran), so a range in the past lists with ids like any other.
+ * Makes the rows of a window's occurrences that did not exist yet, each with its id, and queues their
+ * jobs. One whose end has already passed is made `completed` (its `startedAt` null: it never ran).
  */
-async function materialize(tx: RequestContext, window: MaintenanceWindow, from: Date, to: Date): Promise<void> {
-  if (window.status !== 'active') return;
-  const wanted = occurrencesBetween(window, from, to);
-  if (wanted.length === 0) return;
+async function insertOccurrences(tx: RequestContext, window: MaintenanceWindow, wanted: Occurrence[]): Promise<void> {
+  if (window.status !== 'active' || wanted.length === 0) return;
   const rows = (await tx.em.execute(
     `insert into maintenance_occurrence (id, created_at, updated_at, window_id, org_id, site_id, starts_at, ends_at, status)
-      select gen_random_uuid(), now(), now(), ?, ?, ?, s, e, case when e <= ? then 'completed' else 'scheduled' end
-        from unnest(?::timestamptz[], ?::timestamptz[]) as t(s, e)
-      on conflict (window_id, starts_at) do nothing
+      select i, now(), now(), ?, ?, ?, s, e, case when e <= ? then 'completed' else 'scheduled' end
+        from unnest(?::uuid[], ?::timestamptz[], ?::timestamptz[]) as t(i, s, e)
+      on conflict do nothing
       returning id, starts_at, ends_at, status`,
-    [window.id, window.orgId, window.siteId, tx.runtime.clock.now(), pgArray(wanted.map((o) => o.startsAt.toISOString())), pgArray(wanted.map((o) => o.endsAt.toISOString()))],
+    [
+      window.id,
+      window.orgId,
+      window.siteId,
+      tx.runtime.clock.now(),
+      pgArray(wanted.map((o) => occurrenceId(window.id, o.startsAt))),
+      pgArray(wanted.map((o) => o.startsAt.toISOString())),
+      pgArray(wanted.map((o) => o.endsAt.toISOString())),
+    ],
   )) as { id: string; starts_at: Date | string; ends_at: Date | string; status: OccurrenceStatus }[];
   scheduleJobs(
     tx,
@@ -452,9 +537,17 @@ const pgArray = (values: string[]) => `{${values.join(',')}}`;
 async function scheduleAhead(tx: RequestContext, window: MaintenanceWindow): Promise<void> {
   const now = tx.runtime.clock.now();
   const through = new Date(now.getTime() + HORIZON_MS);
-  await materialize(tx, window, window.scheduledThrough ?? now, through);
+  await insertOccurrences(tx, window, occurrencesBetween(window, window.scheduledThrough ?? now, through));
   window.scheduledThrough = through;
   await tx.em.flush();
+}
+
+/** Makes a computed occurrence its row (started by hand), under its window's lock, if the window still has it. */
+async function insertComputed(tx: RequestContext, computed: ComputedOccurrence): Promise<void> {
+  const window = await tx.em.findOne(MaintenanceWindow, { id: computed.windowId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  if (!window) return;
+  const after = new Date(computed.startsAt.getTime() + 1);
+  await insertOccurrences(tx, window, occurrencesBetween(window, computed.startsAt, after).filter((o) => o.startsAt.getTime() === computed.startsAt.getTime()));
 }
 
 /**
@@ -500,8 +593,7 @@ export async function runOccurrenceJob(ctx: RequestContext, occurrenceId: string
  * clock moved) move on, device statuses follow target changes during an occurrence, and windows get
  * their occurrences up to the horizon. Answers how many occurrences moved.
  */
-export async function maintenanceTick(ctx: RequestContext): Promise<number> {
-  const now = ctx.runtime.clock.now();
+export async function maintenanceTick(ctx: RequestContext, now: Date): Promise<number> {
   const due = await ctx.em.find(
     MaintenanceOccurrence,
     { $or: [{ status: 'scheduled', startsAt: { $lte: now } }, { status: 'active', endsAt: { $lte: now } }] },
@@ -667,11 +759,8 @@ function range(from: string | undefined, to: string | undefined, now: Date): { f
   const end = to ? new Date(to) : new Date(start.getTime() + 30 * DAY_MS);
   if (end <= start) throw invalid('to', 'must be after `from`');
   if (end.getTime() - start.getTime() > MAX_RANGE_DAYS * DAY_MS) throw invalid('to', `a range spans at most ${MAX_RANGE_DAYS} days`);
-  // Listing makes occurrence rows (and their jobs): within a horizon, so that reading range after range
-  // cannot fill the tables.
-  if (Math.abs(start.getTime() - now.getTime()) > HORIZON_DAYS * DAY_MS || Math.abs(end.getTime() - now.getTime()) > HORIZON_DAYS * DAY_MS) {
-    throw invalid(from && Math.abs(start.getTime() - now.getTime()) > HORIZON_DAYS * DAY_MS ? 'from' : 'to', `must be within ${HORIZON_DAYS} days of now`);
-  }
+  const beyond = (instant: Date) => Math.abs(instant.getTime() - now.getTime()) > RANGE_REACH_DAYS * DAY_MS;
+  if (beyond(start) || beyond(end)) throw invalid(from && beyond(start) ? 'from' : 'to', `must be within ${RANGE_REACH_DAYS} days of now`);
   return { from: start, to: end };
 }
 
@@ -680,16 +769,20 @@ function onlyOccurrence(window: MaintenanceWindow): { from: Date; to: Date } {
   return { from, to: new Date(from.getTime() + window.durationMinutes * 60_000) };
 }
 
-/** The window's occurrences overlapping the range, made as rows if they were not yet (each with its id), by start. */
+/**
+ * The window's occurrences overlapping the range, by start: its rows, and beyond them the ones its
+ * schedule computes, each with the id its row will have. Writes nothing.
+ */
 export async function listWindowOccurrences(ctx: RequestContext, id: string, rawQuery: WindowOccurrencesInput): Promise<{ data: OccurrenceView[] }> {
   const query = parseInput(WindowOccurrencesQuery, rawQuery);
   const window = await accessibleWindow(ctx, id, 'maintenance:read');
+  const now = ctx.runtime.clock.now();
   // A one-off window without a range: its one occurrence, whenever it is.
-  const { from, to } =
-    window.recurrence.type === 'once' && !query.from && !query.to ? onlyOccurrence(window) : range(query.from, query.to, ctx.runtime.clock.now());
-  await withTransaction(ctx, (tx) => materialize(tx, window, from, to));
+  const { from, to } = window.recurrence.type === 'once' && !query.from && !query.to ? onlyOccurrence(window) : range(query.from, query.to, now);
   const rows = await ctx.em.find(MaintenanceOccurrence, { windowId: window.id, endsAt: { $gt: from }, startsAt: { $lt: to } }, { orderBy: { startsAt: 'asc' } });
-  return { data: rows.map(occurrenceView) };
+  const made = new Set(rows.map((r) => r.startsAt.getTime()));
+  const computed = computedOccurrences(window, from, to, now).filter((o) => !made.has(o.startsAt.getTime()));
+  return { data: [...rows, ...computed].sort((a, b) => a.startsAt.getTime() - b.startsAt.getTime()).map(occurrenceView) };
 }
 
 async function occurrenceFilter(ctx: RequestContext, query: z.output<typeof OccurrenceListQuery> | z.output<typeof OccurrenceConnectionArgs>): Promise<FilterQuery<MaintenanceOccurrence>> {
@@ -709,7 +802,7 @@ async function occurrencePage(ctx: RequestContext, where: FilterQuery<Maintenanc
   return { items: rows.slice(0, limit), cursorOf, hasMore: rows.length > limit };
 }
 
-/** Occurrences made so far (the horizon's, and ranges listed) the caller can see, by start. */
+/** The occurrences that are rows (the scheduling horizon's, those begun and the past) the caller can see, by start. */
 export async function listOccurrences(ctx: RequestContext, rawQuery: OccurrenceListInput): Promise<CursorPage<OccurrenceView>> {
   const query = parseInput(OccurrenceListQuery, rawQuery);
   const page = await occurrencePage(ctx, await occurrenceFilter(ctx, query), query.cursor, query.limit);
@@ -738,10 +831,17 @@ export async function listActive(ctx: RequestContext, rawQuery: ActiveInput): Pr
 }
 
 async function changeByHand(ctx: RequestContext, id: string, from: OccurrenceStatus, to: OccurrenceStatus, verb: 'start' | 'end'): Promise<OccurrenceView> {
-  await accessibleOccurrence(ctx, id, 'maintenance:write');
+  const found = await accessibleOccurrence(ctx, id, 'maintenance:write');
+  const refused = (status: OccurrenceStatus) => conflict(`Only ${from} occurrences can be ${verb === 'start' ? 'started' : 'ended'}; this one is ${status}`);
   return withTransaction(ctx, async (tx) => {
-    const occurrence = (await lockOccurrence(tx, id))!;
-    if (occurrence.status !== from) throw conflict(`Only ${from} occurrences can be ${verb === 'start' ? 'started' : 'ended'}; this one is ${occurrence.status}`);
+    if (!(found instanceof MaintenanceOccurrence)) {
+      // One beyond the rows becomes its row first (with its jobs, as the horizon's).
+      if (found.status !== from) throw refused(found.status);
+      await insertComputed(tx, found);
+    }
+    const occurrence = await lockOccurrence(tx, id);
+    if (!occurrence) throw notFound(OCCURRENCE);
+    if (occurrence.status !== from) throw refused(occurrence.status);
     const now = tx.runtime.clock.now();
     if (verb === 'start' && occurrence.endsAt <= now) throw conflict('The occurrence’s scheduled end has passed');
     occurrence.status = to;

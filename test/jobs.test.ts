@@ -1,4 +1,3 @@
-import { collectJobs } from '../src/jobs/index.js';
 import type { JobDefinition } from '../src/jobs/types.js';
 import { createTestApp } from './support/app.js';
 import { eventually } from './support/eventually.js';
@@ -18,9 +17,9 @@ test('a job scheduled for later runs at its time with its data', async () => {
   }
 });
 
-test('the registry refuses two definitions with one name', () => {
-  const def = { name: 'dup', handler: async () => {} };
-  expect(() => collectJobs([def], [def])).toThrow('Duplicate job definition: dup');
+test('start-up refuses a job definition whose name a domain already defines', async () => {
+  const taken: JobDefinition<never> = { name: 'auth.prune', handler: async () => {} };
+  await expect(createTestApp({ start: { jobs: [taken] } })).rejects.toThrow('Duplicate job definition: auth.prune');
 });
 
 test('an unreachable MONGODB_URL stops start-up with a clear message', async () => {

@@ -1,7 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { preparedRows, statement } from '../db/prepared.js';
 import { AppError } from '../errors.js';
-import { persistedQueryKey, sha256Hex } from '../services/trusted-documents.js';
+import { persistedQueryKey, sha256Hex } from '../services/platform/trusted-documents.js';
 
 const READ = statement('select query, trusted from persisted_query where key = ?');
 // Kept only while the table holds fewer than the configured number of registrations: one costs

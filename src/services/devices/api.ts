@@ -1,0 +1,4 @@
+/** What other domains may use of the devices domain (the dependency check refuses any other way in). */
+export { CreateCommandSchema, JsonObjectSchema, createCommand, queueCommand, registerCommandType, type CommandResult } from './device-commands.js';
+export { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, changeStatus, deviceView, type DeviceView } from './devices.js';
+export { checkTargetSite } from './enrollment-keys.js';

@@ -1,9 +1,10 @@
 /**
  * The layering, checked by `npm run depcheck` (CI runs it next to the type check):
  *
- *   wiring (src/server.ts, src/main.ts, src/scripts/, src/http/app.ts, src/graphql/schema.ts and print.ts)
+ *   wiring (src/server.ts, src/main.ts, src/scripts/, src/http/app.ts, src/graphql/schema.ts and print.ts, the domain list
+ *   src/domains.ts and the domains' manifests src/services/<domain>/index.ts)
  *   → entry points: adapters (rest/, resolvers/ with their plumbing in src/http, src/graphql), jobs (src/jobs), event subscribers (src/subscribers)
- *   → src/services
+ *   → src/services (one folder per domain; another domain only through its api.ts; src/services/shared for all)
  *   → src/auth, src/db (with mikro-orm.config.ts and src/migrations), src/events
  *   → shared helpers (errors, validation, pagination, config, logger, …) and entities/
  *
@@ -13,7 +14,8 @@
 const ADAPTERS = '^(rest|resolvers)/';
 const ENTRY_POINTS = '^(rest|resolvers|src/jobs|src/subscribers)/';
 const PLUMBING = '^src/(graphql|http)/';
-const WIRING = '^src/(server|main)\\.ts$|^src/scripts/|^src/http/app\\.ts$|^src/graphql/(schema|print)\\.ts$';
+const MANIFESTS = '^src/services/[^/]+/index\\.ts$';
+const WIRING = `^src/(server|main|domains|domain-module)\\.ts$|^src/scripts/|^src/http/app\\.ts$|^src/graphql/(schema|print)\\.ts$|${MANIFESTS}`;
 const BELOW_SERVICES = '^src/(auth|db|events|migrations)/|^src/runtime\\.ts$|^mikro-orm\\.config\\.ts$';
 const HELPERS = '^src/(errors|validation|pagination|canonical-json|config|logger|memo|paths|secrets)\\.ts$|^src/net/';
 
@@ -64,8 +66,31 @@ module.exports = {
       name: 'services-below-entry-points',
       comment: 'Services are called by adapters, jobs and subscribers and never know them.',
       severity: 'error',
-      from: { path: '^src/services/' },
+      from: { path: '^src/services/', pathNot: MANIFESTS },
       to: { path: [ENTRY_POINTS, PLUMBING, WIRING] },
+    },
+    {
+      name: 'domains-through-their-api',
+      comment:
+        'A domain reaches another only through the functions and types that domain publishes in its api.ts, so its other ' +
+        'files are its own to change. src/services/shared holds helpers of no domain, open to all.',
+      severity: 'error',
+      from: { path: '^src/services/([^/]+)/', pathNot: MANIFESTS },
+      to: { path: '^src/services/', pathNot: ['^src/services/$1/', '^src/services/shared/', '^src/services/[^/]+/api\\.ts$'] },
+    },
+    {
+      name: 'shared-serves-every-domain',
+      comment: 'Helpers in src/services/shared belong to no domain and import none.',
+      severity: 'error',
+      from: { path: '^src/services/shared/' },
+      to: { path: '^src/services/', pathNot: '^src/services/shared/' },
+    },
+    {
+      name: 'manifests-only-in-the-list',
+      comment: 'A manifest is read by src/domains.ts alone: everything else imports the domain’s services or api.ts.',
+      severity: 'error',
+      from: { pathNot: '^src/domains\\.ts$' },
+      to: { path: MANIFESTS },
     },
     {
       name: 'auth-db-events-below-services',

@@ -12,7 +12,7 @@ import {
   decideAccessReviewItem,
   getAccessReview,
   listAccessReviews,
-} from '../src/services/access-reviews.js';
+} from '../src/services/identity/access-reviews.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 export const AccessReviewResolver = operations({

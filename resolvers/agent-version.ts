@@ -12,7 +12,7 @@ import {
   listAgentVersions,
   promoteAgentVersion,
   syncAgentRelease,
-} from '../src/services/agent-versions.js';
+} from '../src/services/devices/agent-versions.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 

@@ -16,7 +16,7 @@ import {
   listChannelDeliveries,
   testAlertChannel,
   updateAlertChannel,
-} from '../src/services/alert-channels.js';
+} from '../src/services/alerts/alert-channels.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 const id = arg('id', ID, { description: 'The alert channel' });

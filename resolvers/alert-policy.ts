@@ -11,7 +11,7 @@ import {
   getAlertPolicy,
   listAlertPolicies,
   updateAlertPolicy,
-} from '../src/services/alert-policies.js';
+} from '../src/services/alerts/alert-policies.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 const id = arg('id', ID, { description: 'The alert policy' });

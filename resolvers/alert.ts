@@ -14,7 +14,7 @@ import {
   listAlertRules,
   testAlertRule,
   updateAlertRule,
-} from '../src/services/alert-rules.js';
+} from '../src/services/alerts/alert-rules.js';
 import {
   AlertTemplateListQuery,
   AlertTemplateListSchema,
@@ -33,7 +33,7 @@ import {
   listBuiltInTemplates,
   listCorrelationGroups,
   updateAlertTemplate,
-} from '../src/services/alert-templates.js';
+} from '../src/services/alerts/alert-templates.js';
 import {
   AlertConnectionArgs,
   AlertSummaryQuery,
@@ -48,7 +48,7 @@ import {
   resolveAlert,
   subscribeAlertChanges,
   suppressAlert,
-} from '../src/services/alerts.js';
+} from '../src/services/alerts/alerts.js';
 import { connectionOf, pageConnectionOf, paged } from './shared.js';
 
 export const AlertResolver = operations({

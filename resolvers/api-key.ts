@@ -12,7 +12,7 @@ import {
   revokeApiKey,
   rotateApiKey,
   updateApiKey,
-} from '../src/services/api-keys.js';
+} from '../src/services/identity/api-keys.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 export const ApiKeyResolver = operations({

@@ -17,7 +17,7 @@ import {
   setupMfa,
   switchMembership,
   verifyMfa,
-} from '../src/services/auth.js';
+} from '../src/services/identity/auth.js';
 
 export const AuthResolver = operations({
   login: mutation(

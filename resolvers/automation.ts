@@ -1,6 +1,6 @@
 import { ID } from 'type-graphql';
 import { arg, args, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
-import { AutomationRunViewSchema, RunConnectionArgs, getRun, runAutomation, runsConnection } from '../src/services/automation-runs.js';
+import { AutomationRunViewSchema, RunConnectionArgs, getRun, runAutomation, runsConnection } from '../src/services/automations/automation-runs.js';
 import {
   AutomationListQuery,
   AutomationPageSchema,
@@ -12,7 +12,7 @@ import {
   getAutomation,
   listAutomations,
   updateAutomation,
-} from '../src/services/automations.js';
+} from '../src/services/automations/automations.js';
 import { connectionOf, pageConnectionOf, paged } from './shared.js';
 
 export const AutomationResolver = operations({

@@ -28,8 +28,8 @@ import {
   removeGroupDevice,
   unpinGroupDevice,
   updateGroup,
-} from '../src/services/device-groups.js';
-import { TagListQuery, TagPageSchema, listTags } from '../src/services/tags.js';
+} from '../src/services/groups/device-groups.js';
+import { TagListQuery, TagPageSchema, listTags } from '../src/services/groups/tags.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 const deviceId = arg('deviceId', ID, { description: 'The device (NOT_FOUND when the caller cannot see it).' });

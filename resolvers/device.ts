@@ -11,10 +11,10 @@ import {
   bulkCommands,
   createCommand,
   deviceCommandPage,
-} from '../src/services/device-commands.js';
-import { openAlertCount } from '../src/services/alerts.js';
-import { DeviceGroupPageSchema, DeviceGroupsQuery, deviceGroupPage } from '../src/services/device-groups.js';
-import { DeviceStatusChangeSchema, subscribeCommandUpdates, subscribeDeviceStatus } from '../src/services/device-events.js';
+} from '../src/services/devices/device-commands.js';
+import { openAlertCount } from '../src/services/alerts/alerts.js';
+import { DeviceGroupPageSchema, DeviceGroupsQuery, deviceGroupPage } from '../src/services/groups/device-groups.js';
+import { DeviceStatusChangeSchema, subscribeCommandUpdates, subscribeDeviceStatus } from '../src/services/devices/device-events.js';
 import {
   AutoUpdateSchema,
   DeviceConnectionArgs,
@@ -31,9 +31,9 @@ import {
   setAutoUpdate,
   updateDevice,
   type DeviceView,
-} from '../src/services/devices.js';
-import { OrganizationViewSchema, visibleOrganization } from '../src/services/organizations.js';
-import { SiteViewSchema, visibleSite } from '../src/services/sites.js';
+} from '../src/services/devices/devices.js';
+import { OrganizationViewSchema, visibleOrganization } from '../src/services/tenancy/organizations.js';
+import { SiteViewSchema, visibleSite } from '../src/services/tenancy/sites.js';
 import { connectionOf, pageConnectionOf, paged } from './shared.js';
 
 // REST takes id lists comma-separated and flags as "true"/"false" in a query string; GraphQL has lists and booleans.

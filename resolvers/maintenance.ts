@@ -21,7 +21,7 @@ import {
   startOccurrence,
   updateWindow,
   windowsConnection,
-} from '../src/services/maintenance.js';
+} from '../src/services/maintenance/maintenance.js';
 import { connectionOf } from './shared.js';
 
 export const MaintenanceResolver = operations({

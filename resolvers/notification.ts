@@ -13,7 +13,7 @@ import {
   subscribeNotifications,
   unreadNotificationCount,
   updateNotification,
-} from '../src/services/notifications.js';
+} from '../src/services/notifications/notifications.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 const id = arg('id', ID, { description: 'One of the caller’s notifications' });

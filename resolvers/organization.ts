@@ -13,8 +13,8 @@ import {
   listOrganizations,
   updateOrganization,
   type OrganizationView,
-} from '../src/services/organizations.js';
-import { PartnerViewSchema, visiblePartner } from '../src/services/partners.js';
+} from '../src/services/tenancy/organizations.js';
+import { PartnerViewSchema, visiblePartner } from '../src/services/tenancy/partners.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 const listArgs = args('OrganizationListArgs', OrganizationListQuery);

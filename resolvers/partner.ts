@@ -11,7 +11,7 @@ import {
   getPartner,
   listPartners,
   updatePartner,
-} from '../src/services/partners.js';
+} from '../src/services/tenancy/partners.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 export const PartnerResolver = operations({

@@ -17,7 +17,7 @@ import {
   listRoles,
   updateRole,
   type RoleView,
-} from '../src/services/roles.js';
+} from '../src/services/identity/roles.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 @Resolver(() => objectType('Role', RoleViewSchema))

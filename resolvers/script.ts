@@ -30,7 +30,7 @@ import {
   rollbackVersion,
   updateCategory,
   usageStats,
-} from '../src/services/script-library.js';
+} from '../src/services/scripts/script-library.js';
 import {
   ExecuteResultSchema,
   ExecuteScriptSchema,
@@ -41,7 +41,7 @@ import {
   executionsConnection,
   getExecution,
   subscribeExecutionUpdates,
-} from '../src/services/script-executions.js';
+} from '../src/services/scripts/script-executions.js';
 import {
   CreateScriptSchema,
   ImportScriptSchema,
@@ -57,7 +57,7 @@ import {
   listScripts,
   listSystemScripts,
   updateScript,
-} from '../src/services/scripts.js';
+} from '../src/services/scripts/scripts.js';
 import { connectionOf, pageConnectionOf, paged } from './shared.js';
 
 const scriptId = arg('scriptId', ID, { description: 'the script' });

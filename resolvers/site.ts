@@ -1,7 +1,7 @@
 import { field, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import { pageSchema } from '../src/pagination.js';
-import { OrganizationViewSchema, visibleOrganization } from '../src/services/organizations.js';
-import { CreateSiteSchema, SiteListQuery, SiteViewSchema, UpdateSiteSchema, createSite, deleteSite, getSite, listSites, updateSite, type SiteView } from '../src/services/sites.js';
+import { OrganizationViewSchema, visibleOrganization } from '../src/services/tenancy/organizations.js';
+import { CreateSiteSchema, SiteListQuery, SiteViewSchema, UpdateSiteSchema, createSite, deleteSite, getSite, listSites, updateSite, type SiteView } from '../src/services/tenancy/sites.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 export const SiteResolver = operations(SiteViewSchema, {

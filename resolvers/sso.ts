@@ -1,7 +1,7 @@
 import { ID } from 'type-graphql';
 import { arg, args, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
-import { SsoCheckSchema, checkSso } from '../src/services/sso.js';
-import { SsoLinkStartSchema, startSsoLink } from '../src/services/sso-links.js';
+import { SsoCheckSchema, checkSso } from '../src/services/sso/sso.js';
+import { SsoLinkStartSchema, startSsoLink } from '../src/services/sso/sso-links.js';
 import {
   CreateSsoProviderSchema,
   ListSsoProvidersQuery,
@@ -19,7 +19,7 @@ import {
   setSsoProviderStatus,
   testSsoProvider,
   updateSsoProvider,
-} from '../src/services/sso-providers.js';
+} from '../src/services/sso/sso-providers.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 export const SsoResolver = operations({

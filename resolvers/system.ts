@@ -1,5 +1,5 @@
 import { arg, operations, query, subscription } from '../src/graphql/contract.js';
-import { DomainEventSchema, ServiceInfoSchema, serviceInfo, subscribeDomainEvents } from '../src/services/events.js';
+import { DomainEventSchema, ServiceInfoSchema, serviceInfo, subscribeDomainEvents } from '../src/services/platform/service-info.js';
 
 export const SystemResolver = operations({
   serviceInfo: query(ServiceInfoSchema, [], serviceInfo, { description: 'Liveness and version of the service.' }),

@@ -1,8 +1,8 @@
 import { ID } from 'type-graphql';
 import { arg, args, id, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
-import { AuthSessionSchema } from '../src/services/auth.js';
-import { AssignableRolesQuery, RoleViewSchema, assignableRoles } from '../src/services/roles.js';
-import { UserPageSchema, UserViewSchema } from '../src/services/user-view.js';
+import { AuthSessionSchema } from '../src/services/identity/auth.js';
+import { AssignableRolesQuery, RoleViewSchema, assignableRoles } from '../src/services/identity/roles.js';
+import { UserPageSchema, UserViewSchema } from '../src/services/identity/user-view.js';
 import {
   AcceptInviteSchema,
   InvitationViewSchema,
@@ -26,7 +26,7 @@ import {
   setUserRole,
   updateMe,
   updateUser,
-} from '../src/services/users.js';
+} from '../src/services/identity/users.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 export const UserResolver = operations({

@@ -14,7 +14,7 @@ import {
   retryDelivery,
   subscribeDeliveryUpdates,
   testWebhook,
-} from '../src/services/webhook-deliveries.js';
+} from '../src/services/webhooks/webhook-deliveries.js';
 import {
   CreateWebhookSchema,
   DeliveryStatsSchema,
@@ -28,7 +28,7 @@ import {
   updateWebhook,
   webhookDeliveryStats,
   type WebhookView,
-} from '../src/services/webhooks.js';
+} from '../src/services/webhooks/webhooks.js';
 import { connectionOf, pageConnectionOf, paged } from './shared.js';
 
 export const WebhookResolver = operations(WebhookViewSchema, {

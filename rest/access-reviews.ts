@@ -11,7 +11,7 @@ import {
   decideAccessReviewItem,
   getAccessReview,
   listAccessReviews,
-} from '../src/services/access-reviews.js';
+} from '../src/services/identity/access-reviews.js';
 import { RestRouter, pathId } from './router.js';
 
 export function accessReviewsRouter(openapi: OpenApiRegistry): RestRouter {

@@ -21,8 +21,8 @@ import {
   promoteAgentVersion,
   syncAgentRelease,
   type AgentBinary,
-} from '../src/services/agent-versions.js';
-import { OsTypeSchema } from '../src/services/devices.js';
+} from '../src/services/devices/agent-versions.js';
+import { OsTypeSchema } from '../src/services/devices/devices.js';
 import { RestRouter } from './router.js';
 
 /** A redirect to the release asset, or the mirrored file; either way with its checksum. */

@@ -13,8 +13,8 @@ import {
   reportCommandResult,
   reportInventory,
   reportUpdateStatus,
-} from '../src/services/agents.js';
-import { CommandResultSchema } from '../src/services/device-commands.js';
+} from '../src/services/devices/agents.js';
+import { CommandResultSchema } from '../src/services/devices/device-commands.js';
 import { RestRouter, pathId } from './router.js';
 
 /** The agent protocol (docs/agent-protocol.md): enrollment with an enrollment key, then calls with the agent's token. */

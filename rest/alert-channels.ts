@@ -15,7 +15,7 @@ import {
   listChannelDeliveries,
   testAlertChannel,
   updateAlertChannel,
-} from '../src/services/alert-channels.js';
+} from '../src/services/alerts/alert-channels.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Alert notification channels: email, Slack, Teams, generic webhook, PagerDuty and SMS destinations, and their test sends. */

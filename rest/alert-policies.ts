@@ -10,7 +10,7 @@ import {
   getAlertPolicy,
   listAlertPolicies,
   updateAlertPolicy,
-} from '../src/services/alert-policies.js';
+} from '../src/services/alerts/alert-policies.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Alert policies: which channels and users hear of which alerts, and their escalation steps. */

@@ -20,7 +20,7 @@ import {
   listCorrelationGroups,
   listCorrelations,
   updateAlertTemplate,
-} from '../src/services/alert-templates.js';
+} from '../src/services/alerts/alert-templates.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Alert rule templates, and the correlation of alerts into incidents. */

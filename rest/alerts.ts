@@ -13,7 +13,7 @@ import {
   listAlertRules,
   testAlertRule,
   updateAlertRule,
-} from '../src/services/alert-rules.js';
+} from '../src/services/alerts/alert-rules.js';
 import {
   AlertListQuery,
   AlertPageSchema,
@@ -28,7 +28,7 @@ import {
   listAlerts,
   resolveAlert,
   suppressAlert,
-} from '../src/services/alerts.js';
+} from '../src/services/alerts/alerts.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Alerts and the rules that raise them. */

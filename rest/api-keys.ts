@@ -12,7 +12,7 @@ import {
   revokeApiKey,
   rotateApiKey,
   updateApiKey,
-} from '../src/services/api-keys.js';
+} from '../src/services/identity/api-keys.js';
 import { RestRouter, pathId } from './router.js';
 
 export function apiKeysRouter(openapi: OpenApiRegistry): RestRouter {

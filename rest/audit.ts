@@ -24,7 +24,7 @@ import {
   securityEventsReport,
   userActivityReport,
   type AuditExport,
-} from '../src/services/audit.js';
+} from '../src/services/audit/audit.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Streams the export straight to the client: rows leave as they are read, never buffered whole. */

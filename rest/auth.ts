@@ -23,7 +23,7 @@ import {
   setupMfa,
   switchMembership,
   verifyMfa,
-} from '../src/services/auth.js';
+} from '../src/services/identity/auth.js';
 import { RestRouter } from './router.js';
 
 /** Password login, MFA, token refresh, logout and password change: the caller's own sessions. */

@@ -1,5 +1,5 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
-import { AutomationRunPageSchema, AutomationRunViewSchema, RunListQuery, TriggerQuery, getRun, listRuns, runAutomation, triggerAutomation } from '../src/services/automation-runs.js';
+import { AutomationRunPageSchema, AutomationRunViewSchema, RunListQuery, TriggerQuery, getRun, listRuns, runAutomation, triggerAutomation } from '../src/services/automations/automation-runs.js';
 import {
   AutomationListQuery,
   AutomationPageSchema,
@@ -11,7 +11,7 @@ import {
   getAutomation,
   listAutomations,
   updateAutomation,
-} from '../src/services/automations.js';
+} from '../src/services/automations/automations.js';
 import type { RateLimit } from '../src/http/rate-limit.js';
 import { RestRouter, pathId } from './router.js';
 

@@ -9,7 +9,7 @@ import {
   bulkCommands,
   createCommand,
   listCommands,
-} from '../src/services/device-commands.js';
+} from '../src/services/devices/device-commands.js';
 import {
   AutoUpdateSchema,
   DeviceListQuery,
@@ -26,7 +26,7 @@ import {
   UpdateDeviceSchema,
   setAutoUpdate,
   updateDevice,
-} from '../src/services/devices.js';
+} from '../src/services/devices/devices.js';
 import { RestRouter, pathId } from './router.js';
 
 export function devicesRouter(openapi: OpenApiRegistry): RestRouter {

@@ -10,7 +10,7 @@ import {
   getEnrollmentKey,
   listEnrollmentKeys,
   rotateEnrollmentKey,
-} from '../src/services/enrollment-keys.js';
+} from '../src/services/devices/enrollment-keys.js';
 import { RestRouter, pathId } from './router.js';
 
 export function enrollmentKeysRouter(openapi: OpenApiRegistry): RestRouter {

@@ -1,5 +1,5 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
-import { TrustedDocumentsImportSchema, TrustedManifestSchema, importTrustedDocuments } from '../src/services/trusted-documents.js';
+import { TrustedDocumentsImportSchema, TrustedManifestSchema, importTrustedDocuments } from '../src/services/platform/trusted-documents.js';
 import { RestRouter } from './router.js';
 
 /** The GraphQL endpoint's administration: the trusted documents PERSISTED_QUERIES=trusted answers. */

@@ -27,7 +27,7 @@ import {
   removeGroupDevice,
   unpinGroupDevice,
   updateGroup,
-} from '../src/services/device-groups.js';
+} from '../src/services/groups/device-groups.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Device groups: static (devices added by hand) and dynamic (a filter, kept current), with pins and a membership log. */

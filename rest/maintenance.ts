@@ -23,7 +23,7 @@ import {
   listWindows,
   startOccurrence,
   updateWindow,
-} from '../src/services/maintenance.js';
+} from '../src/services/maintenance/maintenance.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Maintenance windows and their occurrences: devices under maintenance, alerts suppressed, updates and patching deferred. */

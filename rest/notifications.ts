@@ -10,7 +10,7 @@ import {
   listNotifications,
   unreadNotificationCount,
   updateNotification,
-} from '../src/services/notifications.js';
+} from '../src/services/notifications/notifications.js';
 import { RestRouter, pathId } from './router.js';
 
 /** The caller's own in-app notifications. */

@@ -13,7 +13,7 @@ import {
   getTenancy,
   listOrganizations,
   updateOrganization,
-} from '../src/services/organizations.js';
+} from '../src/services/tenancy/organizations.js';
 import {
   CreatePartnerSchema,
   PartnerListQuery,
@@ -27,8 +27,8 @@ import {
   listPartners,
   updateMyPartner,
   updatePartner,
-} from '../src/services/partners.js';
-import { CreateSiteSchema, SiteListQuery, SiteViewSchema, UpdateSiteSchema, createSite, deleteSite, getSite, listSites, updateSite } from '../src/services/sites.js';
+} from '../src/services/tenancy/partners.js';
+import { CreateSiteSchema, SiteListQuery, SiteViewSchema, UpdateSiteSchema, createSite, deleteSite, getSite, listSites, updateSite } from '../src/services/tenancy/sites.js';
 import { RestRouter, pathId } from './router.js';
 
 /** The tenancy tree: partners, organizations, sites, and the caller's place in it (`GET /orgs/`). */

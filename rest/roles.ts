@@ -16,9 +16,9 @@ import {
   getRole,
   listRoles,
   updateRole,
-} from '../src/services/roles.js';
-import { UserPageSchema } from '../src/services/user-view.js';
-import { RoleUsersQuery, listRoleUsers } from '../src/services/users.js';
+} from '../src/services/identity/roles.js';
+import { UserPageSchema } from '../src/services/identity/user-view.js';
+import { RoleUsersQuery, listRoleUsers } from '../src/services/identity/users.js';
 import { RestRouter, pathId } from './router.js';
 
 /** System and custom roles, and the permission catalog. Writes need an MFA session. */

@@ -29,8 +29,8 @@ import {
   rollbackVersion,
   updateCategory,
   usageStats,
-} from '../src/services/script-library.js';
-import { ScriptViewSchema } from '../src/services/scripts.js';
+} from '../src/services/scripts/script-library.js';
+import { ScriptViewSchema } from '../src/services/scripts/scripts.js';
 import { RestRouter, pathId } from './router.js';
 import { libraryId } from './scripts.js';
 

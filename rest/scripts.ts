@@ -10,7 +10,7 @@ import {
   executeScript,
   getExecution,
   listExecutions,
-} from '../src/services/script-executions.js';
+} from '../src/services/scripts/script-executions.js';
 import {
   CreateScriptSchema,
   ImportScriptSchema,
@@ -26,7 +26,7 @@ import {
   listScripts,
   listSystemScripts,
   updateScript,
-} from '../src/services/scripts.js';
+} from '../src/services/scripts/scripts.js';
 import { notFound } from '../src/errors.js';
 import { RestRouter, pathId } from './router.js';
 

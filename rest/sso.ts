@@ -3,10 +3,10 @@ import { z } from 'zod';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import { listSchema } from '../src/pagination.js';
 import type { RateLimit } from '../src/http/rate-limit.js';
-import { LoginQuery, SsoCheckSchema, checkSso, startSsoLogin } from '../src/services/sso.js';
-import { ExchangeInput, redeemExchangeCode, type LoginRedirect } from '../src/services/sso-accounts.js';
-import { SsoLinkInput, SsoLinkStartSchema, openSsoLink, startSsoLink } from '../src/services/sso-links.js';
-import { STATE_COOKIE, completeOidcLogin } from '../src/services/sso-oidc.js';
+import { LoginQuery, SsoCheckSchema, checkSso, startSsoLogin } from '../src/services/sso/sso.js';
+import { ExchangeInput, redeemExchangeCode, type LoginRedirect } from '../src/services/sso/sso-accounts.js';
+import { SsoLinkInput, SsoLinkStartSchema, openSsoLink, startSsoLink } from '../src/services/sso/sso-links.js';
+import { STATE_COOKIE, completeOidcLogin } from '../src/services/sso/sso-oidc.js';
 import {
   CreateSsoProviderSchema,
   ListSsoProvidersQuery,
@@ -24,8 +24,8 @@ import {
   setSsoProviderStatus,
   testSsoProvider,
   updateSsoProvider,
-} from '../src/services/sso-providers.js';
-import { SAML_STATE_COOKIE, completeSamlLogin, samlMetadata } from '../src/services/sso-saml.js';
+} from '../src/services/sso/sso-providers.js';
+import { SAML_STATE_COOKIE, completeSamlLogin, samlMetadata } from '../src/services/sso/sso-saml.js';
 import { RestRouter, pathId } from './router.js';
 
 function readCookie(req: Request, name: string): string | undefined {

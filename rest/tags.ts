@@ -1,6 +1,6 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
-import { DevicePageSchema } from '../src/services/device-groups.js';
-import { TagDevicesQuery, TagListQuery, TagPageSchema, listTaggedDevices, listTags } from '../src/services/tags.js';
+import { DevicePageSchema } from '../src/services/groups/device-groups.js';
+import { TagDevicesQuery, TagListQuery, TagPageSchema, listTaggedDevices, listTags } from '../src/services/groups/tags.js';
 import { RestRouter } from './router.js';
 
 /** Device tags: the labels set on devices, listed with their device counts. */

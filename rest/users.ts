@@ -1,8 +1,8 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import { listSchema } from '../src/pagination.js';
-import { AuthSessionSchema } from '../src/services/auth.js';
-import { AssignableRolesQuery, RoleViewSchema, assignableRoles } from '../src/services/roles.js';
-import { UserPageSchema, UserViewSchema } from '../src/services/user-view.js';
+import { AuthSessionSchema } from '../src/services/identity/auth.js';
+import { AssignableRolesQuery, RoleViewSchema, assignableRoles } from '../src/services/identity/roles.js';
+import { UserPageSchema, UserViewSchema } from '../src/services/identity/user-view.js';
 import {
   AcceptInviteSchema,
   AcceptMyInvitationSchema,
@@ -29,7 +29,7 @@ import {
   setUserRole,
   updateMe,
   updateUser,
-} from '../src/services/users.js';
+} from '../src/services/identity/users.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Users of the organizations and partners the caller reaches, invitations, and the caller's own profile. */

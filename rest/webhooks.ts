@@ -11,7 +11,7 @@ import {
   listDeliveries,
   retryDelivery,
   testWebhook,
-} from '../src/services/webhook-deliveries.js';
+} from '../src/services/webhooks/webhook-deliveries.js';
 import {
   CreateWebhookSchema,
   ListWebhooksQuery,
@@ -22,7 +22,7 @@ import {
   getWebhook,
   listWebhooks,
   updateWebhook,
-} from '../src/services/webhooks.js';
+} from '../src/services/webhooks/webhooks.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Outbound webhooks: configuration, delivery history, test sends, dead letters and their re-drive. */

@@ -12,18 +12,17 @@ import type { EventSubscriber } from './events/types.js';
 import { buildGraphqlSchema } from './graphql/schema.js';
 import { startGraphql } from './graphql/server.js';
 import { agentChannelRoute, refuseUpgrade } from './http/agent-channel.js';
+import { domainEntities, domainJobs, domainSubscribers, installDomains } from './domains.js';
 import { createHttpApp } from './http/app.js';
 import { JobQueue } from './jobs/agenda.js';
-import { jobDefinitions } from './jobs/index.js';
 import type { JobDefinition } from './jobs/types.js';
 import { createLogger, type Logger } from './logger.js';
 import { resolveTunables, systemClock, type Clock, type Runtime, type TunableOverrides } from './runtime.js';
 import { SecretBox } from './secrets.js';
-import { AgentChannelHub } from './services/agent-channel.js';
-import { recordDenied } from './services/audit.js';
-import { bootstrapIdentity } from './services/bootstrap.js';
-import { WebhookDeliveryWorker } from './services/webhook-worker.js';
-import { eventSubscribers } from './subscribers/index.js';
+import { AgentChannelHub } from './services/devices/agent-channel.js';
+import { recordDenied } from './services/audit/audit.js';
+import { bootstrapIdentity } from './services/identity/bootstrap.js';
+import { WebhookDeliveryWorker } from './services/webhooks/webhook-worker.js';
 
 export interface StartOptions {
   log?: Logger;
@@ -54,8 +53,9 @@ const DRAIN_TIMEOUT_MS = 10_000;
 /** Boots one server instance: database (embedded or DATABASE_URL), migrations, jobs, events, HTTP + GraphQL + WebSocket on one port. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel);
+  installDomains();
   installDenialLog(recordDenied);
-  const database = await openDatabase(config, log, { migrationsDir: options.migrationsDir });
+  const database = await openDatabase(config, log, { entities: domainEntities, migrationsDir: options.migrationsDir });
   const closers: (() => Promise<void>)[] = [() => database.close()];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close().catch((error: Error) => log.error({ err: error.message }, 'shutdown step failed'));
@@ -69,7 +69,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const jobs = await JobQueue.create({
       databaseUrl: database.url,
       mongodbUrl: config.mongodbUrl,
-      definitions: [...jobDefinitions, ...(options.jobs ?? [])],
+      definitions: [...domainJobs, ...(options.jobs ?? [])],
       runtime: () => runtime!,
       log,
       processEveryMs: options.jobsProcessEveryMs,
@@ -102,7 +102,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await webhookDeliveries.stop();
     });
 
-    const dispatcher = new OutboxDispatcher(runtime, [...eventSubscribers, ...(options.subscribers ?? [])], options.outboxPollMs ?? 2000);
+    const dispatcher = new OutboxDispatcher(runtime, [...domainSubscribers, ...(options.subscribers ?? [])], options.outboxPollMs ?? 2000);
     await dispatcher.start(database.url);
     closers.push(() => dispatcher.stop());
 

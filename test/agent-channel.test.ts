@@ -2,7 +2,7 @@ import WebSocket from 'ws';
 import { authenticate } from '../src/auth/authenticate.js';
 import { RequestContext } from '../src/auth/context.js';
 import { AppError } from '../src/errors.js';
-import { callAgent } from '../src/services/agent-channel.js';
+import { callAgent } from '../src/services/devices/agent-channel.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { rest } from './support/clients.js';
 import { sql } from './support/db.js';

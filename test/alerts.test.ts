@@ -1,6 +1,6 @@
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { ALERT_TOPIC } from '../src/services/alerts.js';
+import { ALERT_TOPIC } from '../src/services/alerts/alerts.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
 import { TestClock } from './support/clock.js';

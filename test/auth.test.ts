@@ -3,7 +3,7 @@ import { ApiKey } from '../entities/api-key.js';
 import { generateApiKey } from '../src/auth/api-key-format.js';
 import type { Permission } from '../src/auth/permissions.js';
 import { signAccessToken } from '../src/auth/tokens.js';
-import { passwordLoginPolicies } from '../src/services/auth.js';
+import { passwordLoginPolicies } from '../src/services/identity/auth.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, createTestApp, type TestApp } from './support/app.js';
 import { gql, loginOk, rest } from './support/clients.js';
 import { sql } from './support/db.js';

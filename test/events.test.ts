@@ -17,6 +17,7 @@ import { eventually } from './support/eventually.js';
 import { rest } from './support/clients.js';
 import { enroll, fleet } from './support/devices.js';
 import { buildOrg, buildSite, buildUser } from './support/factories.js';
+import { domainEntities } from '../src/domains.js';
 
 function recorder(name: string, on = ['test.*']): EventSubscriber & { seen: DomainEvent[] } {
   const seen: DomainEvent[] = [];
@@ -37,7 +38,7 @@ test('an event committed by a process that died before dispatching is delivered 
     // The "crashed" process: migrations applied, event committed, no dispatcher ever ran.
     const first = await createTestApp({ databaseUrl: db.url });
     await first.stop();
-    const orm = await MikroORM.init(ormConfig(db.url));
+    const orm = await MikroORM.init(ormConfig(db.url, { entities: domainEntities }));
     const crashedRuntime = { orm, log: first.server.runtime.log } as unknown as Runtime;
     const event = await emitCommitted(crashedRuntime, 'test.crash', null, { n: 1 });
     await orm.close(true);

@@ -1,5 +1,4 @@
 import { dueWorkJob } from '../src/jobs/due-work.js';
-import { collectJobs } from '../src/jobs/index.js';
 import type { JobDefinition } from '../src/jobs/types.js';
 import { createTestApp } from './support/app.js';
 import { TestClock } from './support/clock.js';
@@ -20,9 +19,9 @@ test('a job scheduled for later runs at its time with its data', async () => {
   }
 });
 
-test('the registry refuses two definitions with one name', () => {
-  const def = { name: 'dup', handler: async () => {} };
-  expect(() => collectJobs([def], [def])).toThrow('Duplicate job definition: dup');
+test('start-up refuses a job definition whose name a domain already defines', async () => {
+  const taken: JobDefinition<never> = { name: 'auth.prune', handler: async () => {} };
+  await expect(createTestApp({ start: { jobs: [taken] } })).rejects.toThrow('Duplicate job definition: auth.prune');
 });
 
 test('the due-work tick runs each due piece with the service clock’s now; a failing piece does not stop the others; a slower piece waits its period', async () => {
@@ -31,18 +30,16 @@ test('the due-work tick runs each due piece with the service clock’s now; a fa
   const app = await createTestApp({ start: { clock } });
   try {
     const seen: string[] = [];
-    const tick = dueWorkJob(
-      [{ name: 'every tick', run: async (_ctx, now) => void seen.push(`every tick ${now.toISOString()}`) }],
-      [
-        { name: 'broken', run: async () => Promise.reject(new Error('boom')) },
-        { name: 'hourly', everySeconds: 3600, run: async (_ctx, now) => void seen.push(`hourly ${now.toISOString().slice(0, 13)}`) },
-      ],
-    );
+    const tick = dueWorkJob([
+      { name: 'every tick', run: async (_ctx, now) => void seen.push(`every tick ${now.toISOString()}`) },
+      { name: 'broken', run: async () => Promise.reject(new Error('boom')) },
+      { name: 'hourly', everySeconds: 3600, run: async (_ctx, now) => void seen.push(`hourly ${now.toISOString().slice(0, 13)}`) },
+    ]);
     await tick.handler(app.server.runtime, undefined as never);
     await tick.handler(app.server.runtime, undefined as never);
     const everyTick = expect.stringMatching(/^every tick 2031-05-01T12:00/);
     expect(seen).toEqual([everyTick, 'hourly 2031-05-01T12', everyTick]);
-    expect(() => dueWorkJob([{ name: 'x', run: async () => {} }], [{ name: 'x', run: async () => {} }])).toThrow('Duplicate due work: x');
+    expect(() => dueWorkJob([{ name: 'x', run: async () => {} }, { name: 'x', run: async () => {} }])).toThrow('Duplicate due work: x');
   } finally {
     await app.stop();
   }

@@ -1,5 +1,5 @@
 import { RequestContext } from '../src/auth/context.js';
-import { sweepDeviceStatus } from '../src/services/agents.js';
+import { sweepDeviceStatus } from '../src/services/devices/agents.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { TestClock } from './support/clock.js';
 import { gql, rest, type As } from './support/clients.js';

@@ -1,6 +1,6 @@
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { NOTIFICATION_TOPIC } from '../src/services/notifications.js';
+import { NOTIFICATION_TOPIC } from '../src/services/notifications/notifications.js';
 import { raiseAlert } from './support/alert-events.js';
 import { useInstancePair, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';

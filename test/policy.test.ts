@@ -1,17 +1,32 @@
+import fs from 'node:fs';
 import { Site } from '../entities/site.js';
 import { Membership } from '../entities/user.js';
 import { authenticate } from '../src/auth/authenticate.js';
 import { RequestContext } from '../src/auth/context.js';
-import type { Permission } from '../src/auth/permissions.js';
+import { domains } from '../src/domains.js';
 import { tenantSql, tenantWhere, type TenantColumns } from '../src/auth/policy.js';
 import { requestRows, statement } from '../src/db/prepared.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { rest } from './support/clients.js';
 import { sql } from './support/db.js';
 import { buildOrg, buildPartner, buildSite, buildUser, type BuildUserOptions } from './support/factories.js';
+import type { PolicyRows, SeededRole } from './policy/rows.js';
 
-// The role × action table: what each seeded role may do, written out by hand (not derived from the
-// role definitions it checks), one request per permission, through the real REST door.
+// The role × action table: what each seeded role may do, written out by hand per domain in
+// test/policy/<domain>.ts (not derived from the role definitions it checks), one request per
+// permission, through the real REST door. Every file there is read: a domain adds its own.
+
+const POLICY_DIR = new URL('./policy/', import.meta.url);
+const rowFiles = fs.readdirSync(POLICY_DIR).filter((file) => file.endsWith('.ts') && file !== 'rows.ts');
+const ACTIONS: PolicyRows = Object.assign({}, ...(await Promise.all(rowFiles.map(async (file) => ((await import(`./policy/${file}`)) as { rows: PolicyRows }).rows))));
+const ROLES: { name: SeededRole; scope: 'organization' | 'partner' }[] = [
+  { name: 'Organization Admin', scope: 'organization' },
+  { name: 'Organization Technician', scope: 'organization' },
+  { name: 'Organization Viewer', scope: 'organization' },
+  { name: 'Partner Admin', scope: 'partner' },
+  { name: 'Partner Technician', scope: 'partner' },
+  { name: 'Partner Viewer', scope: 'partner' },
+];
 
 let app: TestApp;
 
@@ -22,72 +37,13 @@ afterAll(async () => {
   await app.stop();
 });
 
-interface Action {
-  permission: Permission;
-  request: (ids: { orgId: string; partnerId: string }) => { method: 'get' | 'post' | 'patch' | 'delete'; path: string; body?: unknown };
-  /** the success status */
-  ok: number;
-  /** a list a partner caller narrows to one organization with `?orgId=` */
-  orgQuery?: true;
-}
+test('every domain that declares permissions has its rows in test/policy/', () => {
+  const declaring = domains.filter((domain) => Object.keys(domain.permissions ?? {}).length > 0).map((domain) => `${domain.name}.ts`);
+  expect(declaring.filter((file) => !rowFiles.includes(file))).toEqual([]);
+});
 
-const ACTIONS: Record<string, Action> = {
-  listSites: { orgQuery: true, permission: 'sites:read', request: () => ({ method: 'get', path: '/orgs/sites' }), ok: 200 },
-  createSite: { permission: 'sites:write', request: ({ orgId }) => ({ method: 'post', path: '/orgs/sites', body: { orgId, name: 'Branch' } }), ok: 201 },
-  listUsers: { orgQuery: true, permission: 'users:read', request: () => ({ method: 'get', path: '/users' }), ok: 200 },
-  listOrganizations: { permission: 'organizations:read', request: () => ({ method: 'get', path: '/orgs/organizations' }), ok: 200 },
-  renameOrganization: { permission: 'organizations:write', request: ({ orgId }) => ({ method: 'patch', path: `/orgs/organizations/${orgId}`, body: { name: 'Renamed' } }), ok: 200 },
-  listRoles: { permission: 'roles:read', request: () => ({ method: 'get', path: '/roles' }), ok: 200 },
-  readAudit: { orgQuery: true, permission: 'audit:read', request: () => ({ method: 'get', path: '/audit' }), ok: 200 },
-  exportAudit: { permission: 'audit:export', request: () => ({ method: 'get', path: '/audit/export?format=json' }), ok: 200 },
-  listAccessReviews: { orgQuery: true, permission: 'access_reviews:read', request: () => ({ method: 'get', path: '/access-reviews' }), ok: 200 },
-  listWebhooks: { orgQuery: true, permission: 'organizations:read', request: () => ({ method: 'get', path: '/webhooks' }), ok: 200 },
-  listMaintenanceWindows: { orgQuery: true, permission: 'maintenance:read', request: () => ({ method: 'get', path: '/maintenance/windows' }), ok: 200 },
-  createMaintenanceWindow: {
-    permission: 'maintenance:write',
-    request: ({ orgId }) => ({ method: 'post', path: '/maintenance/windows', body: { orgId, name: 'Patch night', timezone: 'UTC', startsAt: '2030-01-01T02:00:00', durationMinutes: 60, recurrence: { type: 'once' } } }),
-    ok: 201,
-  },
-  listAlertChannels: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts/channels' }), ok: 200 },
-  createAlertChannel: {
-    permission: 'alerts:write',
-    request: ({ orgId }) => ({ method: 'post', path: '/alerts/channels', body: { orgId, name: 'On call', type: 'email', config: { to: ['oncall@example.test'] } } }),
-    ok: 201,
-  },
-  listAlertPolicies: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts/policies' }), ok: 200 },
-  createAlertPolicy: { permission: 'alerts:write', request: ({ orgId }) => ({ method: 'post', path: '/alerts/policies', body: { orgId, name: 'Critical', severities: ['critical'], channelIds: [] } }), ok: 201 },
-  listAlerts: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts' }), ok: 200 },
-  listAlertRules: { orgQuery: true, permission: 'alerts:read', request: () => ({ method: 'get', path: '/alerts/rules' }), ok: 200 },
-  createAlertRule: {
-    permission: 'alerts:write',
-    request: ({ orgId }) => ({ method: 'post', path: '/alerts/rules', body: { orgId, name: 'Offline', targetType: 'organization', targetId: orgId, conditions: [{ type: 'offline' }], severity: 'high' } }),
-    ok: 201,
-  },
-  listAutomations: { orgQuery: true, permission: 'automations:read', request: () => ({ method: 'get', path: '/automations' }), ok: 200 },
-  createAutomation: {
-    permission: 'automations:write',
-    request: ({ orgId }) => ({ method: 'post', path: '/automations', body: { orgId, name: 'Nightly', trigger: { type: 'manual' }, target: { type: 'organization' }, steps: [{ type: 'wait', seconds: 60 }] } }),
-    ok: 201,
-  },
-  listScripts: { orgQuery: true, permission: 'scripts:read', request: () => ({ method: 'get', path: '/scripts' }), ok: 200 },
-  createScript: { permission: 'scripts:write', request: ({ orgId }) => ({ method: 'post', path: '/scripts', body: { orgId, name: 'Cleanup', language: 'bash', content: 'echo ok' } }), ok: 201 },
-};
-type ActionName = keyof typeof ACTIONS;
-
-const ALL = Object.keys(ACTIONS) as ActionName[];
-
-/** The actions each seeded role may take; every other action in ACTIONS answers 403 FORBIDDEN. */
-const ALLOWED: Record<string, { scope: 'organization' | 'partner'; may: ActionName[] }> = {
-  'Organization Admin': { scope: 'organization', may: ALL },
-  'Organization Technician': { scope: 'organization', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'listUsers', 'listOrganizations', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy', 'listAlerts', 'listAlertRules', 'createAlertRule', 'listAutomations', 'createAutomation', 'listScripts', 'createScript'] },
-  'Organization Viewer': { scope: 'organization', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies', 'listAlerts', 'listAlertRules', 'listAutomations', 'listScripts'] },
-  'Partner Admin': { scope: 'partner', may: ALL },
-  'Partner Technician': { scope: 'partner', may: ['listMaintenanceWindows', 'createMaintenanceWindow', 'listSites', 'createSite', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listWebhooks', 'listAlertChannels', 'createAlertChannel', 'listAlertPolicies', 'createAlertPolicy', 'listAlerts', 'listAlertRules', 'createAlertRule', 'listAutomations', 'createAutomation', 'listScripts', 'createScript'] },
-  'Partner Viewer': { scope: 'partner', may: ['listMaintenanceWindows', 'listSites', 'listUsers', 'listOrganizations', 'listRoles', 'readAudit', 'listAccessReviews', 'listWebhooks', 'listAlertChannels', 'listAlertPolicies', 'listAlerts', 'listAlertRules', 'listAutomations', 'listScripts'] },
-};
-
-describe.each(Object.entries(ALLOWED))('%s', (roleName, { scope, may }) => {
-  test.each(ALL)('%s', async (name) => {
+describe.each(ROLES)('$name', ({ name: roleName, scope }) => {
+  test.each(Object.keys(ACTIONS))('%s', async (name) => {
     const org = await buildOrg(app);
     const user = await buildUser(app, scope === 'organization' ? { orgId: org.id, role: roleName } : { partnerId: org.partnerId, role: roleName });
     const action = ACTIONS[name]!;
@@ -95,7 +51,7 @@ describe.each(Object.entries(ALLOWED))('%s', (roleName, { scope, may }) => {
     const api = rest(app, user.as);
     const scopedPath = scope === 'partner' && action.orgQuery ? `${path}${path.includes('?') ? '&' : '?'}orgId=${org.id}` : path;
     const res = method === 'get' || method === 'delete' ? await api[method](scopedPath) : await api[method](path, body);
-    if (may.includes(name)) expect(res.status).toBe(action.ok);
+    if (action.may.includes(roleName)) expect(res.status).toBe(action.ok);
     else expect([res.status, res.body?.code]).toEqual([403, 'FORBIDDEN']);
   });
 });

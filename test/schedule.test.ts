@@ -1,4 +1,4 @@
-import { cronError, nextStart, previousStart, startsBetween, type Schedule } from '../src/services/schedule.js';
+import { cronError, nextStart, previousStart, startsBetween, type Schedule } from '../src/services/shared/schedule.js';
 
 // The schedule engine alone (a pure module): cron and calendar recurrences in a time zone, next and
 // previous starts, and daylight-saving gaps (a local time that does not exist starts at the end of

@@ -4,7 +4,7 @@ import { RequestContext } from '../src/auth/context.js';
 import { DOMAIN_EVENT_TOPIC } from '../src/events/dispatcher.js';
 import { projectRoot } from '../src/paths.js';
 import { ApiSession, FLEET_NAME, prepareFleet, startSimulation, watchDeviceStatus, type Simulation, type Watch } from '../src/scripts/simulator.js';
-import { callAgent } from '../src/services/agent-channel.js';
+import { callAgent } from '../src/services/devices/agent-channel.js';
 import { ADMIN_EMAIL, ADMIN_PASSWORD, createTestApp, type TestApp } from './support/app.js';
 import { rest } from './support/clients.js';
 import { sql } from './support/db.js';

@@ -16,6 +16,7 @@ import { useTestDatabase } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { buildOrg, buildUser } from './support/factories.js';
 import { useHttpsReceiver } from './support/https-receiver.js';
+import { domainEntities } from '../src/domains.js';
 
 const EVENTS = 2000;
 const PER_TRANSACTION = 20;
@@ -112,7 +113,7 @@ test('two instances, 2,000 events, one instance killed (SIGKILL) mid-stream and 
   }
 
   // Events are committed straight into the outbox, as a third process would.
-  const orm = await MikroORM.init(ormConfig(db.url));
+  const orm = await MikroORM.init(ormConfig(db.url, { entities: domainEntities }));
   const writer = { orm, log: createLogger('silent') } as unknown as Runtime;
   const sql = async <T>(query: string, params: unknown[] = []) => (await orm.em.fork().getConnection().execute(query, params)) as T[];
   let committed = 0;

@@ -1,5 +1,5 @@
 import { Webhook } from '../entities/webhook.js';
-import { redactUrl } from '../src/services/webhooks.js';
+import { redactUrl } from '../src/services/webhooks/webhooks.js';
 import type { Permission } from '../src/auth/permissions.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';

@@ -1,3 +1,4 @@
+import type { EntityClass } from '@mikro-orm/core';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormConfig } from '../../mikro-orm.config.js';
 import type { Config } from '../config.js';
@@ -13,7 +14,7 @@ export interface Database {
 }
 
 /** DATABASE_URL when given, else an embedded PostgreSQL kept in DATA_DIR. Migrations run here when AUTO_MIGRATE is on. */
-export async function openDatabase(config: Config, log: Logger, options: { migrationsDir?: string } = {}): Promise<Database> {
+export async function openDatabase(config: Config, log: Logger, options: { entities: EntityClass<object>[]; migrationsDir?: string }): Promise<Database> {
   let embedded: EmbeddedDatabase | null = null;
   if (!config.databaseUrl) {
     log.info({ dataDir: config.dataDir }, 'starting embedded PostgreSQL');
@@ -22,7 +23,7 @@ export async function openDatabase(config: Config, log: Logger, options: { migra
   const url = config.databaseUrl ?? embedded!.url;
   let orm: MikroORM | null = null;
   try {
-    orm = await MikroORM.init(ormConfig(url));
+    orm = await MikroORM.init(ormConfig(url, { entities: options.entities }));
     const { applied } = await migrate(orm, { apply: config.autoMigrate, migrationsDir: options.migrationsDir });
     if (applied.length > 0) log.info({ applied }, 'migrations applied');
   } catch (error) {

@@ -2,7 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import { preparedRows, statement } from '../db/prepared.js';
 import { AppError, badRequest } from '../errors.js';
 import type { Clock } from '../runtime.js';
-import { persistedQueryKey, sha256Hex } from '../services/trusted-documents.js';
+import { persistedQueryKey, sha256Hex } from '../services/platform/trusted-documents.js';
 
 const READ = statement('select query, trusted from persisted_query where key = ?');
 // At most the configured number of registrations are kept: one costs nothing to send, so the table

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { buildSchema, type MiddlewareFn } from 'type-graphql';
 import type { GraphQLSchema } from 'graphql';
 import type { RequestContext } from '../auth/context.js';
-import { resolvers } from '../../resolvers/index.js';
+import { domainResolvers } from '../domains.js';
 import type { PgPubSub } from '../events/pubsub.js';
 import type { GraphqlContext } from './context.js';
 import { dropNullsTheSchemaRefuses } from './contract.js';
@@ -39,7 +39,7 @@ const ROOTS = {
 
 export async function buildGraphqlSchema(pubSub: Pick<PgPubSub, 'publish' | 'subscribe'>): Promise<GraphQLSchema> {
   const schema = await buildSchema({
-    resolvers: resolvers as never,
+    resolvers: domainResolvers as never,
     pubSub,
     validate: false,
     validateFn: (value) => dropNullsTheSchemaRefuses(value),

@@ -14,7 +14,7 @@ import { errorAnswer } from '../http/error-answer.js';
 import { consumeAddressBudget, consumeCallerBudget } from '../http/rate-limit.js';
 import { contextFor, rawClientIp } from '../http/request-context.js';
 import type { Runtime } from '../runtime.js';
-import { persistedQueryKey } from '../services/trusted-documents.js';
+import { persistedQueryKey } from '../services/platform/trusted-documents.js';
 import type { GraphqlContext } from './context.js';
 import { abandonPastDeadline, rejectedOn, timedOut } from './deadline.js';
 import { DocumentCache } from './documents.js';

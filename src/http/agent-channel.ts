@@ -3,8 +3,8 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { AppError, notFound, toAppError } from '../errors.js';
 import type { Runtime } from '../runtime.js';
-import { agentToken, authenticateAgent } from '../services/agents.js';
-import { MAX_CHANNEL_MESSAGE_BYTES, type AgentChannelHub } from '../services/agent-channel.js';
+import { agentToken, authenticateAgent } from '../services/devices/agents.js';
+import { MAX_CHANNEL_MESSAGE_BYTES, type AgentChannelHub } from '../services/devices/agent-channel.js';
 import { uuid } from '../validation.js';
 import { publicContext } from './request-context.js';
 

@@ -5,6 +5,7 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import helmet from 'helmet';
 import { apiRouter } from '../../rest/index.js';
 import type { HotRoute } from '../../rest/router.js';
+import { domainRouters } from '../domains.js';
 import { AppError, badRequest } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { errorAnswer } from './error-answer.js';
@@ -77,7 +78,7 @@ export function createHttpApp(runtime: Runtime, graphql: RequestHandler): Reques
   app.use(express.urlencoded({ extended: false, limit: config.bodyLimit }));
 
   const openapi = new OpenApiRegistry();
-  const { api, hot } = apiRouter(openapi, config.serviceVersion);
+  const { api, hot } = apiRouter(openapi, config.serviceVersion, domainRouters);
   app.use(
     '/api/v1',
     async (req, _res, next) => {

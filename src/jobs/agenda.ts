@@ -37,6 +37,12 @@ export class JobQueue implements JobScheduler {
     processEveryMs?: number;
   }): Promise<JobQueue> {
     const { log } = options;
+    // Agenda keeps the last definition of a name: two domains claiming one name is a programming error.
+    const names = new Set<string>();
+    for (const def of options.definitions) {
+      if (names.has(def.name)) throw new Error(`Duplicate job definition: ${def.name}`);
+      names.add(def.name);
+    }
     let backend: PostgresBackend | MongoBackend;
     let pingStore: () => Promise<void>;
     let closeStore = async () => {};

@@ -1,6 +1,6 @@
 import { RequestContext } from '../auth/context.js';
-import { SEND_JOB, SendJobSchema, sendDelivery, SWEEP_JOB, sweepChannelDeliveries } from '../services/alert-channels.js';
-import { ESCALATE_JOB, ESCALATION_CHECK_JOB, EscalateJobSchema, escalateDue } from '../services/alert-policies.js';
+import { SEND_JOB, SendJobSchema, sendDelivery, SWEEP_JOB, sweepChannelDeliveries } from '../services/alerts/alert-channels.js';
+import { ESCALATE_JOB, ESCALATION_CHECK_JOB, EscalateJobSchema, escalateDue } from '../services/alerts/alert-policies.js';
 import type { JobDefinition } from './types.js';
 
 export const alertChannelJobs: JobDefinition<never>[] = [

@@ -1,6 +1,6 @@
 import { RequestContext } from '../auth/context.js';
-import { checkDueConditions } from '../services/alert-evaluation.js';
-import { endSuppressions } from '../services/alerts.js';
+import { checkDueConditions } from '../services/alerts/alert-evaluation.js';
+import { endSuppressions } from '../services/alerts/alerts.js';
 import type { JobDefinition } from './types.js';
 
 export const alertJobs: JobDefinition<never>[] = [

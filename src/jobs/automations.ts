@@ -1,5 +1,5 @@
 import { RequestContext } from '../auth/context.js';
-import { ADVANCE_JOB, AdvanceJobSchema, advanceRun, automationTick } from '../services/automation-runs.js';
+import { ADVANCE_JOB, AdvanceJobSchema, advanceRun, automationTick } from '../services/automations/automation-runs.js';
 import type { DueWork, JobDefinition } from './types.js';
 
 export const automationJobs: JobDefinition<never>[] = [

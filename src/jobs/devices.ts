@@ -1,6 +1,6 @@
 import { RequestContext } from '../auth/context.js';
-import { sweepDeviceStatus } from '../services/agents.js';
-import { timeOutCommands } from '../services/device-commands.js';
+import { sweepDeviceStatus } from '../services/devices/agents.js';
+import { timeOutCommands } from '../services/devices/device-commands.js';
 import type { JobDefinition } from './types.js';
 
 export const deviceJobs: JobDefinition<never>[] = [

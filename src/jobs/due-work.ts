@@ -15,8 +15,7 @@ const lastRuns = onePer((_runtime: Runtime) => new Map<string, number>());
  * The domains' own jobs at an instant (an occurrence's start, a wait's end) stay the fast path; the
  * tick follows the injectable clock and catches up whatever such a job missed.
  */
-export function dueWorkJob(...lists: DueWork[][]): JobDefinition<never> {
-  const pieces = lists.flat();
+export function dueWorkJob(pieces: DueWork[]): JobDefinition<never> {
   const names = new Set<string>();
   for (const piece of pieces) {
     if (names.has(piece.name)) throw new Error(`Duplicate due work: ${piece.name}`);

@@ -1,5 +1,5 @@
 import { RequestContext } from '../auth/context.js';
-import { timeOutExecutions } from '../services/script-executions.js';
+import { timeOutExecutions } from '../services/scripts/script-executions.js';
 import type { JobDefinition } from './types.js';
 
 export const scriptJobs: JobDefinition<never>[] = [

@@ -1,5 +1,5 @@
 import { RequestContext } from '../auth/context.js';
-import { pruneAuthRecords } from '../services/auth.js';
+import { pruneAuthRecords } from '../services/identity/auth.js';
 import type { JobDefinition } from './types.js';
 
 export const sessionJobs: JobDefinition<never>[] = [

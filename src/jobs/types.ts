@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { RequestContext } from '../auth/context.js';
 import type { Runtime } from '../runtime.js';
 
-/** A job a domain contributes to the registry (src/jobs/index.ts). Handlers stay thin: parse, rebuild a context, call a service. */
+/** A job a domain contributes to the registry (its manifest's `jobs`). Handlers stay thin: parse, rebuild a context, call a service. */
 export interface JobDefinition<Data = Record<string, unknown>> {
   name: string;
   handler: (runtime: Runtime, data: Data) => Promise<void>;

@@ -34,7 +34,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { RequestContext } from '../auth/context.js';
 import { DOMAIN_EVENT_TOPIC } from '../events/dispatcher.js';
 import { sha256Hex } from '../secrets.js';
-import { createAlertRule } from '../services/alert-rules.js';
+import { createAlertRule } from '../services/alerts/alert-rules.js';
 import type { RunningServer } from '../server.js';
 import { percentiles, runLoad, type LoadRequest } from './bench-load.js';
 import {

@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { GraphQLObjectType, GraphQLSchema, GraphQLString, execute, parse, validate, type DocumentNode } from 'graphql';
 import { Membership, User } from '../../entities/user.js';
-import { SYSTEM_ROLES } from '../auth/permissions.js';
+import { systemRoles } from '../auth/permissions.js';
 import type { Runtime } from '../runtime.js';
 import type { RunningServer } from '../server.js';
 import { runLoad, type LoadRequest, type LoadResult } from './bench-load.js';
@@ -32,7 +32,7 @@ const CONNECTIONS = bounded('BENCH_REQUEST_CONNECTIONS', 50, 1000);
 const SECONDS = bounded('BENCH_REQUEST_SECONDS', 3, 300);
 const ROUNDS = bounded('BENCH_REQUEST_ROUNDS', 3, 20);
 const USERS = bounded('BENCH_REQUEST_USERS', 60, 10_000);
-const ORG_VIEWER_ROLE = SYSTEM_ROLES.find((r) => r.name === 'Organization Viewer')!.id;
+const orgViewerRole = () => systemRoles().find((r) => r.name === 'Organization Viewer')!.id;
 
 export function runRequestSection(server: RunningServer): Promise<boolean> {
   return withPool(server.runtime, (pool) => requestSection(server, pool));
@@ -105,7 +105,7 @@ async function seed(runtime: Runtime, port: number): Promise<string> {
   const suffix = crypto.randomBytes(4).toString('hex');
   for (let i = 1; i < USERS; i++) {
     const user = em.create(User, { email: `bench-user-${suffix}-${i}@example.test`, name: `Bench User ${String(i).padStart(5, '0')}`, status: 'active' });
-    em.create(Membership, { userId: user.id, scope: 'organization', orgId, partnerId: null, roleId: ORG_VIEWER_ROLE, orgAccess: 'all', orgIds: [] });
+    em.create(Membership, { userId: user.id, scope: 'organization', orgId, partnerId: null, roleId: orgViewerRole(), orgAccess: 'all', orgIds: [] });
   }
   await em.flush();
   const token = await signedInUser(runtime, port, orgId, 'Organization Admin');

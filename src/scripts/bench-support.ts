@@ -15,7 +15,7 @@ import { Organization } from '../../entities/organization.js';
 import { Partner } from '../../entities/partner.js';
 import { Membership, User } from '../../entities/user.js';
 import { hashPassword } from '../auth/passwords.js';
-import { SYSTEM_ROLES } from '../auth/permissions.js';
+import { systemRoles } from '../auth/permissions.js';
 import type { Runtime } from '../runtime.js';
 import type { RunningServer } from '../server.js';
 import { percentiles, type LoadRequest, type LoadResult, type Percentiles } from './bench-load.js';
@@ -46,7 +46,7 @@ export async function benchOrg(runtime: Runtime, name: string): Promise<string> 
  * token names a session as a real client's does; answers the access token.
  */
 export async function signedInUser(runtime: Runtime, port: number, orgId: string, role: string): Promise<string> {
-  const roleId = SYSTEM_ROLES.find((r) => r.name === role)?.id;
+  const roleId = systemRoles().find((r) => r.name === role)?.id;
   if (!roleId) throw new Error(`bench: no seeded role ${role}`);
   const em = runtime.orm.em.fork();
   const password = crypto.randomBytes(12).toString('hex');

@@ -42,7 +42,7 @@ import type { DomainEventType } from '../events/types.js';
 import { projectRoot } from '../paths.js';
 import type { Runtime } from '../runtime.js';
 import { startServer, type RunningServer } from '../server.js';
-import { createWebhook, type CreateWebhookInput } from '../services/webhooks.js';
+import { createWebhook, type CreateWebhookInput } from '../services/webhooks/webhooks.js';
 import { percentiles, type Percentiles } from './bench-load.js';
 import { benchOrg, bounded, notifyHop, portOf, print, signedInUser, sleep } from './bench-support.js';
 

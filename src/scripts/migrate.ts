@@ -3,11 +3,12 @@ import 'reflect-metadata';
 import { loadConfig } from '../config.js';
 import { openDatabase } from '../db/orm.js';
 import { createLogger } from '../logger.js';
+import { domainEntities } from '../domains.js';
 
 const config = { ...loadConfig(), autoMigrate: true };
 const log = createLogger(config.logLevel);
 try {
-  const db = await openDatabase(config, log);
+  const db = await openDatabase(config, log, { entities: domainEntities });
   await db.close();
   log.info('migrations are up to date');
 } catch (error) {

@@ -14,6 +14,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { ormConfig } from '../../mikro-orm.config.js';
 import { startEmbeddedDatabase } from '../db/embedded.js';
 import { projectRoot } from '../paths.js';
+import { domainEntities } from '../domains.js';
 
 const name = process.argv[2];
 if (!name || !/^[a-z0-9_]+$/.test(name)) {
@@ -24,7 +25,7 @@ const srcDir = path.join(projectRoot, 'src', 'migrations');
 
 const scratch = await scratchDatabase();
 try {
-  const orm = await MikroORM.init(ormConfig(scratch.url));
+  const orm = await MikroORM.init(ormConfig(scratch.url, { entities: domainEntities }));
   await orm.getMigrator().up();
   const result = await orm.getMigrator().createMigration(srcDir, false, false, name);
   await orm.close(true);

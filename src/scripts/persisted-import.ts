@@ -11,7 +11,8 @@ import { openDatabase } from '../db/orm.js';
 import { AppError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { systemClock, type Runtime } from '../runtime.js';
-import { importTrustedDocuments } from '../services/trusted-documents.js';
+import { importTrustedDocuments } from '../services/platform/trusted-documents.js';
+import { domainEntities } from '../domains.js';
 
 const file = process.argv[2];
 if (!file) {
@@ -20,7 +21,7 @@ if (!file) {
 }
 const config = loadConfig();
 const log = createLogger(config.logLevel);
-const db = await openDatabase(config, log);
+const db = await openDatabase(config, log, { entities: domainEntities });
 let failed = false;
 // signal-exit (loaded by a dependency) rewrites process.exitCode on the way out: a failed import's code is
 // set again in the last 'exit' listener, as in bench.ts.

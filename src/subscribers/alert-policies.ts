@@ -1,5 +1,5 @@
 import type { EventSubscriber } from '../events/types.js';
-import { applyAlertPolicies } from '../services/alert-policies.js';
+import { applyAlertPolicies } from '../services/alerts/alert-policies.js';
 
 /**
  * Alert policies applied to committed alert events: a raised alert goes to its policies' channels and

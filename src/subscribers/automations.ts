@@ -1,6 +1,6 @@
 import type { EventSubscriber } from '../events/types.js';
-import { TRIGGER_EVENT_TYPES } from '../services/automations.js';
-import { recordScriptOutcomes, startEventRuns } from '../services/automation-runs.js';
+import { TRIGGER_EVENT_TYPES } from '../services/automations/automations.js';
+import { recordScriptOutcomes, startEventRuns } from '../services/automations/automation-runs.js';
 
 /**
  * Event triggers: each committed event starts the matching event automations of its organization.

@@ -2,7 +2,7 @@ import { Alert, type AlertSeverity } from '../../entities/alert.js';
 import { RequestContext } from '../../src/auth/context.js';
 import { withTransaction } from '../../src/db/transaction.js';
 import { emit } from '../../src/events/outbox.js';
-import { alertEventData } from '../../src/services/alerts.js';
+import { alertEventData } from '../../src/services/alerts/alerts.js';
 import type { TestApp } from './app.js';
 
 export interface RaisedAlert {

@@ -5,9 +5,13 @@ import { Partner } from '../../entities/partner.js';
 import { Role, type Scope } from '../../entities/role.js';
 import { Site } from '../../entities/site.js';
 import { Membership, User } from '../../entities/user.js';
-import { SYSTEM_ROLES, expandPermissions, type Permission } from '../../src/auth/permissions.js';
+import { systemRoles, expandPermissions, type Permission } from '../../src/auth/permissions.js';
 import { signAccessToken } from '../../src/auth/tokens.js';
+import { installDomains } from '../../src/domains.js';
 import type { TestApp } from './app.js';
+
+// The catalogs a server installs at start, here too: tests read the seeded roles before their app starts.
+installDomains();
 
 /** Fixtures written straight to the database: the state a test starts from, not the behaviour it checks. */
 function em(app: TestApp) {
@@ -27,7 +31,7 @@ async function fixturePasswordHash(password: string): Promise<string> {
   return ['scrypt', FIXTURE_SCRYPT.N, FIXTURE_SCRYPT.r, FIXTURE_SCRYPT.p, salt.toString('base64url'), hash.toString('base64url')].join('$');
 }
 
-/** The roles seeded on every start (SYSTEM_ROLES in src/auth/permissions.ts), widest first. */
+/** The roles seeded on every start (systemRoles() in src/auth/permissions.ts), widest first. */
 export type SeededRole =
   | 'Platform Admin'
   | 'Partner Admin'
@@ -42,11 +46,11 @@ export type SeededRole =
  * that grants more than they hold: a `can` list that must invite, outrank or set as default a seeded role spreads it.
  */
 export function permissionsOf(name: SeededRole): Permission[] {
-  return expandPermissions(SYSTEM_ROLES.find((r) => r.name === name)!.permissions);
+  return expandPermissions(systemRoles().find((r) => r.name === name)!.permissions);
 }
 
 export const systemRole = (name: SeededRole): string => {
-  const role = SYSTEM_ROLES.find((r) => r.name === name);
+  const role = systemRoles().find((r) => r.name === name);
   if (!role) throw new Error(`no system role ${name}`);
   return role.id;
 };
@@ -114,7 +118,7 @@ async function roleIdFor(app: TestApp, scope: Scope, options: BuildUserOptions):
     const tenant = { organization: { orgId: options.orgId }, partner: { partnerId: options.partnerId }, system: {} }[scope];
     return (await buildRole(app, { scope, ...tenant, permissions: options.can })).id;
   }
-  const seeded = SYSTEM_ROLES.find((r) => r.name === options.role);
+  const seeded = systemRoles().find((r) => r.name === options.role);
   if (seeded && seeded.scope !== scope) throw new Error(`buildUser: ${seeded.name} is a ${seeded.scope} role, the membership is ${scope}-scoped`);
   if (seeded) return seeded.id;
   if (!UUID.test(options.role)) throw new Error(`buildUser: ${options.role} is neither a seeded role name nor a role id`);
@@ -157,7 +161,7 @@ export async function addMembership(
   options: { orgId: string; role: SeededRole | (string & {}); status?: Membership['status'] },
 ): Promise<Membership> {
   const e = em(app);
-  const seeded = SYSTEM_ROLES.find((r) => r.name === options.role);
+  const seeded = systemRoles().find((r) => r.name === options.role);
   const membership = e.create(Membership, { userId, scope: 'organization', orgId: options.orgId, roleId: seeded?.id ?? options.role, status: options.status ?? 'active' });
   await e.flush();
   return membership;

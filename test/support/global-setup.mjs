@@ -11,6 +11,7 @@ import { loadConfig } from '../../dist/src/config.js';
 import { startEmbeddedDatabase } from '../../dist/src/db/embedded.js';
 import { openDatabase } from '../../dist/src/db/orm.js';
 import { createLogger } from '../../dist/src/logger.js';
+import { domainEntities } from '../../dist/src/domains.js';
 
 export default async function globalSetup() {
   let adminUrl = process.env.DATABASE_URL;
@@ -45,7 +46,7 @@ async function migratedTemplate(adminUrl) {
       JWT_SECRET: 'test-jwt-secret-0123456789abcdefghij',
       LOG_LEVEL: 'silent',
     });
-    const db = await openDatabase({ ...config, autoMigrate: true }, createLogger('silent'));
+    const db = await openDatabase({ ...config, autoMigrate: true }, createLogger('silent'), { entities: domainEntities });
     await db.close();
   } finally {
     fs.rmSync(dataDir, { recursive: true, force: true });

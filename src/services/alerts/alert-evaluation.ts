@@ -1,0 +1,232 @@
+import { Alert, AlertConditionState, AlertRule } from '../../../entities/alert.js';
+import { Device } from '../../../entities/device.js';
+import { RequestContext } from '../../auth/context.js';
+import { withTransaction } from '../../db/transaction.js';
+import { emit } from '../../events/outbox.js';
+import { publishOnCommit } from '../../events/pubsub.js';
+import { onePer } from '../../memo.js';
+import type { Runtime } from '../../runtime.js';
+import { dueAt, factsOf, ruleHolds, ruleTargets, type DeviceFacts } from './alert-conditions.js';
+import { RULES_TOPIC, enabledRules, type CachedRule } from './alert-rules.js';
+import { correlate } from './alert-templates.js';
+import { ALERT_STATE_TOPIC, alertChanged, alertEventData } from './alerts.js';
+import { suppressedDeviceIds } from '../maintenance/api.js';
+
+/*
+ * Rule evaluation, on arrival of what changes a device's facts (heartbeats, status changes), never by
+ * scanning devices. The rules come from the per-instance cache; so does each device's standing per
+ * rule (`clear`, `pending` since its conditions started holding, `open` alert), loaded once per
+ * device and instance and dropped on every instance when another changes it. A steady heartbeat
+ * therefore reads and writes nothing here: only transitions (conditions start holding, fire, clear)
+ * write, each in its own transaction that re-reads what it acts on. `checkDueConditions`, a recurring
+ * job, fires pending conditions whose time has come without a heartbeat (a device gone silent).
+ */
+
+type Standing = { kind: 'pending'; dueAt: number } | { kind: 'open' };
+
+const MAX_CACHED_DEVICES = 100_000;
+
+class DeviceStandings {
+  private readonly devices = new Map<string, Promise<Map<string, Standing>>>();
+
+  constructor(private readonly runtime: Runtime) {
+    runtime.pubsub.on(ALERT_STATE_TOPIC, (payload) => this.devices.delete((payload as { deviceId: string }).deviceId));
+    // A rule change may drop pending conditions of many devices: each reloads on its next evaluation (rule changes are rare).
+    runtime.pubsub.on(RULES_TOPIC, () => this.devices.clear());
+  }
+
+  forget(deviceId: string): void {
+    this.devices.delete(deviceId);
+  }
+
+  of(deviceId: string): Promise<Map<string, Standing>> {
+    let standings = this.devices.get(deviceId);
+    if (!standings) {
+      if (this.devices.size >= MAX_CACHED_DEVICES) this.devices.delete(this.devices.keys().next().value!);
+      standings = this.load(deviceId);
+      this.devices.set(deviceId, standings);
+      standings.catch(() => this.devices.get(deviceId) === standings && this.devices.delete(deviceId));
+    }
+    return standings;
+  }
+
+  private async load(deviceId: string): Promise<Map<string, Standing>> {
+    const rows = (await this.runtime.orm.em.fork().execute(
+      `select rule_id, due_at from alert_condition_state where device_id = ?
+        union all select rule_id, null from alert where device_id = ? and rule_id is not null and status <> 'resolved'`,
+      [deviceId, deviceId],
+    )) as { rule_id: string; due_at: Date | string | null }[];
+    const standings = new Map<string, Standing>();
+    for (const row of rows) standings.set(row.rule_id, row.due_at === null ? { kind: 'open' } : { kind: 'pending', dueAt: new Date(row.due_at).getTime() });
+    return standings;
+  }
+}
+
+const standings = onePer((runtime: Runtime) => new DeviceStandings(runtime));
+
+/** In a transition's transaction: every instance reloads the device's standings once it commits. */
+async function standingChanged(tx: RequestContext, deviceId: string): Promise<void> {
+  await publishOnCommit(tx.em, ALERT_STATE_TOPIC, { deviceId });
+  tx.afterCommit(async () => standings(tx.runtime).forget(deviceId));
+}
+
+/**
+ * Evaluates the organization's rules that watch the device against what is known of it `at` (a
+ * heartbeat's arrival; by default now). Called after a heartbeat or status change has committed;
+ * never fails its caller (a failure is logged and the next arrival evaluates again).
+ */
+export async function evaluateDevice(runtime: Runtime, facts: DeviceFacts, at: Date = runtime.clock.now()): Promise<void> {
+  try {
+    const rules = await enabledRules(runtime, facts.orgId);
+    if (rules.length === 0) return;
+    let groups: Set<string> | null = null;
+    const groupIds = () => groups ?? new Set<string>();
+    if (rules.some((rule) => rule.targetType === 'group')) {
+      const rows = (await runtime.orm.em.fork().execute('select group_id from device_group_member where device_id = ? and source is not null', [facts.id])) as { group_id: string }[];
+      groups = new Set(rows.map((r) => r.group_id));
+    }
+    const watching = rules.filter((rule) => ruleTargets(rule, facts, groupIds));
+    if (watching.length === 0) return;
+    const known = await standings(runtime).of(facts.id);
+    const now = at;
+    for (const rule of watching) {
+      const { holds, reason } = ruleHolds(rule, facts);
+      if (holds === null) continue;
+      const standing = known.get(rule.id);
+      if (holds && !standing) await startHolding(runtime, rule, facts, reason, now);
+      else if (holds && standing?.kind === 'pending' && standing.dueAt <= now.getTime()) await fire(runtime, rule.id, facts.id);
+      else if (!holds && standing?.kind === 'pending') await stopHolding(runtime, rule.id, facts.id);
+      else if (!holds && standing?.kind === 'open' && rule.autoResolve) await autoResolve(runtime, rule.id, facts.id);
+    }
+  } catch (error) {
+    runtime.log.error({ err: (error as Error).message, deviceId: facts.id }, 'alert evaluation failed');
+  }
+}
+
+const system = (runtime: Runtime) => RequestContext.system(runtime, 'alerts.evaluate');
+
+/** Conditions started holding: fires now without a duration, else records since when (the due check or a later heartbeat fires it). */
+async function startHolding(runtime: Runtime, rule: CachedRule, facts: DeviceFacts, reason: string, now: Date): Promise<void> {
+  const due = dueAt(rule, facts, now);
+  if (due <= now) return fire(runtime, rule.id, facts.id, reason);
+  await withTransaction(system(runtime), async (tx) => {
+    await tx.em.execute(
+      `insert into alert_condition_state (id, created_at, updated_at, rule_id, device_id, since, due_at) values (gen_random_uuid(), now(), now(), ?, ?, ?, ?)
+        on conflict (rule_id, device_id) do nothing`,
+      [rule.id, facts.id, now, due],
+    );
+    await standingChanged(tx, facts.id);
+  });
+}
+
+async function stopHolding(runtime: Runtime, ruleId: string, deviceId: string): Promise<void> {
+  await withTransaction(system(runtime), async (tx) => {
+    await tx.em.nativeDelete(AlertConditionState, { ruleId, deviceId });
+    await standingChanged(tx, deviceId);
+  });
+}
+
+/**
+ * Raises the rule's alert for the device, re-deciding under a lock of the pair from the rows
+ * themselves: an open alert is never raised twice (the partial unique index backs this), and within
+ * `cooldownMinutes` of the last one resolving the condition waits, due when the cooldown ends.
+ * A device under a maintenance window that suppresses alerts gets it `suppressed`.
+ */
+async function fire(runtime: Runtime, ruleId: string, deviceId: string, reason?: string): Promise<void> {
+  await withTransaction(system(runtime), async (tx) => {
+    await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`alert:${ruleId}:${deviceId}`]);
+    const [rule, device] = await Promise.all([tx.em.findOne(AlertRule, { id: ruleId }), tx.em.findOne(Device, { id: deviceId })]);
+    await standingChanged(tx, deviceId);
+    if (!rule || !rule.enabled || !device || device.status === 'decommissioned') {
+      await tx.em.nativeDelete(AlertConditionState, { ruleId, deviceId });
+      return;
+    }
+    const now = tx.runtime.clock.now();
+    if ((await tx.em.count(Alert, { ruleId, deviceId, status: { $ne: 'resolved' } })) > 0) {
+      await tx.em.nativeDelete(AlertConditionState, { ruleId, deviceId });
+      return;
+    }
+    const last = rule.cooldownMinutes > 0 ? await tx.em.findOne(Alert, { ruleId, deviceId, status: 'resolved' }, { orderBy: { resolvedAt: 'desc' } }) : null;
+    const coolsAt = last?.resolvedAt ? last.resolvedAt.getTime() + rule.cooldownMinutes * 60_000 : 0;
+    if (coolsAt > now.getTime()) {
+      await tx.em.execute(
+        `insert into alert_condition_state (id, created_at, updated_at, rule_id, device_id, since, due_at) values (gen_random_uuid(), now(), now(), ?, ?, ?, ?)
+          on conflict (rule_id, device_id) do update set due_at = greatest(alert_condition_state.due_at, excluded.due_at), updated_at = now()`,
+        [ruleId, deviceId, now, new Date(coolsAt)],
+      );
+      return;
+    }
+    await tx.em.nativeDelete(AlertConditionState, { ruleId, deviceId });
+    const suppressed = (await suppressedDeviceIds(tx, [deviceId])).has(deviceId);
+    const alert = tx.em.create(Alert, {
+      orgId: device.orgId,
+      siteId: device.siteId,
+      deviceId,
+      ruleId,
+      severity: rule.severity,
+      status: suppressed ? 'suppressed' : 'active',
+      title: `${rule.name}: ${device.hostname}`,
+      message: reason ?? (ruleHolds(rule, factsOf(device)).reason || null),
+      triggeredAt: now,
+    });
+    await correlate(tx, alert, rule);
+    await tx.em.flush();
+    // A suppressed alert is recorded and shown, but notifies no one.
+    if (!suppressed) await emit(tx, { type: 'alert.triggered', orgId: alert.orgId, data: alertEventData(alert) });
+    await alertChanged(tx, alert);
+  });
+}
+
+/** The conditions cleared: the open alert (active, acknowledged or suppressed) resolves. */
+async function autoResolve(runtime: Runtime, ruleId: string, deviceId: string): Promise<void> {
+  await withTransaction(system(runtime), async (tx) => {
+    const alert = await tx.em.findOne(Alert, { ruleId, deviceId, status: { $ne: 'resolved' } });
+    await standingChanged(tx, deviceId);
+    if (!alert) return;
+    Object.assign(alert, { status: 'resolved', resolvedAt: tx.runtime.clock.now(), resolutionNote: 'conditions cleared' });
+    await tx.em.flush();
+    await emit(tx, { type: 'alert.resolved', orgId: alert.orgId, data: alertEventData(alert) });
+    await alertChanged(tx, alert);
+  });
+}
+
+const DUE_BATCH = 500;
+
+/**
+ * The recurring check: pending conditions whose time has come are decided on the device as it is
+ * now (its last heartbeat's data): fired when they still hold, dropped when not. Answers how many it looked at.
+ */
+export async function checkDueConditions(ctx: RequestContext): Promise<number> {
+  const due = await ctx.em.find(AlertConditionState, { dueAt: { $lte: ctx.runtime.clock.now() } }, { orderBy: { dueAt: 'asc' }, limit: DUE_BATCH, disableIdentityMap: true });
+  for (const state of due) {
+    const [rule, device] = await Promise.all([
+      ctx.em.findOne(AlertRule, { id: state.ruleId }, { disableIdentityMap: true }),
+      ctx.em.findOne(Device, { id: state.deviceId }, { disableIdentityMap: true }),
+    ]);
+    const holds = rule && device ? ruleHolds(rule, factsOf(device)).holds : false;
+    if (holds === false) await stopHolding(ctx.runtime, state.ruleId, state.deviceId);
+    else await fire(ctx.runtime, state.ruleId, state.deviceId);
+  }
+  return due.length;
+}
+
+/** A steady heartbeat's facts: the device as the heartbeat statement answered it, and what the agent reported (left out: not known now). */
+export function evaluateHeartbeat(
+  runtime: Runtime,
+  device: Pick<DeviceFacts, 'id' | 'orgId' | 'siteId' | 'status'>,
+  reported: { metrics?: Record<string, unknown>; watchdogStatus?: string | null; mainAgentSilentSince?: string | null },
+  seenAt: Date,
+): Promise<void> {
+  const silentSince = reported.mainAgentSilentSince;
+  return evaluateDevice(
+    runtime,
+    {
+      ...device,
+      lastSeenAt: seenAt,
+      metrics: reported.metrics,
+      watchdogStatus: reported.watchdogStatus,
+      mainAgentSilentSince: silentSince === undefined ? undefined : silentSince === null ? null : new Date(silentSince),
+    },
+    seenAt,
+  );
+}

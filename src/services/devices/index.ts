@@ -1,0 +1,34 @@
+import { AgentVersion } from '../../../entities/agent-version.js';
+import { Device, DeviceInventory } from '../../../entities/device.js';
+import { DeviceCommand } from '../../../entities/device-command.js';
+import { EnrollmentKey } from '../../../entities/enrollment-key.js';
+import { enrollmentKeysRouter } from '../../../rest/enrollment-keys.js';
+import { agentsRouter } from '../../../rest/agents.js';
+import { devicesRouter } from '../../../rest/devices.js';
+import { agentVersionsRouter } from '../../../rest/agent-versions.js';
+import { DeviceResolver } from '../../../resolvers/device.js';
+import { EnrollmentKeyResolver } from '../../../resolvers/enrollment-key.js';
+import { AgentVersionResolver } from '../../../resolvers/agent-version.js';
+import { defineDomain } from '../../domain-module.js';
+import { deviceJobs } from '../../jobs/devices.js';
+import { devicesAuditActions } from './events.js';
+
+const permissions = {
+  devices: ['read', 'write', 'delete', 'execute'],
+} as const;
+type DevicesPermissions = typeof permissions;
+declare module '../../auth/permissions.js' {
+  interface PermissionCatalog extends DevicesPermissions {}
+}
+
+/** Devices and their agents: enrollment, heartbeats, inventory, commands, the agent channel, agent releases. */
+export const devicesDomain = defineDomain({
+  name: 'devices',
+  entities: [Device, DeviceInventory, DeviceCommand, EnrollmentKey, AgentVersion],
+  rest: [enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter],
+  resolvers: [DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver],
+  jobs: [...deviceJobs],
+  auditActions: devicesAuditActions,
+  permissions,
+  orgWork: ['devices'],
+});

@@ -1,0 +1,826 @@
+import { LockMode, raw, UniqueConstraintViolationException, type FilterQuery, type QBFilterQuery } from '@mikro-orm/core';
+import DataLoader from 'dataloader';
+import { z } from 'zod';
+import { Device } from '../../../entities/device.js';
+import {
+  DEVICE_GROUP_TYPES,
+  DeviceGroup,
+  DeviceGroupLog,
+  DeviceGroupMember,
+  GROUP_LOG_ACTIONS,
+  GROUP_LOG_REASONS,
+  GROUP_MEMBER_SOURCES,
+  GROUP_PIN_MODES,
+  type GroupLogReason,
+  type GroupMemberSource,
+} from '../../../entities/device-group.js';
+import { Site } from '../../../entities/site.js';
+import type { RequestContext } from '../../auth/context.js';
+import type { Loaders } from '../../auth/loaders.js';
+import type { Permission } from '../../auth/permissions.js';
+import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
+import { escapeLike, containsPattern } from '../../db/like.js';
+import { withTransaction } from '../../db/transaction.js';
+import { badRequest, conflict, notFound } from '../../errors.js';
+import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
+import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
+import { onePer } from '../../memo.js';
+import { recordAudit } from '../audit/api.js';
+import { applyChanges, providedFields } from '../shared/changes.js';
+import { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, deviceView, type DeviceView } from '../devices/api.js';
+import { checkTargetSite } from '../devices/api.js';
+import { TagSchema } from './tags.js';
+
+/*
+ * Device groups: `static` groups list their devices by hand; `dynamic` ones hold the devices their
+ * typed filter matches, materialized in device_group_member and kept current on every group write
+ * and, through the device-groups subscriber, on every device event. Pins keep a device in (or out
+ * of) a dynamic group whatever the filter says. Joins and leaves are logged with their reason.
+ *
+ * Every membership change of a group happens under that group's row lock, so a filter change and a
+ * device event never interleave on one group, and each one re-reads what it acts on (at least once).
+ */
+
+const RESOURCE = 'Group';
+
+// ── the filter ──────────────────────────────────────────────────────────────────────────────────
+
+/** Hostname characters and the two glob wildcards: never a regular expression, never a LIKE operator. */
+const HOSTNAME_PATTERN = /^[A-Za-z0-9._*?-]+$/;
+const MAX_FILTER_VALUES = 50;
+
+const GroupFilterStatusSchema = DeviceStatusSchema.exclude(['decommissioned'])
+  .meta({ title: 'GroupFilterStatus', description: 'A device status a dynamic group’s filter can match (decommissioned devices never match).' })
+  .register(enumValues, { pending: 'Not reported yet.', online: 'Reporting on time.', offline: 'Missed its heartbeats.', updating: 'Installing a new agent version.', maintenance: 'Covered by an active maintenance occurrence.' });
+
+const tagFilterShape = {
+  any: z.array(TagSchema).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries at least one of these tags'),
+  all: z.array(TagSchema).min(1).max(MAX_FILTER_VALUES).optional().describe('the device carries every one of these tags'),
+};
+
+/** One shape, two titled schemas: the input (strict: unknown criteria are refused) and the view, as GraphQL has input and object types. */
+const filterShape = <T extends z.ZodType>(tags: T) => ({
+  osTypes: z.array(OsTypeSchema).min(1).max(OsTypeSchema.options.length).optional().describe('any of these operating systems'),
+  hostname: z
+    .string()
+    .trim()
+    .min(1)
+    .max(255)
+    .regex(HOSTNAME_PATTERN, { message: 'may hold letters, digits, ".", "-", "_" and the wildcards * and ? only (no regular expressions)' })
+    .optional()
+    .describe('case-insensitive; with * (any run) or ? (one character) a glob over the whole hostname, otherwise a substring'),
+  siteIds: z.array(uuid()).min(1).max(MAX_FILTER_VALUES).optional().describe("any of these sites of the group's organization"),
+  tags: tags.optional().describe('tags the device carries'),
+  agentVersions: z.array(z.string().trim().min(1).max(50)).min(1).max(MAX_FILTER_VALUES).optional().describe('any of these agent versions, exactly'),
+  statuses: z.array(GroupFilterStatusSchema).min(1).max(GroupFilterStatusSchema.options.length).optional().describe('any of these statuses'),
+});
+const FILTER_DESCRIPTION = 'Every given criterion must hold (an empty filter matches every device of the group); decommissioned devices never match.';
+
+/**
+ * What a dynamic group matches. Values are data the service compares with operators it chooses:
+ * none becomes a query operator, and the hostname pattern is a glob, never a regular expression.
+ */
+const GroupFilterInputSchema = z
+  .strictObject(filterShape(z.strictObject(tagFilterShape).meta({ title: 'GroupTagFilterInput', description: 'Tags a device must carry (any and all may be combined).' })))
+  .meta({ title: 'GroupFilterInput', description: FILTER_DESCRIPTION });
+const GroupFilterSchema = z.object(filterShape(z.object(tagFilterShape).meta({ title: 'GroupTagFilter', description: 'Tags a device must carry.' }))).meta({ title: 'GroupFilter', description: FILTER_DESCRIPTION });
+type GroupFilter = z.output<typeof GroupFilterSchema>;
+
+const dedupe = <T>(values: T[] | undefined) => (values ? [...new Set(values)].sort() : undefined);
+
+/** One stored form per meaning: lists deduplicated and sorted, absent criteria left out (so an unchanged filter compares equal). */
+function normalizeFilter(filter: GroupFilter): GroupFilter {
+  const tags = filter.tags && { ...(filter.tags.any ? { any: dedupe(filter.tags.any) } : {}), ...(filter.tags.all ? { all: dedupe(filter.tags.all) } : {}) };
+  const normalized: GroupFilter = {
+    osTypes: dedupe(filter.osTypes),
+    hostname: filter.hostname?.replace(/\*+/g, '*'),
+    siteIds: dedupe(filter.siteIds?.map((id) => id.toLowerCase())),
+    tags: tags && Object.keys(tags).length > 0 ? tags : undefined,
+    agentVersions: dedupe(filter.agentVersions),
+    statuses: dedupe(filter.statuses),
+  };
+  return Object.fromEntries(Object.entries(normalized).filter(([, v]) => v !== undefined)) as GroupFilter;
+}
+
+/** A dynamic group's filter as stored, parsed again (a row is data): only its known criteria, each checked. */
+function storedFilter(group: DeviceGroup): GroupFilter {
+  return GroupFilterSchema.parse(group.filter ?? {});
+}
+
+/** `*` any run, `?` one character over the whole hostname; without either, a substring. Everything else matches literally. */
+function hostnameLikePattern(pattern: string): string {
+  if (!/[*?]/.test(pattern)) return containsPattern(pattern);
+  return escapeLike(pattern).replace(/\*/g, '%').replace(/\?/g, '_');
+}
+
+/** The filter as conditions on devices: each value bound as a parameter, each operator chosen here. */
+function filterConditions(filter: GroupFilter): FilterQuery<Device>[] {
+  const where: FilterQuery<Device>[] = [];
+  if (filter.osTypes) where.push({ osType: { $in: filter.osTypes } });
+  if (filter.hostname) where.push({ hostname: { $ilike: hostnameLikePattern(filter.hostname) } });
+  if (filter.siteIds) where.push({ siteId: { $in: filter.siteIds } });
+  if (filter.tags?.all) where.push({ tags: { $contains: filter.tags.all } } as FilterQuery<Device>);
+  if (filter.tags?.any) where.push({ $or: filter.tags.any.map((tag) => ({ tags: { $contains: [tag] } })) } as FilterQuery<Device>);
+  if (filter.agentVersions) where.push({ agentVersion: { $in: filter.agentVersions } });
+  if (filter.statuses) where.push({ status: { $in: filter.statuses } });
+  return where;
+}
+
+/** The devices a group may hold at all: its organization's (and site's), not decommissioned. */
+function groupScope(group: DeviceGroup): FilterQuery<Device> {
+  return { orgId: group.orgId, ...(group.siteId ? { siteId: group.siteId } : {}), status: { $ne: 'decommissioned' } };
+}
+
+/** Sites a filter names must be sites of the group's organization that the caller can see (404 `Site not found` otherwise). */
+async function checkFilterSites(ctx: RequestContext, orgId: string, filter: GroupFilter): Promise<void> {
+  if (!filter.siteIds) return;
+  const allowed = visibleSiteIds(ctx, orgId);
+  const found = await ctx.em.count(Site, { id: { $in: filter.siteIds }, orgId });
+  if (found !== filter.siteIds.length || (allowed && filter.siteIds.some((id) => !allowed.includes(id)))) throw notFound('Site');
+}
+
+// ── views ───────────────────────────────────────────────────────────────────────────────────────
+
+const GroupTypeSchema = z
+  .enum(DEVICE_GROUP_TYPES)
+  .meta({ title: 'GroupType', description: 'How a group gets its devices.' })
+  .register(enumValues, { static: 'Devices are added and removed by hand.', dynamic: 'Holds the devices its filter matches, kept current as devices change (pins aside).' });
+const GroupPinModeSchema = z
+  .enum(GROUP_PIN_MODES)
+  .meta({ title: 'GroupPinMode', description: 'A pin on a device in a dynamic group.' })
+  .register(enumValues, { include: 'A member whatever the filter says.', exclude: 'Never a member whatever the filter says.' });
+const GroupMemberSourceSchema = z
+  .enum(GROUP_MEMBER_SOURCES)
+  .meta({ title: 'GroupMemberSource', description: 'Why a device is a member of a group.' })
+  .register(enumValues, { manual: 'Added by hand (static group).', filter: 'The dynamic group’s filter matches it.', pin: 'Pinned in (include) against the filter.' });
+const GroupLogActionSchema = z
+  .enum(GROUP_LOG_ACTIONS)
+  .meta({ title: 'GroupLogAction', description: 'A change of group membership.' })
+  .register(enumValues, { joined: 'The device became a member.', left: 'The device stopped being a member.' });
+const GroupLogReasonSchema = z
+  .enum(GROUP_LOG_REASONS)
+  .meta({ title: 'GroupLogReason', description: 'Why a device joined or left a group.' })
+  .register(enumValues, {
+    manual: 'Added or removed by hand.',
+    filter: 'The filter, or the device, changed.',
+    pin: 'A pin was set.',
+    unpin: 'A pin was dropped.',
+    device_moved: 'The device moved to another organization or site.',
+    device_decommissioned: 'The device was decommissioned.',
+  });
+
+export const DeviceGroupViewSchema = z
+  .object({
+    id: uuid().describe('Unique ID.'),
+    orgId: uuid().describe('The organization whose devices it holds.'),
+    siteId: uuid().nullable().describe('a site-scoped group holds only devices of this site'),
+    name: z.string().describe('Display name, unique within the organization.'),
+    description: z.string().nullable().describe('What the group is for; null when none is set.'),
+    type: GroupTypeSchema.describe('Static (devices by hand) or dynamic (devices its filter matches).'),
+    filter: GroupFilterSchema.nullable().describe('dynamic groups: what they match; null for static groups'),
+    deviceCount: z.number().int().describe('current members'),
+    createdAt: timestamp().describe('When the group was created.'),
+    updatedAt: timestamp().describe('When the group (its name, description or filter) last changed.'),
+  })
+  .meta({ title: 'DeviceGroup', description: 'A set of devices of one organization (optionally one site), static or dynamic.' });
+export type DeviceGroupView = z.output<typeof DeviceGroupViewSchema>;
+export const DeviceGroupPageSchema = pageSchema(DeviceGroupViewSchema, 'DeviceGroupPage');
+/** A page of devices (a group's members, devices by tag). */
+export const DevicePageSchema = pageSchema(DeviceViewSchema, 'DevicePage');
+
+export const GroupMembershipSchema = z
+  .object({
+    groupId: uuid().describe('The group.'),
+    deviceId: uuid().describe('The device.'),
+    member: z.boolean().describe('Whether the device is a member now.'),
+    source: GroupMemberSourceSchema.nullable().describe('why the device is a member: manual (static), filter, or pin'),
+    pin: GroupPinModeSchema.nullable().describe('A pin keeping it in (include) or out (exclude); null for none.'),
+    joinedAt: timestamp().nullable().describe('When it last joined; null when not a member.'),
+  })
+  .meta({ title: 'GroupMembership', description: 'A device’s standing in a group: whether it is a member, why, and any pin.' });
+export type GroupMembershipView = z.output<typeof GroupMembershipSchema>;
+
+const GroupLogEntrySchema = z
+  .object({
+    id: uuid().describe('Unique ID.'),
+    groupId: uuid().describe('The group.'),
+    deviceId: uuid().describe('The device.'),
+    hostname: z.string().describe("the device's hostname when it happened"),
+    action: GroupLogActionSchema.describe('Joined or left.'),
+    reason: GroupLogReasonSchema.describe('Why.'),
+    actorId: uuid().nullable().describe('the user or API key that caused it; null when a device change did'),
+    createdAt: timestamp().describe('When it happened.'),
+  })
+  .meta({ title: 'GroupMembershipLogEntry', description: 'A device joining or leaving a group, and why.' });
+export type GroupLogEntryView = z.output<typeof GroupLogEntrySchema>;
+export const GroupLogPageSchema = pageSchema(GroupLogEntrySchema, 'GroupMembershipLogPage');
+
+export const GroupPreviewSchema = z
+  .object({
+    count: z.number().int().describe('devices the group would hold'),
+    devices: z.array(DeviceViewSchema).describe('the first of them by hostname, up to `limit`'),
+    joining: z.number().int().describe('of those, devices not members now'),
+    leaving: z.number().int().describe('current members the group would no longer hold'),
+  })
+  .meta({ title: 'GroupPreview', description: 'What a dynamic group would hold under a filter, changing nothing.' });
+export type GroupPreview = z.output<typeof GroupPreviewSchema>;
+
+export const AddGroupDevicesResultSchema = z
+  .object({
+    added: z.array(uuid()).describe('Devices that joined.'),
+    alreadyMembers: z.array(uuid()).describe('Devices that were members already (unchanged).'),
+    deviceCount: z.number().int().describe('How many members the group has now.'),
+  })
+  .meta({ title: 'GroupDevicesAdded', description: 'What adding devices to a static group did.' });
+export type AddGroupDevicesResult = z.output<typeof AddGroupDevicesResultSchema>;
+
+function groupView(group: DeviceGroup, deviceCount: number): DeviceGroupView {
+  return {
+    id: group.id,
+    orgId: group.orgId,
+    siteId: group.siteId,
+    name: group.name,
+    description: group.description,
+    type: group.type,
+    filter: group.type === 'dynamic' ? storedFilter(group) : null,
+    deviceCount,
+    createdAt: group.createdAt.toISOString(),
+    updatedAt: group.updatedAt.toISOString(),
+  };
+}
+
+function membershipView(groupId: string, deviceId: string, row: DeviceGroupMember | null): GroupMembershipView {
+  return { groupId, deviceId, member: !!row?.source, source: row?.source ?? null, pin: row?.pin ?? null, joinedAt: row?.joinedAt?.toISOString() ?? null };
+}
+
+function logView(entry: DeviceGroupLog): GroupLogEntryView {
+  return {
+    id: entry.id,
+    groupId: entry.groupId,
+    deviceId: entry.deviceId,
+    hostname: entry.hostname,
+    action: entry.action,
+    reason: entry.reason,
+    actorId: entry.actorId,
+    createdAt: entry.createdAt.toISOString(),
+  };
+}
+
+async function memberCounts(ctx: RequestContext, groupIds: string[]): Promise<Map<string, number>> {
+  if (groupIds.length === 0) return new Map();
+  const rows = (await ctx.em.execute(`select group_id, count(*)::int as n from device_group_member where group_id in (?) and source is not null group by group_id`, [groupIds])) as {
+    group_id: string;
+    n: number;
+  }[];
+  return new Map(rows.map((r) => [r.group_id, r.n]));
+}
+
+interface DeviceGroupLoaders {
+  groups: DataLoader<string, DeviceGroup[]>;
+  counts: DataLoader<string, number>;
+}
+
+/** Per request (its Loaders): the loaders of `deviceGroups`, made on first use. */
+const deviceGroupLoadersOf = onePer((_loaders: Loaders): { made?: DeviceGroupLoaders } => ({}));
+
+function deviceGroupLoaders(ctx: RequestContext): DeviceGroupLoaders {
+  const slot = deviceGroupLoadersOf(ctx.loaders);
+  // No cache: a later mutation in the same request must not be answered from an earlier read.
+  return (slot.made ??= {
+    groups: new DataLoader((deviceIds) => groupsOfDevices(ctx, deviceIds), { cache: false }),
+    counts: new DataLoader(
+      async (groupIds) => {
+        const counts = await memberCounts(ctx, [...groupIds]);
+        return groupIds.map((id) => counts.get(id) ?? 0);
+      },
+      { cache: false },
+    ),
+  });
+}
+
+/** Each device's groups, by name: its memberships, then their groups. */
+async function groupsOfDevices(ctx: RequestContext, deviceIds: readonly string[]): Promise<DeviceGroup[][]> {
+  const members = await ctx.em.find(DeviceGroupMember, { deviceId: { $in: [...deviceIds] }, source: { $ne: null } }, { fields: ['groupId', 'deviceId'] });
+  const groupIds = [...new Set(members.map((m) => m.groupId))];
+  const groups = new Map((groupIds.length ? await ctx.em.find(DeviceGroup, { id: { $in: groupIds } }) : []).map((g) => [g.id, g]));
+  return deviceIds.map((id) =>
+    members
+      .flatMap((m) => (m.deviceId === id && groups.has(m.groupId) ? [groups.get(m.groupId)!] : []))
+      .sort((a, b) => a.name.localeCompare(b.name)),
+  );
+}
+
+export const DeviceGroupsQuery = PageQuery.strict();
+export type DeviceGroupsInput = z.input<typeof DeviceGroupsQuery>;
+
+/**
+ * A page of the groups a device the caller has been shown belongs to, by name (GraphQL
+ * `Device.groups`). Request-scoped DataLoaders read the groups of a whole page of devices at once:
+ * the memberships, the groups and their member counts, three statements however many devices. Users
+ * limited to some sites see only the groups of their sites, as in `GET /groups`.
+ */
+export async function deviceGroupPage(ctx: RequestContext, device: Pick<DeviceView, 'id' | 'orgId' | 'siteId'>, rawQuery: DeviceGroupsInput): Promise<Page<DeviceGroupView>> {
+  const query = parseInput(DeviceGroupsQuery, rawQuery);
+  const loaders = deviceGroupLoaders(ctx);
+  // Queued before the decision so that every device of a list joins one batch; nothing is answered unless the decision allows it.
+  const loaded = loaders.groups.load(device.id);
+  loaded.catch(() => {});
+  await authorizeDevice(ctx, device, 'devices:read');
+  const sites = visibleSiteIds(ctx, device.orgId);
+  const groups = (await loaded).filter((g) => sites === null || (g.siteId !== null && sites.includes(g.siteId)));
+  const { offset, limit } = pageOptions(query);
+  const shown = groups.slice(offset, offset + limit);
+  const counts = await loaders.counts.loadMany(shown.map((g) => g.id));
+  return toPage(
+    shown.map((g, i) => {
+      const count = counts[i];
+      return groupView(g, typeof count === 'number' ? count : 0);
+    }),
+    groups.length,
+    query,
+  );
+}
+
+async function viewOf(ctx: RequestContext, group: DeviceGroup): Promise<DeviceGroupView> {
+  return groupView(group, (await memberCounts(ctx, [group.id])).get(group.id) ?? 0);
+}
+
+/** A group the caller may act on with `permission`; another tenant's group, an org-wide group for a site-limited user, or one of another site is 404. */
+function accessibleGroup(ctx: RequestContext, id: string, permission: Permission): Promise<DeviceGroup> {
+  return loadOwned(ctx, DeviceGroup, id, permission, { resource: RESOURCE });
+}
+
+/** The device rows of the group's members; `in (subquery)` keeps large groups to one parameter. */
+function membersOf(groupId: string): FilterQuery<Device> {
+  return { id: { $in: raw('select m.device_id from device_group_member m where m.group_id = ? and m.source is not null', [groupId]) } } as FilterQuery<Device>;
+}
+
+// ── materialized membership ─────────────────────────────────────────────────────────────────────
+
+interface Cause {
+  /** the user or API key acting; null for device changes */
+  actorId: string | null;
+  /** the reason of ordinary joins and leaves, when the operation names one (pin, unpin) */
+  reason?: Extract<GroupLogReason, 'pin' | 'unpin'>;
+}
+
+interface DeviceFacts {
+  id: string;
+  orgId: string;
+  siteId: string | null;
+  status: Device['status'];
+  hostname: string;
+}
+
+async function deviceFacts(tx: RequestContext, where: FilterQuery<Device>): Promise<DeviceFacts[]> {
+  const rows = await tx.em.find(Device, where, { fields: ['id', 'orgId', 'siteId', 'status', 'hostname'], disableIdentityMap: true });
+  return rows.map((d) => ({ id: d.id, orgId: d.orgId, siteId: d.siteId, status: d.status, hostname: d.hostname }));
+}
+
+/** Locks groups for a membership change, in id order so that writers locking several never deadlock; every writer of a group's membership holds its lock. */
+function lockGroups(tx: RequestContext, where: FilterQuery<DeviceGroup>): Promise<DeviceGroup[]> {
+  return tx.em.find(DeviceGroup, where, { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' }, refresh: true });
+}
+
+async function lockGroup(tx: RequestContext, id: string): Promise<DeviceGroup> {
+  const [group] = await lockGroups(tx, { id });
+  if (!group) throw notFound(RESOURCE);
+  return group;
+}
+
+/** Dynamic groups per statement when matching filters: keeps each statement's parameters well under PostgreSQL's limit. */
+const MATCH_CHUNK = 100;
+
+/**
+ * The devices each dynamic group's filter matches within its scope (only `deviceIds`, when given):
+ * one statement per MATCH_CHUNK groups, a `union all` of each group's conditions.
+ */
+async function filterMatches(tx: RequestContext, groups: DeviceGroup[], deviceIds: string[] | null): Promise<Map<string, Map<string, DeviceFacts>>> {
+  const matched = new Map(groups.map((group) => [group.id, new Map<string, DeviceFacts>()]));
+  for (let i = 0; i < groups.length; i += MATCH_CHUNK) {
+    const params: unknown[] = [];
+    const branches = groups.slice(i, i + MATCH_CHUNK).map((group) => {
+      const devices = tx.em
+        .createQueryBuilder(Device, 'd')
+        .select(['id', 'orgId', 'siteId', 'status', 'hostname'])
+        .where({ $and: [groupScope(group), ...filterConditions(storedFilter(group))] } as QBFilterQuery<Device>)
+        .getKnexQuery()
+        .toSQL();
+      params.push(group.id, ...devices.bindings);
+      return `select ?::uuid as group_id, m.* from (${devices.sql}) m`;
+    });
+    let union = `select * from (${branches.join(' union all ')}) u`;
+    if (deviceIds) {
+      union += ' where u.id in (?)';
+      params.push(deviceIds);
+    }
+    const rows = (await tx.em.execute(union, params)) as {
+      group_id: string;
+      id: string;
+      org_id: string;
+      site_id: string | null;
+      status: Device['status'];
+      hostname: string;
+    }[];
+    for (const row of rows) matched.get(row.group_id)!.set(row.id, { id: row.id, orgId: row.org_id, siteId: row.site_id, status: row.status, hostname: row.hostname });
+  }
+  return matched;
+}
+
+/**
+ * Brings locked groups' membership (of `deviceIds`, or of every device) in line with their rules:
+ * devices that left a group's organization or site leave (`device_moved`, pins dropped),
+ * decommissioned devices leave (`device_decommissioned`); in dynamic groups a device is a member when
+ * pinned in, or matched by the filter and not pinned out. Each join and leave is logged once; running
+ * it again changes nothing. A fixed number of statements whatever the number of devices, plus one per
+ * MATCH_CHUNK dynamic groups, and the flush's batched writes.
+ */
+async function reconcile(tx: RequestContext, groups: DeviceGroup[], deviceIds: string[] | null, cause: Cause): Promise<void> {
+  if (groups.length === 0 || deviceIds?.length === 0) return;
+  const groupIds = groups.map((group) => group.id);
+  const rows = await tx.em.find(DeviceGroupMember, { groupId: { $in: groupIds }, ...(deviceIds ? { deviceId: { $in: deviceIds } } : {}) }, { refresh: true });
+  const members = raw('select m.device_id from device_group_member m where m.group_id in (?)', [groupIds]);
+  const facts = new Map((await deviceFacts(tx, { id: { $in: deviceIds ?? members } } as FilterQuery<Device>)).map((d) => [d.id, d]));
+  const matches = await filterMatches(tx, groups.filter((group) => group.type === 'dynamic'), deviceIds);
+  const rowsOf = new Map<string, DeviceGroupMember[]>(groupIds.map((id) => [id, []]));
+  for (const row of rows) rowsOf.get(row.groupId)?.push(row);
+  const now = tx.runtime.clock.now();
+  for (const group of groups) reconcileRows(tx, group, rowsOf.get(group.id)!, facts, matches.get(group.id) ?? new Map<string, DeviceFacts>(), cause, now);
+  await tx.em.flush();
+}
+
+/** One group's part of `reconcile`, in memory: which rows change, go or are created, and the log entries. */
+function reconcileRows(tx: RequestContext, group: DeviceGroup, rows: DeviceGroupMember[], facts: Map<string, DeviceFacts>, matched: Map<string, DeviceFacts>, cause: Cause, now: Date): void {
+  const log = (device: DeviceFacts, action: 'joined' | 'left', reason: GroupLogReason) =>
+    tx.em.create(DeviceGroupLog, { groupId: group.id, deviceId: device.id, hostname: device.hostname, action, reason, actorId: cause.actorId, createdAt: now });
+  const drop = (row: DeviceGroupMember) => tx.em.remove(row);
+
+  for (const row of rows) {
+    const device = facts.get(row.deviceId);
+    const member = row.source !== null;
+    if (!device || device.orgId !== group.orgId || (group.siteId && device.siteId !== group.siteId)) {
+      if (member && device) log(device, 'left', 'device_moved');
+      drop(row);
+      continue;
+    }
+    if (device.status === 'decommissioned') {
+      if (member) log(device, 'left', 'device_decommissioned');
+      // A pin outlives decommissioning: a device enrolled again is back under it.
+      if (group.type === 'static' || row.pin === null) drop(row);
+      else Object.assign(row, { source: null, joinedAt: null });
+      continue;
+    }
+    if (group.type === 'static') continue;
+    const next: GroupMemberSource | null = row.pin === 'include' ? 'pin' : row.pin === 'exclude' ? null : matched.has(device.id) ? 'filter' : null;
+    if (next === null) {
+      if (member) log(device, 'left', cause.reason ?? (row.pin === 'exclude' ? 'pin' : 'filter'));
+      if (row.pin === null) drop(row);
+      else Object.assign(row, { source: null, joinedAt: null });
+    } else if (!member) {
+      log(device, 'joined', cause.reason ?? next);
+      Object.assign(row, { source: next, joinedAt: now });
+    } else if (row.source !== next) {
+      row.source = next;
+    }
+  }
+  const present = new Set(rows.map((r) => r.deviceId));
+  for (const device of matched.values()) {
+    if (present.has(device.id)) continue;
+    tx.em.create(DeviceGroupMember, { groupId: group.id, deviceId: device.id, source: 'filter', joinedAt: now });
+    log(device, 'joined', cause.reason ?? 'filter');
+  }
+}
+
+/**
+ * After devices changed (enrolled, updated, moved, online/offline, decommissioned): every group that
+ * holds a row of one of them and every dynamic group that could match one is locked and brought in
+ * line, all together. The outbox subscriber calls it as the system, for one event or a dispatcher
+ * batch; it is idempotent, as delivery is at least once.
+ */
+export async function reconcileDeviceMemberships(tx: RequestContext, deviceIds: string[]): Promise<void> {
+  const ids = [...new Set(deviceIds)];
+  if (ids.length === 0) return;
+  const candidates = raw(
+    `select g.id from device_group g join device d on d.org_id = g.org_id and (g.site_id is null or g.site_id = d.site_id)
+      where g.type = 'dynamic' and d.id in (?)
+     union select m.group_id from device_group_member m where m.device_id in (?)`,
+    [ids, ids],
+  );
+  await reconcile(tx, await lockGroups(tx, { id: { $in: candidates } } as FilterQuery<DeviceGroup>), ids, { actorId: null });
+}
+
+// ── groups ──────────────────────────────────────────────────────────────────────────────────────
+
+const groupName = z.string().trim().min(1).max(255).describe('Display name, unique within the organization: 1 to 255 characters, surrounding spaces trimmed.');
+const groupDescription = z.string().trim().max(2000).nullable().optional().describe('What the group is for, up to 2000 characters; null clears it.');
+
+export const CreateGroupSchema = z
+  .strictObject({
+    orgId: uuid().optional().describe('organization users: their own organization by default; others: required'),
+    siteId: uuid().nullable().optional().describe('a site-scoped group holds only devices of this site; users limited to some sites must give one of theirs'),
+    name: groupName,
+    description: groupDescription,
+    type: GroupTypeSchema.describe('Static (devices by hand) or dynamic (devices its filter matches).'),
+    filter: GroupFilterInputSchema.optional().describe('dynamic groups only, and required for them'),
+  }).describe('A new device group.');
+export type CreateGroupInput = z.input<typeof CreateGroupSchema>;
+
+export const UpdateGroupSchema = z
+  .strictObject({
+    name: groupName.optional(),
+    description: groupDescription,
+    filter: GroupFilterInputSchema.optional().describe('dynamic groups only: replaces the filter; membership is recomputed'),
+  }).describe('Changes to a group; a field left out keeps its value.');
+export type UpdateGroupInput = z.input<typeof UpdateGroupSchema>;
+
+export const GroupListQuery = PageQuery.extend({
+  orgId: uuid().optional().describe('Only groups of this organization.'),
+  siteId: uuid().optional().describe('Only groups of this site.'),
+  type: GroupTypeSchema.optional().describe('Only static or only dynamic groups.'),
+  search: z.string().trim().min(1).max(255).optional().describe('part of the name'),
+}).strict();
+export type GroupListInput = z.input<typeof GroupListQuery>;
+
+export async function listGroups(ctx: RequestContext, rawQuery: GroupListInput): Promise<Page<DeviceGroupView>> {
+  const query = parseInput(GroupListQuery, rawQuery);
+  await authorize(ctx, 'devices:read');
+  const where: FilterQuery<DeviceGroup>[] = [(await tenantWhere<DeviceGroup>(ctx, { org: 'orgId', site: 'siteId', requestedOrgId: query.orgId })) ?? {}];
+  if (query.siteId) where.push({ siteId: query.siteId });
+  if (query.type) where.push({ type: query.type });
+  if (query.search) where.push({ name: { $ilike: containsPattern(query.search) } });
+  const [rows, total] = await ctx.em.findAndCount(DeviceGroup, { $and: where }, { orderBy: { name: 'asc', id: 'asc' }, ...pageOptions(query) });
+  const counts = await memberCounts(
+    ctx,
+    rows.map((g) => g.id),
+  );
+  return toPage(
+    rows.map((g) => groupView(g, counts.get(g.id) ?? 0)),
+    total,
+    query,
+  );
+}
+
+export async function getGroup(ctx: RequestContext, id: string): Promise<DeviceGroupView> {
+  return viewOf(ctx, await accessibleGroup(ctx, id, 'devices:read'));
+}
+
+/** Names are unique per organization: the constraint decides, so requests racing for one name get the same answer. */
+async function uniqueName<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    if (error instanceof UniqueConstraintViolationException && error.message.includes('device_group_org_id_name_unique')) throw conflict('A group with this name already exists in the organization');
+    throw error;
+  }
+}
+
+export async function createGroup(ctx: RequestContext, rawInput: CreateGroupInput): Promise<DeviceGroupView> {
+  const input = parseInput(CreateGroupSchema, rawInput);
+  const orgId = await targetOrgId(ctx, input.orgId);
+  const principal = await authorize(ctx, 'devices:write', { orgId, resource: 'Organization' });
+  if (input.type === 'dynamic' && !input.filter) throw badRequest('filter: dynamic groups need a filter', [{ path: 'filter', message: 'dynamic groups need a filter' }]);
+  if (input.type === 'static' && input.filter) throw badRequest('filter: static groups have no filter (add devices to them instead)', [{ path: 'filter', message: 'static groups have no filter' }]);
+  const siteId = await checkTargetSite(ctx, orgId, input.siteId);
+  const filter = input.filter && normalizeFilter(input.filter);
+  if (filter) await checkFilterSites(ctx, orgId, filter);
+  return uniqueName(
+    withTransaction(ctx, async (tx) => {
+      const group = tx.em.create(DeviceGroup, { orgId, siteId, name: input.name, description: input.description ?? null, type: input.type, filter: filter ?? null, createdBy: principal.userId });
+      await tx.em.flush();
+      if (group.type === 'dynamic') await reconcile(tx, [group], null, { actorId: principal.id });
+      await recordAudit(tx, {
+        action: 'device_group.create',
+        resourceType: 'device_group',
+        resourceId: group.id,
+        orgId,
+        changes: providedFields({ ...input, orgId, siteId }),
+        details: { name: group.name, type: group.type },
+      });
+      return viewOf(tx, group);
+    }),
+  );
+}
+
+/** Name and description; a dynamic group's filter, which recomputes its membership. Type and scope stay as created. */
+export async function updateGroup(ctx: RequestContext, id: string, rawInput: UpdateGroupInput): Promise<DeviceGroupView> {
+  const input = parseInput(UpdateGroupSchema, rawInput);
+  const current = await accessibleGroup(ctx, id, 'devices:write');
+  const principal = requirePrincipal(ctx);
+  if (input.filter && current.type === 'static') throw badRequest('filter: static groups have no filter (add devices to them instead)', [{ path: 'filter', message: 'static groups have no filter' }]);
+  const filter = input.filter && normalizeFilter(input.filter);
+  if (filter) await checkFilterSites(ctx, current.orgId, filter);
+  return uniqueName(
+    withTransaction(ctx, async (tx) => {
+      const group = await lockGroup(tx, id);
+      const changes = applyChanges(group, { name: input.name, description: input.description, filter });
+      // A PATCH that changes nothing is not a mutation: no audit row, no recompute.
+      if (changes.length === 0) return viewOf(tx, group);
+      await tx.em.flush();
+      if (changes.includes('filter')) await reconcile(tx, [group], null, { actorId: principal.id });
+      await recordAudit(tx, { action: 'device_group.update', resourceType: 'device_group', resourceId: id, orgId: group.orgId, changes, details: { name: group.name } });
+      return viewOf(tx, group);
+    }),
+  );
+}
+
+/** The group, its memberships, pins and log go; the devices stay. */
+export async function deleteGroup(ctx: RequestContext, id: string): Promise<void> {
+  const group = await accessibleGroup(ctx, id, 'devices:write');
+  await withTransaction(ctx, async (tx) => {
+    await lockGroup(tx, id);
+    await tx.em.nativeDelete(DeviceGroup, { id });
+    await recordAudit(tx, { action: 'device_group.delete', resourceType: 'device_group', resourceId: id, orgId: group.orgId, details: { name: group.name, type: group.type } });
+  });
+}
+
+// ── members ─────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * The group's current members the caller can see, for work aimed at a group (running a script):
+ * the group is decided on with `permission` like its own routes (404 for another tenant's).
+ */
+export async function groupMemberDevices(ctx: RequestContext, groupId: string, permission: Permission): Promise<{ group: DeviceGroupView; devices: Device[] }> {
+  const group = await accessibleGroup(ctx, groupId, permission);
+  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const devices = await ctx.em.find(Device, { $and: [visible, membersOf(group.id)] }, { orderBy: { hostname: 'asc', id: 'asc' } });
+  return { group: await viewOf(ctx, group), devices };
+}
+
+export const GroupDeviceListQuery = PageQuery.strict();
+export type GroupDeviceListInput = z.input<typeof GroupDeviceListQuery>;
+
+/** The group's current members the caller can see, by hostname. */
+export async function listGroupDevices(ctx: RequestContext, groupId: string, rawQuery: GroupDeviceListInput): Promise<Page<DeviceView>> {
+  const query = parseInput(GroupDeviceListQuery, rawQuery);
+  const group = await accessibleGroup(ctx, groupId, 'devices:read');
+  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const [rows, total] = await ctx.em.findAndCount(Device, { $and: [visible, membersOf(group.id)] }, { orderBy: { hostname: 'asc', id: 'asc' }, ...pageOptions(query) });
+  return toPage(rows.map(deviceView), total, query);
+}
+
+export const AddGroupDevicesSchema = z
+  .strictObject({ deviceIds: z.array(uuid()).min(1).max(MAX_LIMIT).describe(`1 to ${MAX_LIMIT} devices of the group's organization (and site)`) }).describe('Devices to add to a static group.');
+export type AddGroupDevicesInput = z.input<typeof AddGroupDevicesSchema>;
+
+/**
+ * Devices that cannot join `group`: the caller cannot see them (404, as another tenant's), or they
+ * are outside the group's organization or site, or decommissioned (400 naming them).
+ */
+async function checkJoinable(ctx: RequestContext, group: DeviceGroup, deviceIds: string[]): Promise<DeviceFacts[]> {
+  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const devices = await deviceFacts(ctx, { $and: [visible, { id: { $in: deviceIds } }] });
+  if (devices.length !== deviceIds.length) throw notFound('Device');
+  const outside = devices.filter((d) => d.orgId !== group.orgId || (group.siteId && d.siteId !== group.siteId)).map((d) => d.id);
+  if (outside.length > 0) {
+    const where = group.siteId ? "the group's organization and site" : "the group's organization";
+    throw badRequest(`Only devices of ${where} can join this group: ${outside.join(', ')}`, { deviceIds: outside });
+  }
+  const retired = devices.filter((d) => d.status === 'decommissioned').map((d) => d.id);
+  if (retired.length > 0) throw badRequest(`Decommissioned devices cannot join groups: ${retired.join(', ')}`, { deviceIds: retired });
+  return devices;
+}
+
+/** Adds devices to a static group (dynamic groups take devices through their filter, or pins). Devices already in it are left as they are. */
+export async function addGroupDevices(ctx: RequestContext, groupId: string, rawInput: AddGroupDevicesInput): Promise<AddGroupDevicesResult> {
+  const input = parseInput(AddGroupDevicesSchema, rawInput);
+  const current = await accessibleGroup(ctx, groupId, 'devices:write');
+  const principal = requirePrincipal(ctx);
+  if (current.type === 'dynamic') throw badRequest('Devices join a dynamic group through its filter; pin a device to include it whatever the filter says');
+  const deviceIds = [...new Set(input.deviceIds.map((id) => id.toLowerCase()))];
+  const devices = await checkJoinable(ctx, current, deviceIds);
+  return withTransaction(ctx, async (tx) => {
+    const group = await lockGroup(tx, groupId);
+    const existing = new Set((await tx.em.find(DeviceGroupMember, { groupId, deviceId: { $in: deviceIds } }, { refresh: true })).map((r) => r.deviceId));
+    const now = tx.runtime.clock.now();
+    const added: string[] = [];
+    for (const device of devices) {
+      if (existing.has(device.id)) continue;
+      tx.em.create(DeviceGroupMember, { groupId, deviceId: device.id, source: 'manual', joinedAt: now });
+      tx.em.create(DeviceGroupLog, { groupId, deviceId: device.id, hostname: device.hostname, action: 'joined', reason: 'manual', actorId: principal.id, createdAt: now });
+      added.push(device.id);
+    }
+    await tx.em.flush();
+    if (added.length > 0) {
+      await recordAudit(tx, { action: 'device_group.member.add', resourceType: 'device_group', resourceId: groupId, orgId: group.orgId, details: { name: group.name, deviceIds: added } });
+    }
+    return { added, alreadyMembers: deviceIds.filter((id) => existing.has(id)), deviceCount: (await memberCounts(tx, [groupId])).get(groupId) ?? 0 };
+  });
+}
+
+/** Takes a device out of a static group (404 when it is not a member). */
+export async function removeGroupDevice(ctx: RequestContext, groupId: string, deviceId: string): Promise<void> {
+  const current = await accessibleGroup(ctx, groupId, 'devices:write');
+  const principal = requirePrincipal(ctx);
+  const device = await accessibleDevice(ctx, deviceId, 'devices:write');
+  if (current.type === 'dynamic') throw badRequest('Devices leave a dynamic group through its filter; pin a device with mode "exclude" to keep it out');
+  await withTransaction(ctx, async (tx) => {
+    const group = await lockGroup(tx, groupId);
+    const row = await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }, { refresh: true });
+    if (!row?.source) throw notFound('Group member');
+    tx.em.remove(row);
+    tx.em.create(DeviceGroupLog, { groupId, deviceId: device.id, hostname: device.hostname, action: 'left', reason: 'manual', actorId: principal.id, createdAt: tx.runtime.clock.now() });
+    await tx.em.flush();
+    await recordAudit(tx, { action: 'device_group.member.remove', resourceType: 'device_group', resourceId: groupId, orgId: group.orgId, details: { name: group.name, deviceId: device.id } });
+  });
+}
+
+// ── pins ────────────────────────────────────────────────────────────────────────────────────────
+
+export const PinGroupDeviceSchema = z
+  .strictObject({ mode: GroupPinModeSchema.default('include').describe('include: a member whatever the filter says; exclude: never a member') }).describe('How to pin a device in a dynamic group.');
+export type PinGroupDeviceInput = z.input<typeof PinGroupDeviceSchema>;
+
+async function pinTargets(ctx: RequestContext, groupId: string, deviceId: string): Promise<{ group: DeviceGroup; device: DeviceFacts; actorId: string }> {
+  const group = await accessibleGroup(ctx, groupId, 'devices:write');
+  const principal = requirePrincipal(ctx);
+  const device = await accessibleDevice(ctx, deviceId, 'devices:write');
+  if (group.type === 'static') throw badRequest('Only dynamic groups have pins; add or remove devices of a static group instead');
+  return { group, device, actorId: principal.id };
+}
+
+/** Keeps a device in (`include`) or out of (`exclude`) a dynamic group whatever its filter says. */
+export async function pinGroupDevice(ctx: RequestContext, groupId: string, deviceId: string, rawInput: PinGroupDeviceInput): Promise<GroupMembershipView> {
+  const input = parseInput(PinGroupDeviceSchema, rawInput);
+  const { group: current, device, actorId } = await pinTargets(ctx, groupId, deviceId);
+  await checkJoinable(ctx, current, [device.id]);
+  return withTransaction(ctx, async (tx) => {
+    const group = await lockGroup(tx, groupId);
+    const row = await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }, { refresh: true });
+    if (row?.pin === input.mode) return membershipView(groupId, device.id, row);
+    if (row) row.pin = input.mode;
+    else tx.em.create(DeviceGroupMember, { groupId, deviceId: device.id, source: null, pin: input.mode });
+    await tx.em.flush();
+    await reconcile(tx, [group], [device.id], { actorId, reason: 'pin' });
+    await recordAudit(tx, { action: 'device_group.pin', resourceType: 'device_group', resourceId: groupId, orgId: group.orgId, details: { name: group.name, deviceId: device.id, mode: input.mode } });
+    return membershipView(groupId, device.id, await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }));
+  });
+}
+
+/** Drops a device's pin: the filter decides again. Answers the membership that results (no pin, no change). */
+export async function unpinGroupDevice(ctx: RequestContext, groupId: string, deviceId: string): Promise<GroupMembershipView> {
+  const { device, actorId } = await pinTargets(ctx, groupId, deviceId);
+  return withTransaction(ctx, async (tx) => {
+    const group = await lockGroup(tx, groupId);
+    const row = await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }, { refresh: true });
+    if (!row?.pin) return membershipView(groupId, device.id, row);
+    const mode = row.pin;
+    row.pin = null;
+    await tx.em.flush();
+    await reconcile(tx, [group], [device.id], { actorId, reason: 'unpin' });
+    await recordAudit(tx, { action: 'device_group.unpin', resourceType: 'device_group', resourceId: groupId, orgId: group.orgId, details: { name: group.name, deviceId: device.id, mode } });
+    return membershipView(groupId, device.id, await tx.em.findOne(DeviceGroupMember, { groupId, deviceId: device.id }));
+  });
+}
+
+// ── preview ─────────────────────────────────────────────────────────────────────────────────────
+
+export const PreviewGroupSchema = z
+  .strictObject({
+    filter: GroupFilterInputSchema.optional().describe("a filter to try before saving it; the group's own by default"),
+    limit: z.number().int().min(1).max(MAX_LIMIT).default(100).describe(`devices to list, 1 to ${MAX_LIMIT}`),
+  }).describe('What to preview: a filter (the group’s own by default) and how many devices to list.');
+export type PreviewGroupInput = z.input<typeof PreviewGroupSchema>;
+
+/** What a dynamic group would hold under `filter` (or its own) and its pins, changing nothing. */
+export async function previewGroup(ctx: RequestContext, groupId: string, rawInput: PreviewGroupInput): Promise<GroupPreview> {
+  const input = parseInput(PreviewGroupSchema, rawInput);
+  const group = await accessibleGroup(ctx, groupId, 'devices:read');
+  if (group.type === 'static') throw badRequest('Only dynamic groups have a filter to preview');
+  const filter = input.filter ? normalizeFilter(input.filter) : storedFilter(group);
+  if (input.filter) await checkFilterSites(ctx, group.orgId, filter);
+  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  const pinned = (mode: 'include' | 'exclude') => raw('select p.device_id from device_group_member p where p.group_id = ? and p.pin = ?', [group.id, mode]);
+  const conditions = filterConditions(filter);
+  // An empty filter matches the whole scope, pins included; otherwise the filter or an include pin.
+  const matches = conditions.length > 0 ? [{ $or: [{ $and: conditions }, { id: { $in: pinned('include') } }] }] : [];
+  const would = { $and: [visible, groupScope(group), ...matches, { id: { $nin: pinned('exclude') } }] } as FilterQuery<Device>;
+  const [[devices, count], stay, members] = await Promise.all([
+    ctx.em.findAndCount(Device, would, { orderBy: { hostname: 'asc', id: 'asc' }, limit: input.limit }),
+    ctx.em.count(Device, { $and: [would, membersOf(group.id)] } as FilterQuery<Device>),
+    ctx.em.count(Device, { $and: [visible, membersOf(group.id)] } as FilterQuery<Device>),
+  ]);
+  return { count, devices: devices.map(deviceView), joining: count - stay, leaving: members - stay };
+}
+
+// ── the membership log ──────────────────────────────────────────────────────────────────────────
+
+export const MembershipLogQuery = PageQuery.extend({
+  deviceId: uuid().optional().describe('Only entries of this device.'),
+  action: GroupLogActionSchema.optional().describe('Only joins or only leaves.'),
+  reason: GroupLogReasonSchema.optional().describe('Only entries with this reason.'),
+}).strict();
+export type MembershipLogInput = z.input<typeof MembershipLogQuery>;
+
+/** Joins and leaves of the group, newest first, with their reasons. */
+export async function listMembershipLog(ctx: RequestContext, groupId: string, rawQuery: MembershipLogInput): Promise<Page<GroupLogEntryView>> {
+  const query = parseInput(MembershipLogQuery, rawQuery);
+  const group = await accessibleGroup(ctx, groupId, 'devices:read');
+  const where: FilterQuery<DeviceGroupLog> = {
+    groupId: group.id,
+    ...(query.deviceId ? { deviceId: query.deviceId } : {}),
+    ...(query.action ? { action: query.action } : {}),
+    ...(query.reason ? { reason: query.reason } : {}),
+  };
+  const [rows, total] = await ctx.em.findAndCount(DeviceGroupLog, where, { orderBy: { createdAt: 'desc', id: 'desc' }, ...pageOptions(query) });
+  return toPage(rows.map(logView), total, query);
+}

@@ -1,0 +1,3 @@
+/** What other domains may use of the scripts domain (the dependency check refuses any other way in). */
+export { type ScriptExecutionEventData } from './events.js';
+export { executeScript, maySeeExecution, type ExecuteResult } from './script-executions.js';

@@ -112,25 +112,32 @@ export class AlertCorrelationGroup extends BaseEntity<'siteId' | 'alertCount'> {
   lastAlertAt!: Date;
 }
 
+/** The source of alerts that rules raise (`raiseAlert`'s `source` names the raising domain). */
+export const RULE_SOURCE = 'alert_rule';
+
 /**
- * An alert a rule raised for a device. At most one unresolved alert per rule and device (the partial
- * unique index), so a condition that keeps holding never raises it twice.
+ * An alert some domain raised (`source`: a rule, a monitor, …; `sourceId`: which one), usually about a
+ * device. At most one unresolved alert per organization, source and `dedupKey` (the partial unique
+ * index), so a condition that keeps holding never raises it twice.
  */
 @Entity()
 @Unique({
-  name: 'alert_open_rule_device_unique',
-  expression: `create unique index "alert_open_rule_device_unique" on "alert" ("rule_id", "device_id") where "status" <> 'resolved'`,
+  name: 'alert_open_dedup_unique',
+  expression: `create unique index "alert_open_dedup_unique" on "alert" ("org_id", "source", "dedup_key") where "status" <> 'resolved'`,
 })
 @Index({ properties: ['orgId', 'triggeredAt', 'id'] })
 @Index({ properties: ['orgId', 'status'] })
 @Index({ properties: ['ruleId', 'deviceId', 'resolvedAt'] })
+@Index({ properties: ['orgId', 'source', 'dedupKey', 'resolvedAt'] })
 @Index({
   name: 'alert_suppression_ends_index',
   expression: `create index "alert_suppression_ends_index" on "alert" ("suppressed_until") where "status" = 'suppressed' and "suppressed_until" is not null`,
 })
 export class Alert extends BaseEntity<
   | 'siteId'
+  | 'deviceId'
   | 'ruleId'
+  | 'sourceId'
   | 'status'
   | 'message'
   | 'acknowledgedAt'
@@ -148,13 +155,26 @@ export class Alert extends BaseEntity<
   @Index()
   siteId: string | null = null;
 
-  @ManyToOne(() => Device, { mapToPk: true, fieldName: 'device_id', deleteRule: 'cascade' })
+  /** null for an alert about no one device (a raiser that watches something else) */
+  @ManyToOne(() => Device, { mapToPk: true, fieldName: 'device_id', deleteRule: 'cascade', nullable: true })
   @Index()
-  deviceId!: string;
+  deviceId: string | null = null;
 
   /** kept when the rule is deleted, so the alert history stays */
   @ManyToOne(() => AlertRule, { mapToPk: true, fieldName: 'rule_id', deleteRule: 'set null', nullable: true })
   ruleId: string | null = null;
+
+  /** the domain that raised it: `alert_rule`, `monitor`, … */
+  @Property({ type: 'string', length: 40 })
+  source!: string;
+
+  /** the rule, monitor, … of `source` that raised it (no foreign key: any domain's); null for rule alerts whose rule was gone before sources were kept */
+  @Property({ type: 'uuid', nullable: true })
+  sourceId: string | null = null;
+
+  /** what makes two raises the same alert, within the organization and source */
+  @Property({ type: 'string', length: 255 })
+  dedupKey!: string;
 
   @Property({ type: 'string', length: 10 })
   severity!: AlertSeverity;

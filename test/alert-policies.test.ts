@@ -1,4 +1,5 @@
-import { raiseAlert } from './support/alert-events.js';
+import { randomUUID } from 'node:crypto';
+import { raiseAlert, resolveRaisedAlert } from './support/alert-events.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
@@ -187,6 +188,22 @@ describe('alerts through policies', () => {
     for (const id of policyIds) await policies().delete(`/alerts/policies/${id}`);
     policyIds = [];
   });
+  /** A maintenance window that suppresses alerts on the device, active now (its planner holds only maintenance work); answers how to end it. */
+  const suppressingWindowOn = async (deviceId: string) => {
+    const planner = rest(app, (await buildUser(app, { orgId, can: ['maintenance:read', 'maintenance:write', 'devices:read'] })).as);
+    const window = await planner.post('/maintenance/windows', {
+      name: `Quiet ${deviceId}`,
+      timezone: 'UTC',
+      startsAt: new Date(clock.now().getTime() - 60_000).toISOString().slice(0, 19),
+      durationMinutes: 60,
+      recurrence: { type: 'once' },
+      suppressAlerts: true,
+      targets: { deviceIds: [deviceId] },
+    });
+    expect([window.status, window.body.message]).toEqual([201, undefined]);
+    await eventually(async () => (await sql(app, `select 1 from maintenance_occurrence where window_id = ? and status = 'active'`, [window.body.id])).length === 1, 15_000, 'the window to start');
+    return async () => expect((await planner.delete(`/maintenance/windows/${window.body.id}`)).status).toBe(204);
+  };
   const policy = async (body: Record<string, unknown>) => {
     const res = await policies().post('/alerts/policies', body);
     expect(res.status).toBe(201);
@@ -212,7 +229,7 @@ describe('alerts through policies', () => {
     expect(smtp.mails[0]!.data).toContain('CPU on fire');
     const notes = await rest(app, viewer.as).get('/notifications');
     expect(notes.body.data).toEqual([expect.objectContaining({ type: 'alert', title: 'CPU on fire', severity: 'critical', alertId, read: false })]);
-    await dispatched(app, low.eventId);
+    await dispatched(app, low.eventId!);
     expect(await deliveriesOf(low.alertId)).toEqual([]);
 
     expect((await rest(app, tech.as).post(`/alerts/${alertId}/resolve`, {})).status).toBe(200);
@@ -227,8 +244,13 @@ describe('alerts through policies', () => {
     await policy({ name: 'Servers', severities: ['high'], channelIds: [ch.grouped], targets: { groupIds: [groupOfA] } });
     await policy({ name: 'Disabled', severities: ['high'], channelIds: [ch.grouped], enabled: false });
     const onB = await raiseAlert(app, { orgId, deviceId: deviceB, severity: 'high' });
-    const suppressed = await raiseAlert(app, { orgId, deviceId: deviceA, severity: 'high', status: 'suppressed' });
+    // Raised while a maintenance window that suppresses alerts covers device A (ended before the next one).
+    const endWindow = await suppressingWindowOn(deviceA);
+    const suppressed = await raiseAlert(app, { orgId, deviceId: deviceA, severity: 'high' });
+    expect([suppressed.status, suppressed.eventId]).toEqual(['suppressed', null]);
+    await endWindow();
     const onA = await raiseAlert(app, { orgId, deviceId: deviceA, severity: 'high', title: 'On A' });
+    expect(onA.status).toBe('active');
     await eventually(() => receiver.to('/grouped').length === 1, 10_000, 'the group member’s alert');
     expect(bodies('/grouped')[0]).toMatchObject({
       event: 'alert.triggered',
@@ -236,8 +258,7 @@ describe('alerts through policies', () => {
       type: 'alert.triggered',
       data: { alertId: onA.alertId, deviceId: deviceA, ruleId: null, severity: 'high', status: 'active', title: 'On A' },
     });
-    await dispatched(app, onB.eventId);
-    await dispatched(app, suppressed.eventId);
+    await dispatched(app, onB.eventId!);
     expect(await deliveriesOf(onB.alertId)).toEqual([]);
     expect(await deliveriesOf(suppressed.alertId)).toEqual([]);
 
@@ -245,6 +266,42 @@ describe('alerts through policies', () => {
     await raiseAlert(app, { orgId, deviceId: deviceB, severity: 'medium', title: 'On B' });
     await eventually(() => receiver.to('/grouped').length === 2, 10_000, 'the named device’s alert');
     expect(bodies('/grouped')[1].alert.title).toBe('On B');
+  });
+
+  test('an alert another domain raises (a monitor) behaves as a rule’s: one per key, suppressed under maintenance, routed by policies, resolved by its key, listed by source', async () => {
+    const hook = await channel({ name: 'Monitor hook', type: 'webhook', config: { url: receiver.url('/monitors') } });
+    await policy({ name: 'Monitored devices', severities: ['medium'], channelIds: [hook], targets: { deviceIds: [deviceA, deviceB] } });
+    const monitorId = randomUUID();
+    const down = (deviceId: string) => ({ orgId, deviceId, source: 'monitor', sourceId: monitorId, severity: 'medium' as const, title: 'HTTPS check failing', dedupKey: `${monitorId}:${deviceId}` });
+
+    // Under a window that suppresses alerts on A: recorded suppressed, announced to no one.
+    const endWindow = await suppressingWindowOn(deviceA);
+    const quiet = await raiseAlert(app, down(deviceA));
+    await endWindow();
+
+    // On B: raised once however often the monitor reports it, and routed to the policy's channel.
+    const first = await raiseAlert(app, down(deviceB));
+    expect((await raiseAlert(app, down(deviceB))).alertId).toBe(first.alertId);
+    await eventually(() => receiver.to('/monitors').length === 1, 10_000, 'the monitor alert on the channel');
+    expect(bodies('/monitors')[0]).toMatchObject({ event: 'alert.triggered', alert: { id: first.alertId, deviceId: deviceB } });
+    const reader = rest(app, viewer.as);
+    expect((await reader.get(`/alerts/${quiet.alertId}`)).body).toMatchObject({ status: 'suppressed', source: 'monitor', sourceId: monitorId, deviceId: deviceA, ruleId: null });
+    expect((await reader.get(`/alerts/${first.alertId}`)).body).toMatchObject({ status: 'active', source: 'monitor', sourceId: monitorId, deviceId: deviceB, ruleId: null });
+    const delivered = await rest(app, tech.as).get(`/alerts/channels/${hook}/deliveries`);
+    expect(delivered.body.data.map((d: { alertId: string; kind: string }) => [d.alertId, d.kind])).toEqual([[first.alertId, 'triggered']]);
+
+    // Cleared by its key: resolved, the channel hears it is over, and the next failure is a new alert.
+    expect(await resolveRaisedAlert(app, { orgId, source: 'monitor', dedupKey: `${monitorId}:${deviceB}` })).toBe(first.alertId);
+    await eventually(() => receiver.to('/monitors').length === 2, 10_000, 'the resolved message');
+    const next = await raiseAlert(app, down(deviceB));
+    expect(next.alertId).not.toBe(first.alertId);
+
+    // Listed by source, over REST and GraphQL alike; rule alerts are `alert_rule`.
+    const ids = [next.alertId, first.alertId, quiet.alertId];
+    expect((await reader.get('/alerts?source=monitor')).body.data.map((a: { id: string }) => a.id)).toEqual(ids);
+    const listed = await gql(app, viewer.as, '{ alerts(source: "monitor", first: 10) { edges { node { id source sourceId } } } }');
+    expect(listed.body.data.alerts.edges.map((e: any) => e.node)).toEqual(ids.map((id) => ({ id, source: 'monitor', sourceId: monitorId })));
+    expect((await reader.get('/alerts?source=alert_rule')).body.data.map((a: { id: string }) => a.id)).not.toContain(first.alertId);
   });
 
   test('end to end: a rule that a heartbeat fires reaches the policy’s channel; when its metric clears, PagerDuty resolves the incident', async () => {
@@ -293,8 +350,8 @@ describe('alerts through policies', () => {
     await policy({ name: 'Escalating', severities: ['critical'], channelIds: [ch.grouped], escalationSteps: [{ afterMinutes: 15, channelIds: [ch.escalation] }] });
     const waiting = await raiseAlert(app, { orgId, deviceId: deviceB, severity: 'critical', title: 'Nobody looks' });
     const attended = await raiseAlert(app, { orgId, deviceId: deviceA, severity: 'critical', title: 'Someone looks' });
-    await dispatched(app, waiting.eventId);
-    await dispatched(app, attended.eventId);
+    await dispatched(app, waiting.eventId!);
+    await dispatched(app, attended.eventId!);
     expect((await rest(app, tech.as).post(`/alerts/${attended.alertId}/acknowledge`)).status).toBe(200);
 
     clock.advance(14 * 60_000);

@@ -1,3 +1,5 @@
+import { RequestContext } from '../src/auth/context.js';
+import { endSuppressions } from '../src/services/alerts/alerts.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql } from './support/clients.js';
 import { sql, statementsOn } from './support/db.js';
@@ -66,7 +68,7 @@ test('a devices page with organization, site, last heartbeat, groups and command
     expect(added.status).toBe(200);
   }
   for (const severity of ['critical', 'low'] as const) await raiseAlert(app, { orgId: org.id, deviceId: agents[0]!.deviceId, severity });
-  await raiseAlert(app, { orgId: org.id, deviceId: agents[1]!.deviceId, severity: 'high', status: 'suppressed' });
+  await raiseAlert(app, { orgId: org.id, deviceId: agents[1]!.deviceId, severity: 'high' });
   const viewer = await buildUser(app, { orgId: org.id, can: ['devices:read', 'organizations:read', 'sites:read', 'alerts:read'] });
 
   const small = await measure(viewer, 5);
@@ -121,4 +123,15 @@ test("a partner's sites with their organization, and its organizations with thei
   expect(large.data.sites.edges.every((e: any) => e.node.organization.name === e.node.name.replace('Site', 'Customer'))).toBe(true);
   expect(large.data.organizations.edges.every((e: any) => e.node.partner.id === partner.id)).toBe(true);
   expect([large.onOrganization, large.onPartner]).toEqual([small.onOrganization, small.onPartner]);
+});
+
+test('only the request’s own statements are counted: the background due check reading the same table meanwhile is not', async () => {
+  const { org } = await fleet(app);
+  const viewer = await buildUser(app, { orgId: org.id, can: ['alerts:read'] });
+  const summary = () => gql(app, viewer.as, '{ alertSummary { total } }');
+  const alone = await statementsOn(app, 'alert', summary);
+  // The alerts job's tick (suppressions that ended) runs while the request is answered, on the same ORM connection.
+  const beside = await statementsOn(app, 'alert', async () => (await Promise.all([summary(), endSuppressions(RequestContext.system(app.server.runtime, 'test: the due check'))]))[0]);
+  expect([alone.result.body.errors, beside.result.body.errors]).toEqual([undefined, undefined]);
+  expect([alone.statements, beside.statements]).toEqual([1, 1]);
 });

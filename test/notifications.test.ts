@@ -41,7 +41,7 @@ afterEach(async () => {
 /** Raises an alert (critical and high ones go to Alice and Bob, low ones to Carol), and waits until its notifications are written. */
 async function alertFor(title: string, severity: 'critical' | 'high' | 'low' = 'critical'): Promise<string> {
   const raised = await raiseAlert(app, { orgId, deviceId, severity, title });
-  await dispatched(app, raised.eventId);
+  await dispatched(app, raised.eventId!);
   return raised.alertId;
 }
 
@@ -116,7 +116,9 @@ test('a user limited to some sites hears only of alerts of those sites; a partne
   const partnerUser = await buildUser(app, { partnerId: f.org.partnerId, role: 'Partner Viewer' });
   expect((await f.api.post('/alerts/policies', { name: 'Both', severities: ['medium'], channelIds: [], notifyUserIds: [limited.user.id, partnerUser.user.id] })).status).toBe(201);
   for (const [siteId, title] of [[south.id, 'In the south'], [north.id, 'In the north']] as const) {
-    await dispatched(app, (await raiseAlert(app, { orgId: f.org.id, deviceId: device, siteId, severity: 'medium', title })).eventId);
+    // The alert is raised in its device's site: the device moves there first.
+    expect((await f.api.patch(`/devices/${device}`, { siteId })).status).toBe(200);
+    await dispatched(app, (await raiseAlert(app, { orgId: f.org.id, deviceId: device, severity: 'medium', title })).eventId!);
   }
   const titles = async (user: BuiltUser) => (await rest(app, user.as).get('/notifications')).body.data.map((n: { title: string }) => n.title);
   expect(await titles(limited)).toEqual(['In the north']);

@@ -30,6 +30,13 @@ export function refuseUpgrade(socket: Duplex, error: AppError, headers: Record<s
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
 }
 
+/** 401 names the scheme; 503 (the database out of reach) tells the agent when to try again, as the heartbeat does. */
+function refusalHeaders(error: AppError): Record<string, string> {
+  if (error.status === 401) return { 'WWW-Authenticate': 'Bearer' };
+  const retryAfter = (error.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
+  return error.status === 503 && retryAfter ? { 'Retry-After': String(retryAfter) } : {};
+}
+
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed', 500: 'Internal Server Error', 503: 'Service Unavailable' };
 
 /**
@@ -49,7 +56,7 @@ export function agentChannelRoute(runtime: Runtime, hub: AgentChannelHub): Upgra
     } catch (error) {
       const { error: appError, expected } = toAppError(error);
       if (!expected) runtime.log.error({ err: (error as Error).message }, 'agent channel upgrade failed');
-      return refuseUpgrade(socket, appError, appError.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {});
+      return refuseUpgrade(socket, appError, refusalHeaders(appError));
     }
     if (socket.destroyed) return;
     wss.handleUpgrade(req, socket, head, (ws) => {

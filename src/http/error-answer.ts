@@ -4,7 +4,8 @@ import type { Runtime } from '../runtime.js';
 
 /**
  * What an error answers, whatever shape the body then takes (REST's envelope, GraphQL's `{errors}`):
- * the AppError, an unexpected one logged under the request id, with `Retry-After` set on a 429.
+ * the AppError, an unexpected one logged under the request id, with `Retry-After` set on a 429 and on
+ * a 503 (the database out of reach: `toAppError` classifies it).
  * Null when the answer had already begun (it is ended as it is).
  */
 export function errorAnswer(runtime: Runtime, req: IncomingMessage & { requestId?: string }, res: ServerResponse, error: unknown): AppError | null {
@@ -15,6 +16,6 @@ export function errorAnswer(runtime: Runtime, req: IncomingMessage & { requestId
     return null;
   }
   const retryAfter = (appError.details as { retryAfterSeconds?: number } | undefined)?.retryAfterSeconds;
-  if (appError.status === 429 && retryAfter) res.setHeader('Retry-After', String(retryAfter));
+  if ((appError.status === 429 || appError.status === 503) && retryAfter) res.setHeader('Retry-After', String(retryAfter));
   return appError;
 }

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { TestApp } from './app.js';
 import { createTestDatabase } from './database.js';
 import { eventually } from './eventually.js';
@@ -49,22 +50,34 @@ export function useTestDatabase(): { url: string } {
 }
 
 /**
- * What `work` answers, and how many SQL statements naming `table` this instance sent meanwhile (through
- * the ORM's connection, where the services' reads go): for checking that a list's relation fields cost
- * a fixed number of statements, not some per row.
+ * What `work` answers, and how many SQL statements naming `table` the HTTP requests it made sent
+ * (through the ORM's connection, where the services' reads go): for checking that a list's relation
+ * fields cost a fixed number of statements, not some per row. Only the requests' own statements count:
+ * each request arriving meanwhile is handled inside a scope of this call (AsyncLocalStorage, entered
+ * where the HTTP server hands it on), and a statement counts when it is sent from within that scope, so
+ * the instance's background work (job ticks, the outbox dispatcher, the webhook worker) never does.
  */
 export async function statementsOn<T>(app: TestApp, table: string, work: () => Promise<T>): Promise<{ result: T; statements: number }> {
   const connection = app.server.runtime.orm.em.getDriver().getConnection() as unknown as { execute: (query: unknown, ...rest: unknown[]) => Promise<unknown> };
   const execute = connection.execute;
+  const { httpServer } = app.server;
+  const handlers = httpServer.listeners('request') as ((...args: unknown[]) => void)[];
+  const scope = new AsyncLocalStorage<object>();
+  const mine = {};
+  const scoped = handlers.map((handler) => (...args: unknown[]) => scope.run(mine, () => handler(...args)));
   const names = new RegExp(`\\b${table}\\b`);
   let statements = 0;
   connection.execute = function (this: unknown, query: unknown, ...rest: unknown[]) {
-    if (names.test(String(typeof query === 'object' && query && 'sql' in query ? (query as { sql: string }).sql : query))) statements++;
+    if (scope.getStore() === mine && names.test(String(typeof query === 'object' && query && 'sql' in query ? (query as { sql: string }).sql : query))) statements++;
     return execute.call(this, query, ...rest);
   };
+  httpServer.removeAllListeners('request');
+  for (const handler of scoped) httpServer.on('request', handler);
   try {
     return { result: await work(), statements };
   } finally {
     connection.execute = execute;
+    httpServer.removeAllListeners('request');
+    for (const handler of handlers) httpServer.on('request', handler);
   }
 }

@@ -1,16 +1,14 @@
-import { Alert, AlertConditionState, AlertRule } from '../../../entities/alert.js';
+import { AlertConditionState, AlertRule } from '../../../entities/alert.js';
 import { Device } from '../../../entities/device.js';
 import { RequestContext } from '../../auth/context.js';
 import { withTransaction } from '../../db/transaction.js';
-import { emit } from '../../events/outbox.js';
 import { publishOnCommit } from '../../events/pubsub.js';
 import { onePer } from '../../memo.js';
 import type { Runtime } from '../../runtime.js';
 import { dueAt, factsOf, ruleHolds, ruleTargets, type DeviceFacts } from './alert-conditions.js';
 import { RULES_TOPIC, enabledRules, type CachedRule } from './alert-rules.js';
-import { correlate } from './alert-templates.js';
-import { ALERT_STATE_TOPIC, alertChanged, alertEventData } from './alerts.js';
-import { suppressedDeviceIds } from '../maintenance/api.js';
+import { RULE_SOURCE, raiseAlert, resolveAlert } from './alert-raise.js';
+import { ALERT_STATE_TOPIC } from './alerts.js';
 
 /*
  * Rule evaluation, on arrival of what changes a device's facts (heartbeats, status changes), never by
@@ -96,7 +94,7 @@ export async function evaluateDevice(runtime: Runtime, facts: DeviceFacts, at: D
       if (holds && !standing) await startHolding(runtime, rule, facts, reason, now);
       else if (holds && standing?.kind === 'pending' && standing.dueAt <= now.getTime()) await fire(runtime, rule.id, facts.id);
       else if (!holds && standing?.kind === 'pending') await stopHolding(runtime, rule.id, facts.id);
-      else if (!holds && standing?.kind === 'open' && rule.autoResolve) await autoResolve(runtime, rule.id, facts.id);
+      else if (!holds && standing?.kind === 'open' && rule.autoResolve) await autoResolve(runtime, rule, facts.id);
     }
   } catch (error) {
     runtime.log.error({ err: (error as Error).message, deviceId: facts.id }, 'alert evaluation failed');
@@ -126,67 +124,52 @@ async function stopHolding(runtime: Runtime, ruleId: string, deviceId: string): 
   });
 }
 
+/** A rule's alerts are one per rule and device. */
+const ruleDedupKey = (ruleId: string, deviceId: string) => `${ruleId}:${deviceId}`;
+
 /**
- * Raises the rule's alert for the device, re-deciding under a lock of the pair from the rows
- * themselves: an open alert is never raised twice (the partial unique index backs this), and within
- * `cooldownMinutes` of the last one resolving the condition waits, due when the cooldown ends.
- * A device under a maintenance window that suppresses alerts gets it `suppressed`.
+ * Raises the rule's alert for the device through `raiseAlert` (dedup, cooldown, maintenance
+ * suppression, correlation, policies), under a lock of the pair so its condition state is decided
+ * from the rows themselves: within `cooldownMinutes` of the last one resolving the condition waits,
+ * due when the cooldown ends; otherwise the condition is settled.
  */
 async function fire(runtime: Runtime, ruleId: string, deviceId: string, reason?: string): Promise<void> {
   await withTransaction(system(runtime), async (tx) => {
     await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`alert:${ruleId}:${deviceId}`]);
     const [rule, device] = await Promise.all([tx.em.findOne(AlertRule, { id: ruleId }), tx.em.findOne(Device, { id: deviceId })]);
     await standingChanged(tx, deviceId);
-    if (!rule || !rule.enabled || !device || device.status === 'decommissioned') {
+    const raised =
+      rule?.enabled && device
+        ? await raiseAlert(tx, {
+            orgId: device.orgId,
+            deviceId,
+            source: RULE_SOURCE,
+            sourceId: ruleId,
+            severity: rule.severity,
+            title: `${rule.name}: ${device.hostname}`,
+            message: reason ?? (ruleHolds(rule, factsOf(device)).reason || null),
+            dedupKey: ruleDedupKey(ruleId, deviceId),
+            cooldownMinutes: rule.cooldownMinutes,
+            groupId: rule.targetType === 'group' ? rule.targetId : null,
+          })
+        : null;
+    if (raised?.outcome !== 'cooling') {
       await tx.em.nativeDelete(AlertConditionState, { ruleId, deviceId });
       return;
     }
-    const now = tx.runtime.clock.now();
-    if ((await tx.em.count(Alert, { ruleId, deviceId, status: { $ne: 'resolved' } })) > 0) {
-      await tx.em.nativeDelete(AlertConditionState, { ruleId, deviceId });
-      return;
-    }
-    const last = rule.cooldownMinutes > 0 ? await tx.em.findOne(Alert, { ruleId, deviceId, status: 'resolved' }, { orderBy: { resolvedAt: 'desc' } }) : null;
-    const coolsAt = last?.resolvedAt ? last.resolvedAt.getTime() + rule.cooldownMinutes * 60_000 : 0;
-    if (coolsAt > now.getTime()) {
-      await tx.em.execute(
-        `insert into alert_condition_state (id, created_at, updated_at, rule_id, device_id, since, due_at) values (gen_random_uuid(), now(), now(), ?, ?, ?, ?)
-          on conflict (rule_id, device_id) do update set due_at = greatest(alert_condition_state.due_at, excluded.due_at), updated_at = now()`,
-        [ruleId, deviceId, now, new Date(coolsAt)],
-      );
-      return;
-    }
-    await tx.em.nativeDelete(AlertConditionState, { ruleId, deviceId });
-    const suppressed = (await suppressedDeviceIds(tx, [deviceId])).has(deviceId);
-    const alert = tx.em.create(Alert, {
-      orgId: device.orgId,
-      siteId: device.siteId,
-      deviceId,
-      ruleId,
-      severity: rule.severity,
-      status: suppressed ? 'suppressed' : 'active',
-      title: `${rule.name}: ${device.hostname}`,
-      message: reason ?? (ruleHolds(rule, factsOf(device)).reason || null),
-      triggeredAt: now,
-    });
-    await correlate(tx, alert, rule);
-    await tx.em.flush();
-    // A suppressed alert is recorded and shown, but notifies no one.
-    if (!suppressed) await emit(tx, { type: 'alert.triggered', orgId: alert.orgId, data: alertEventData(alert) });
-    await alertChanged(tx, alert);
+    await tx.em.execute(
+      `insert into alert_condition_state (id, created_at, updated_at, rule_id, device_id, since, due_at) values (gen_random_uuid(), now(), now(), ?, ?, ?, ?)
+        on conflict (rule_id, device_id) do update set due_at = greatest(alert_condition_state.due_at, excluded.due_at), updated_at = now()`,
+      [ruleId, deviceId, tx.runtime.clock.now(), raised.until],
+    );
   });
 }
 
 /** The conditions cleared: the open alert (active, acknowledged or suppressed) resolves. */
-async function autoResolve(runtime: Runtime, ruleId: string, deviceId: string): Promise<void> {
+async function autoResolve(runtime: Runtime, rule: CachedRule, deviceId: string): Promise<void> {
   await withTransaction(system(runtime), async (tx) => {
-    const alert = await tx.em.findOne(Alert, { ruleId, deviceId, status: { $ne: 'resolved' } });
     await standingChanged(tx, deviceId);
-    if (!alert) return;
-    Object.assign(alert, { status: 'resolved', resolvedAt: tx.runtime.clock.now(), resolutionNote: 'conditions cleared' });
-    await tx.em.flush();
-    await emit(tx, { type: 'alert.resolved', orgId: alert.orgId, data: alertEventData(alert) });
-    await alertChanged(tx, alert);
+    await resolveAlert(tx, { orgId: rule.orgId, source: RULE_SOURCE, dedupKey: ruleDedupKey(rule.id, deviceId), note: 'conditions cleared' });
   });
 }
 

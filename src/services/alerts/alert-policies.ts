@@ -269,7 +269,7 @@ function unattended(tx: RequestContext, alert: Alert): boolean {
 /** The enabled policies of the alert's organization that take its severity and whose targets hold its device. */
 async function matchingPolicies(tx: RequestContext, alert: Alert): Promise<AlertPolicy[]> {
   const policies = (await tx.em.find(AlertPolicy, { orgId: alert.orgId, enabled: true }, { orderBy: { createdAt: 'asc' } })).filter((p) => p.severities.includes(alert.severity));
-  if (!policies.some((p) => p.targets?.groupIds)) return policies.filter((p) => targetsHold(p.targets, alert, []));
+  if (!alert.deviceId || !policies.some((p) => p.targets?.groupIds)) return policies.filter((p) => targetsHold(p.targets, alert, []));
   const groups = (await tx.em.execute(`select group_id from device_group_member where device_id = ? and source is not null`, [alert.deviceId])) as { group_id: string }[];
   return policies.filter((p) => targetsHold(p.targets, alert, groups.map((g) => g.group_id)));
 }
@@ -278,7 +278,7 @@ function targetsHold(targets: AlertPolicyTargets | null, alert: Alert, groupIds:
   if (!targets) return true;
   return (
     (alert.siteId !== null && !!targets.siteIds?.includes(alert.siteId)) ||
-    !!targets.deviceIds?.includes(alert.deviceId) ||
+    (alert.deviceId !== null && !!targets.deviceIds?.includes(alert.deviceId)) ||
     !!targets.groupIds?.some((id) => groupIds.includes(id))
   );
 }

@@ -206,14 +206,19 @@ export async function deleteAlertTemplate(ctx: RequestContext, id: string): Prom
 const SEVERITY_RANK = Object.fromEntries(ALERT_SEVERITIES.map((s, i) => [s, i])) as Record<AlertSeverity, number>;
 const graver = (a: AlertSeverity, b: AlertSeverity) => (SEVERITY_RANK[a] <= SEVERITY_RANK[b] ? a : b);
 
-/** What an incident's alerts share: the group their rule watches, else their site, else their device. */
-type RuleTarget = Pick<AlertRule, 'targetType' | 'targetId'> | null | undefined;
-const correlationKey = (alert: Pick<Alert, 'siteId' | 'deviceId'>, rule: RuleTarget) =>
-  rule?.targetType === 'group' ? `group:${rule.targetId}` : alert.siteId ? `site:${alert.siteId}` : `device:${alert.deviceId}`;
+/**
+ * What an incident's alerts share: the group their source watches, else their site, else their device,
+ * else (an alert about no device) the source's row that raised them.
+ */
+const correlationKey = (alert: Pick<Alert, 'siteId' | 'deviceId' | 'source' | 'sourceId'>, groupId: string | null) =>
+  groupId ? `group:${groupId}` : alert.siteId ? `site:${alert.siteId}` : alert.deviceId ? `device:${alert.deviceId}` : `${alert.source}:${alert.sourceId}`;
 
-/** In the alert's transaction: joins it to its group's, site's (or device's) open incident, or starts one. */
-export async function correlate(tx: RequestContext, alert: Alert, rule: RuleTarget): Promise<void> {
-  const key = correlationKey(alert, rule);
+/** The group a rule watches, when it watches one: its alerts correlate by it. */
+const watchedGroup = (rule: Pick<AlertRule, 'targetType' | 'targetId'> | undefined) => (rule?.targetType === 'group' ? rule.targetId : null);
+
+/** In the alert's transaction (`raiseAlert`): joins it to its group's, site's (or device's) open incident, or starts one. */
+export async function correlate(tx: RequestContext, alert: Alert, groupId: string | null): Promise<void> {
+  const key = correlationKey(alert, groupId);
   const since = new Date(alert.triggeredAt.getTime() - CORRELATION_WINDOW_MINUTES * 60_000);
   const group =
     (await tx.em.findOne(AlertCorrelationGroup, { orgId: alert.orgId, key, lastAlertAt: { $gte: since } }, { orderBy: { lastAlertAt: 'desc' } })) ??
@@ -229,7 +234,7 @@ export const CorrelationGroupViewSchema = z
     id: uuid().describe('the incident'),
     orgId: uuid().describe('the organization it belongs to'),
     siteId: uuid().nullable().describe('the site its alerts share; null for a device without a site'),
-    key: z.string().describe('what the alerts share: group:<id> (their rule watches that group), site:<id>, or device:<id> for devices without a site'),
+    key: z.string().describe('what the alerts share: group:<id> (their rule watches that group), site:<id>, device:<id> for devices without a site, or <source>:<id> for alerts about no device'),
     severity: AlertSeveritySchema.describe('the gravest of its alerts'),
     alertCount: z.number().int().describe('alerts grouped in it'),
     firstAlertAt: timestamp().describe('when its first alert was raised'),
@@ -267,7 +272,7 @@ export const CorrelationViewSchema = z
   .object({
     groupId: uuid().describe('the incident'),
     alertId: uuid().describe('the alert'),
-    deviceId: uuid().describe('the alert’s device'),
+    deviceId: uuid().nullable().describe('the alert’s device; null for an alert about no one device'),
     siteId: uuid().nullable().describe('the alert’s site'),
     severity: AlertSeveritySchema.describe('the alert’s severity'),
     title: z.string().describe('the alert’s title'),
@@ -316,7 +321,7 @@ export async function analyzeCorrelations(ctx: RequestContext, rawInput: Analyze
     const groups = new Map<string, AlertCorrelationGroup>();
     let created = 0;
     for (const alert of alerts) {
-      const key = correlationKey(alert, alert.ruleId ? rules.get(alert.ruleId) : null);
+      const key = correlationKey(alert, watchedGroup(alert.ruleId ? rules.get(alert.ruleId) : undefined));
       let group = groups.get(key);
       if (!group || alert.triggeredAt.getTime() - group.lastAlertAt.getTime() > CORRELATION_WINDOW_MINUTES * 60_000) {
         created += 1;

@@ -18,8 +18,8 @@ import { AlertSeveritySchema } from './alert-conditions.js';
 import { recordChange, recordAudit } from '../audit/api.js';
 
 /*
- * Alerts: raised by rule evaluation (alert-evaluation.ts), then acknowledged, resolved or suppressed
- * by people. Every change publishes on commit to ALERT_TOPIC (the `alertChanged` subscription, on
+ * Alerts: raised by rules (alert-evaluation.ts) and any other domain through `raiseAlert`
+ * (alert-raise.ts), then acknowledged, resolved or suppressed by people. Every change publishes on commit to ALERT_TOPIC (the `alertChanged` subscription, on
  * every instance) and drops the device's evaluation state on every instance (ALERT_STATE_TOPIC).
  */
 
@@ -41,21 +41,23 @@ export const AlertStatusSchema = z
 export const AlertViewSchema = z
   .object({
     id: uuid().describe('the alert'),
-    orgId: uuid().describe('the organization of its device'),
+    orgId: uuid().describe('the organization it belongs to'),
     siteId: uuid().nullable().describe('the site of its device when it was raised'),
-    deviceId: uuid().describe('the device its rule fired for'),
-    ruleId: uuid().nullable().describe('the rule that raised it; null once the rule is deleted'),
+    deviceId: uuid().nullable().describe('the device it is about; null for an alert about no one device'),
+    ruleId: uuid().nullable().describe('the rule that raised it; null once the rule is deleted, and for alerts of other sources'),
+    source: z.string().describe('what raised it: `alert_rule` for rules, else the raising domain (`monitor`, …)'),
+    sourceId: uuid().nullable().describe('which rule, monitor, … of its source raised it; null for rule alerts whose rule was deleted before sources were recorded'),
     severity: AlertSeveritySchema,
     status: AlertStatusSchema,
-    title: z.string().describe('the rule’s name and the device’s hostname'),
-    message: z.string().nullable().describe('the values that made the conditions hold'),
+    title: z.string().describe('what happened (rules: the rule’s name and the device’s hostname)'),
+    message: z.string().nullable().describe('more about it (rules: the values that made the conditions hold)'),
     triggeredAt: timestamp().describe('when it was raised'),
     acknowledgedAt: timestamp().nullable().describe('when someone acknowledged it'),
     resolvedAt: timestamp().nullable().describe('when it was resolved (by hand, or its conditions cleared)'),
     suppressedUntil: timestamp().nullable().describe('suppressed by hand: until when'),
     correlationGroupId: uuid().nullable().describe('the incident (correlation group) it belongs to'),
   })
-  .meta({ title: 'Alert', description: 'A rule’s conditions held for a device' });
+  .meta({ title: 'Alert', description: 'Something a rule (or another source: a monitor, …) raised, usually about a device' });
 export type AlertView = z.output<typeof AlertViewSchema>;
 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
@@ -67,6 +69,8 @@ export function alertView(a: Alert): AlertView {
     siteId: a.siteId,
     deviceId: a.deviceId,
     ruleId: a.ruleId,
+    source: a.source,
+    sourceId: a.sourceId,
     severity: a.severity,
     status: a.status,
     title: a.title,
@@ -80,13 +84,13 @@ export function alertView(a: Alert): AlertView {
 }
 
 export function alertEventData(a: Alert): AlertEventData {
-  return { alertId: a.id, orgId: a.orgId, siteId: a.siteId, deviceId: a.deviceId, ruleId: a.ruleId, severity: a.severity, status: a.status, title: a.title };
+  return { alertId: a.id, orgId: a.orgId, siteId: a.siteId, deviceId: a.deviceId, ruleId: a.ruleId, source: a.source, sourceId: a.sourceId, severity: a.severity, status: a.status, title: a.title };
 }
 
 /** In the change's transaction: the subscription and every instance's evaluation state hear of it once it commits. */
 export async function alertChanged(tx: RequestContext, alert: Alert): Promise<void> {
   await publishOnCommit(tx.em, ALERT_TOPIC, alertEventData(alert));
-  await publishOnCommit(tx.em, ALERT_STATE_TOPIC, { deviceId: alert.deviceId });
+  if (alert.deviceId) await publishOnCommit(tx.em, ALERT_STATE_TOPIC, { deviceId: alert.deviceId });
 }
 
 /** The alert as notification channels deliver it (no access decision: the caller is the system acting on an event). */
@@ -107,6 +111,7 @@ const filters = {
   orgId: uuid().optional().describe('only alerts of this organization'),
   siteId: uuid().optional().describe('only alerts of this site'),
   deviceId: uuid().optional().describe('only alerts of this device'),
+  source: z.string().max(40).optional().describe('only alerts this source raised (`alert_rule`, `monitor`, …)'),
   since: isoDateTime().optional().describe('triggered at or after'),
   until: isoDateTime().optional().describe('triggered before'),
 };
@@ -124,6 +129,7 @@ async function alertFilter(ctx: RequestContext, query: z.output<z.ZodObject<type
   if (query.severity) where.push({ severity: query.severity });
   if (query.siteId) where.push({ siteId: query.siteId });
   if (query.deviceId) where.push({ deviceId: query.deviceId });
+  if (query.source) where.push({ source: query.source });
   if (query.since) where.push({ triggeredAt: { $gte: new Date(query.since) } });
   if (query.until) where.push({ triggeredAt: { $lt: new Date(query.until) } });
   return { $and: where } as FilterQuery<Alert>;

@@ -3,4 +3,5 @@ export { queueChannelMessages } from './alert-channels.js';
 export { factsOf } from './alert-conditions.js';
 export { evaluateDevice, evaluateHeartbeat } from './alert-evaluation.js';
 export { maySeeAlert } from './alerts.js';
+export { raiseAlert, resolveAlert, type RaiseOutcome } from './alert-raise.js';
 export { type AlertEventData } from './events.js';

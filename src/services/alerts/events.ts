@@ -5,8 +5,12 @@ export type AlertEventData = {
   alertId: string;
   orgId: string;
   siteId: string | null;
-  deviceId: string;
+  /** null for an alert about no one device */
+  deviceId: string | null;
   ruleId: string | null;
+  /** what raised it (`alert_rule`, `monitor`, …) and which of its rows */
+  source: string;
+  sourceId: string | null;
   severity: string;
   status: string;
   title: string;

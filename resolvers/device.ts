@@ -9,6 +9,7 @@ import {
   type CommandListInput,
   CreateCommandSchema,
   bulkCommands,
+  cancelCommand,
   createCommand,
   deviceCommandPage,
 } from '../src/services/devices/device-commands.js';
@@ -77,6 +78,12 @@ export const DeviceResolver = operations(DeviceViewSchema, {
   queueDeviceCommand: mutation(CommandViewSchema, [arg('deviceId', ID, { description: 'The device whose agent runs the command.' }), input('DeviceCommandInput', CreateCommandSchema)], createCommand, {
     description: 'Queues a command for the device’s agent (needs devices:execute)',
   }),
+  cancelDeviceCommand: mutation(
+    CommandViewSchema,
+    [arg('deviceId', ID, { description: 'The device the command was queued for.' }), arg('commandId', ID, { description: 'The command to cancel.' })],
+    cancelCommand,
+    { description: 'Cancels a command not yet finished (needs devices:execute); a late result is ignored, a finished command is CONFLICT' },
+  ),
   bulkDeviceCommands: mutation(BulkCommandResultSchema, [input('BulkDeviceCommandsInput', BulkCommandSchema)], bulkCommands, {
     description: 'The same command to many devices; those the caller cannot see fail as NOT_FOUND, decommissioned ones and duplicates are skipped',
   }),

@@ -21,7 +21,9 @@ import { RestRouter, pathId } from './router.js';
 export function agentsRouter(openapi: OpenApiRegistry): RestRouter {
   const agent = { agentId: pathId('Agent') };
   return new RestRouter(openapi, 'Agents')
-    .post('/agents/enroll', { summary: 'Enroll a device with an enrollment key', body: EnrollSchema, status: 201, public: true, response: EnrollResultSchema }, (ctx, { body }) => enroll(ctx, body))
+    .post('/agents/enroll', { summary: 'Enroll a device with an enrollment key (re-enrolling a live device: with its current token as Bearer)', body: EnrollSchema, status: 201, public: true, response: EnrollResultSchema }, (ctx, { body, req }) =>
+      enroll(ctx, body, agentToken(req.headers.authorization)),
+    )
     .post('/agents/:agentId/heartbeat', { summary: 'Report presence and metrics; answers the commands to run', params: agent, body: HeartbeatSchema, public: true, hot: true, response: HeartbeatResultSchema }, (ctx, { params, body, req }) =>
       heartbeat(ctx, params.agentId, agentToken(req.headers.authorization), body),
     )

@@ -7,6 +7,7 @@ import {
   CommandViewSchema,
   CreateCommandSchema,
   bulkCommands,
+  cancelCommand,
   createCommand,
   listCommands,
 } from '../src/services/devices/device-commands.js';
@@ -51,6 +52,11 @@ export function devicesRouter(openapi: OpenApiRegistry): RestRouter {
     .delete('/devices/:id', { summary: 'Decommission a device: its agent token stops working', params: device, status: 204 }, (ctx, { params }) => decommissionDevice(ctx, params.id))
     .post('/devices/:id/commands', { summary: 'Queue a command for the device’s agent', params: device, body: CreateCommandSchema, status: 201, response: CommandViewSchema }, (ctx, { params, body }) =>
       createCommand(ctx, params.id, body),
+    )
+    .post(
+      '/devices/:id/commands/:commandId/cancel',
+      { summary: 'Cancel a command not yet finished (a late result is ignored); a finished one is 409', params: { ...device, commandId: pathId('Command') }, response: CommandViewSchema },
+      (ctx, { params }) => cancelCommand(ctx, params.id, params.commandId),
     )
     .get('/devices/:id/commands', { summary: 'The device’s commands, newest first', params: device, query: CommandListQuery, response: CommandPageSchema }, (ctx, { params, query }) =>
       listCommands(ctx, params.id, query),

@@ -105,10 +105,10 @@ describe('two instances on one database', () => {
     const agent = await enroll(a, key, 'pushed');
     const channel = await open(a, agent);
 
-    const queued = await rest(b, tech.as).post(`/devices/${agent.deviceId}/commands`, { type: 'run_script', payload: { script: 'echo hi' } });
+    const queued = await rest(b, tech.as).post(`/devices/${agent.deviceId}/commands`, { type: 'collect_logs', payload: { script: 'echo hi' } });
     expect(queued.status).toBe(201);
     const pushed = await channel.next((m) => m.type === 'command', 'the pushed command');
-    expect(pushed).toEqual({ type: 'command', command: { id: queued.body.id, type: 'run_script', payload: { script: 'echo hi' } } });
+    expect(pushed).toEqual({ type: 'command', command: { id: queued.body.id, type: 'collect_logs', payload: { script: 'echo hi' } } });
     expect((await rest(b, tech.as).get(`/devices/${agent.deviceId}/commands`)).body.data[0]).toMatchObject({ id: queued.body.id, status: 'sent' });
 
     channel.send({ type: 'result', commandId: queued.body.id, status: 'completed', exitCode: 0, stdout: 'hi\n', result: { lines: 1 } });
@@ -163,7 +163,7 @@ describe('two instances on one database', () => {
       // In waves of five: enough to race, without taking every database connection of the test server.
       const queued = [];
       for (let wave = 0; wave < 6; wave++) {
-        queued.push(...(await Promise.all(Array.from({ length: 5 }, (_, i) => api.post(`/devices/${agent.deviceId}/commands`, { type: 'run_script', payload: { n: wave * 5 + i } })))));
+        queued.push(...(await Promise.all(Array.from({ length: 5 }, (_, i) => api.post(`/devices/${agent.deviceId}/commands`, { type: 'collect_logs', payload: { n: wave * 5 + i } })))));
       }
       expect(queued.every((q) => q.status === 201)).toBe(true);
       ids = queued.map((q) => q.body.id as string).sort();
@@ -266,7 +266,7 @@ describe('two instances on one database', () => {
 
     const first = await enroll(a, key, 'phoenix', { machineId: 'machine-phoenix' });
     const oldChannel = await open(b, first);
-    const second = await enroll(a, key, 'phoenix', { machineId: 'machine-phoenix' });
+    const second = await enroll(a, key, 'phoenix', { machineId: 'machine-phoenix' }, first.authToken);
     expect(second.deviceId).toBe(first.deviceId);
     expect(await oldChannel.waitClosed()).toEqual({ code: 4401, reason: 'Agent credentials replaced' });
     expect(await refusedUpgrade(b, first.agentId, { authorization: `Bearer ${first.authToken}` })).toEqual({ status: 401, body: { code: 'UNAUTHENTICATED', message: 'Invalid agent credentials' } });

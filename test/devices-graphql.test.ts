@@ -155,8 +155,8 @@ describe('queries and mutations', () => {
         deviceId,
         input: { type, payload },
       });
-    const first = (await queue(a.deviceId, 'run_script', { script: 'uptime' })).queueDeviceCommand;
-    expect(first).toMatchObject({ deviceId: a.deviceId, type: 'run_script', status: 'pending', payload: { script: 'uptime' } });
+    const first = (await queue(a.deviceId, 'collect_logs', { since: 'today' })).queueDeviceCommand;
+    expect(first).toMatchObject({ deviceId: a.deviceId, type: 'collect_logs', status: 'pending', payload: { since: 'today' } });
     await queue(a.deviceId, 'reboot');
     await queue(a.deviceId, 'refresh_inventory');
     await queue(b.deviceId, 'reboot');
@@ -176,7 +176,7 @@ describe('queries and mutations', () => {
       ok(app, viewer, '{ devices(sort: hostname) { edges { node { hostname commands(limit: 5, status: pending) { data { deviceId type } pagination { total } } } } } }'),
     );
     expect(list.devices.edges.map((e: any) => [e.node.hostname, e.node.commands.pagination.total, e.node.commands.data.map((c: any) => c.type)])).toEqual([
-      ['cmd-a', 3, ['refresh_inventory', 'reboot', 'run_script']],
+      ['cmd-a', 3, ['refresh_inventory', 'reboot', 'collect_logs']],
       ['cmd-b', 1, ['reboot']],
       ['cmd-c', 0, []],
     ]);
@@ -191,8 +191,8 @@ describe('queries and mutations', () => {
     // Payloads nested past 64 levels, or over 64 KiB, are refused as over REST, in bulk too.
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 100; i++) deep = { n: deep };
-    const QUEUE = 'mutation($id: ID!, $p: JSONObject) { queueDeviceCommand(deviceId: $id, input: { type: "run_script", payload: $p }) { id } }';
-    const BULK = 'mutation($id: ID!, $p: JSONObject) { bulkDeviceCommands(input: { deviceIds: [$id], type: "run_script", payload: $p }) { commands { id } } }';
+    const QUEUE = 'mutation($id: ID!, $p: JSONObject) { queueDeviceCommand(deviceId: $id, input: { type: "collect_logs", payload: $p }) { id } }';
+    const BULK = 'mutation($id: ID!, $p: JSONObject) { bulkDeviceCommands(input: { deviceIds: [$id], type: "collect_logs", payload: $p }) { commands { id } } }';
     for (const payload of [deep, { script: 'x'.repeat(70_000) }]) {
       expect(await refused(app, tech, QUEUE, { id: b.deviceId, p: payload })).toEqual(['VALIDATION_ERROR']);
       expect(await refused(app, tech, BULK, { id: b.deviceId, p: payload })).toEqual(['VALIDATION_ERROR']);
@@ -349,14 +349,14 @@ describe('subscriptions, across two instances on one database', () => {
     const live = await subscribe<any>(peer, viewer, COMMANDS, { deviceId: agent.deviceId });
     expect(live.errors).toEqual([]);
 
-    const queued = await ok(app, tech, 'mutation($id: ID!) { queueDeviceCommand(deviceId: $id, input: { type: "run_script", payload: { script: "uptime" } }) { id } }', { id: agent.deviceId });
+    const queued = await ok(app, tech, 'mutation($id: ID!) { queueDeviceCommand(deviceId: $id, input: { type: "collect_logs", payload: { since: "today" } }) { id } }', { id: agent.deviceId });
     const commandId = queued.queueDeviceCommand.id;
     await eventually(() => live.items.length === 1, 10_000, 'the queued command');
-    expect(live.items[0]).toMatchObject({ id: commandId, deviceId: agent.deviceId, orgId: org.id, type: 'run_script', status: 'pending', sentAt: null });
+    expect(live.items[0]).toMatchObject({ id: commandId, deviceId: agent.deviceId, orgId: org.id, type: 'collect_logs', status: 'pending', sentAt: null });
 
     let started = Date.now();
     const beat = await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
-    expect(beat.body.commands).toEqual([{ id: commandId, type: 'run_script', payload: { script: 'uptime' } }]);
+    expect(beat.body.commands).toEqual([{ id: commandId, type: 'collect_logs', payload: { since: 'today' } }]);
     await eventually(() => live.items.length === 2, 10_000, 'the command sent');
     expect(Date.now() - started).toBeLessThan(1000);
     expect(live.items[1]).toMatchObject({ id: commandId, status: 'sent', sentAt: expect.any(String), completedAt: null });
@@ -367,6 +367,21 @@ describe('subscriptions, across two instances on one database', () => {
     expect(Date.now() - started).toBeLessThan(1000);
     expect(live.items[2]).toMatchObject({ id: commandId, status: 'completed', exitCode: 0, stdout: 'up 3 days', completedAt: expect.any(String) });
     expect(live.errors).toEqual([]);
+  });
+
+  test('cancelDeviceCommand cancels a command; commandUpdated reports it; a finished command is CONFLICT', async () => {
+    const { org, tech, key } = await fleet(app);
+    const viewer = await buildUser(app, { orgId: org.id, can: [...READ] });
+    const agent = await enroll(app, key, 'cancelled');
+    const live = await subscribe<any>(peer, viewer, COMMANDS, { deviceId: agent.deviceId });
+    const queued = await ok(app, tech, 'mutation($id: ID!) { queueDeviceCommand(deviceId: $id, input: { type: "reboot" }) { id } }', { id: agent.deviceId });
+    const CANCEL = 'mutation($d: ID!, $c: ID!) { cancelDeviceCommand(deviceId: $d, commandId: $c) { id status completedAt } }';
+    const vars = { d: agent.deviceId, c: queued.queueDeviceCommand.id };
+    expect(await refused(app, viewer, CANCEL, vars)).toEqual(['FORBIDDEN']);
+    expect((await ok(app, tech, CANCEL, vars)).cancelDeviceCommand).toEqual({ id: vars.c, status: 'cancelled', completedAt: expect.any(String) });
+    await eventually(() => live.items.some((item) => item.status === 'cancelled'), 10_000, 'the cancellation');
+    expect(live.items.map((item) => item.status)).toEqual(['pending', 'cancelled']);
+    expect(await refused(app, tech, CANCEL, vars)).toEqual(['CONFLICT']);
   });
 
   test('deviceStatusChanged: offline through the sweep, online through a heartbeat, delivered by the other instance', async () => {

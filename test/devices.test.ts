@@ -69,7 +69,7 @@ describe('enrollment', () => {
     const device = await rest(app, tech.as).get(`/devices/${first.deviceId}`);
     expect(device.body).toMatchObject({ hostname: 'web-01', status: 'online', osType: 'linux', agentVersion: '1.0.0', autoUpdate: true });
 
-    const second = await enroll(app, key, 'web-01-renamed', { machineId: 'machine-a' });
+    const second = await enroll(app, key, 'web-01-renamed', { machineId: 'machine-a' }, first.authToken);
     expect(second.deviceId).toBe(first.deviceId);
     expect(second.authToken).not.toBe(first.authToken);
     expect((await agentCall(app, first, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(401);
@@ -79,6 +79,15 @@ describe('enrollment', () => {
       'device.enrolled',
       'device.enrolled',
     ]);
+  });
+
+  test('machineId, which re-enrollment matches on, is shown only to those who may write the organization’s devices', async () => {
+    const { org, tech, key } = await fleet(app);
+    const agent = await enroll(app, key, 'private', { machineId: 'machine-private' });
+    const viewer = rest(app, (await buildUser(app, { orgId: org.id, role: 'Organization Viewer' })).as);
+    expect((await viewer.get(`/devices/${agent.deviceId}`)).body).toMatchObject({ id: agent.deviceId, machineId: null });
+    expect((await viewer.get('/devices')).body.devices.map((d: { machineId: string | null }) => d.machineId)).toEqual([null]);
+    expect((await rest(app, tech.as).get(`/devices/${agent.deviceId}`)).body.machineId).toBe('machine-private');
   });
 
   test('a provisioned device is pending until its single-use key claims exactly it', async () => {
@@ -162,6 +171,67 @@ describe('agent protocol', () => {
     expect(form.status).toBe(200);
     const answered = await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
     expect([answered.status, answered.headers.get('content-type'), answered.headers.get('x-request-id')]).toEqual([200, 'application/json; charset=utf-8', expect.any(String)]);
+  });
+
+  test('run_script and cancel_script are never queued by hand; a command that cannot be prepared for the agent fails alone', async () => {
+    const { api, key } = await fleet(app);
+    const agent = await enroll(app, key);
+    const wedge = { type: 'run_script', payload: { parameters: { p: { sealed: 'garbage' } } } };
+    const answers = [
+      await api.post(`/devices/${agent.deviceId}/commands`, wedge),
+      await api.post('/devices/bulk/commands', { deviceIds: [agent.deviceId], ...wedge }),
+      await api.post(`/devices/${agent.deviceId}/commands`, { type: 'cancel_script', payload: { executionId: crypto.randomUUID() } }),
+    ];
+    expect(answers.map((r) => [r.status, r.body.code])).toEqual(Array(3).fill([400, 'VALIDATION_ERROR']));
+
+    // One stored before that rule (or whose secrets no longer open) fails at the claim; the others still go out.
+    const forged = crypto.randomUUID();
+    await sql(
+      app,
+      `insert into device_command (id, created_at, updated_at, device_id, org_id, type, payload, timeout_at) values (?, now() - interval '1 minute', now(), ?, ?, 'run_script', ?::jsonb, now() + interval '1 hour')`,
+      [forged, agent.deviceId, agent.orgId, JSON.stringify(wedge.payload)],
+    );
+    const reboot = await api.post(`/devices/${agent.deviceId}/commands`, { type: 'reboot' });
+    const beat = await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
+    expect([beat.status, beat.body.commands?.map((c: { id: string }) => c.id)]).toEqual([200, [reboot.body.id]]);
+    const listed = (await api.get(`/devices/${agent.deviceId}/commands`)).body.data;
+    expect(listed.map((c: { id: string; status: string; sentAt: string | null }) => [c.id, c.status, c.sentAt === null])).toEqual([
+      [reboot.body.id, 'sent', false],
+      [forged, 'failed', true],
+    ]);
+    expect((await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' })).body.commands).toEqual([]);
+  });
+
+  test('a command not yet finished is cancelled by hand (audited, its late result ignored); a finished one is 409', async () => {
+    const { org, api, key } = await fleet(app);
+    const agent = await enroll(app, key);
+    const cancel = (as: typeof api, commandId: string) => as.post(`/devices/${agent.deviceId}/commands/${commandId}/cancel`);
+    const pending = (await api.post(`/devices/${agent.deviceId}/commands`, { type: 'reboot' })).body.id as string;
+    const viewer = rest(app, (await buildUser(app, { orgId: org.id, role: 'Organization Viewer' })).as);
+    const stranger = (await fleet(app)).api;
+    expect([(await cancel(viewer, pending)).status, (await cancel(stranger, pending)).status, (await cancel(api, crypto.randomUUID())).status]).toEqual([403, 404, 404]);
+
+    expect((await cancel(api, pending)).body).toMatchObject({ id: pending, status: 'cancelled', completedAt: expect.any(String) });
+    expect((await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' })).body.commands).toEqual([]);
+    const again = await cancel(api, pending);
+    expect([again.status, again.body.code]).toEqual([409, 'CONFLICT']);
+
+    // Handed out, then cancelled: the agent's late result changes nothing.
+    const sent = (await api.post(`/devices/${agent.deviceId}/commands`, { type: 'collect_logs' })).body.id as string;
+    expect((await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' })).body.commands.map((c: { id: string }) => c.id)).toEqual([sent]);
+    expect((await cancel(api, sent)).body.status).toBe('cancelled');
+    expect((await agentCall(app, agent, `/commands/${sent}/result`, { status: 'completed', exitCode: 0, stdout: 'late' })).status).toBe(200);
+    expect((await api.get(`/devices/${agent.deviceId}/commands`)).body.data.map((c: { status: string; stdout: string | null }) => [c.status, c.stdout])).toEqual([
+      ['cancelled', null],
+      ['cancelled', null],
+    ]);
+    expect((await auditOf(app, agent.deviceId, ['action'])).map((r) => r.action)).toEqual([
+      'device.enroll',
+      'device.command.create',
+      'device.command.cancel',
+      'device.command.create',
+      'device.command.cancel',
+    ]);
   });
 
   test('a second refresh_inventory while one is open is 409 ALREADY_PENDING; bulk reports commands, skipped and failed', async () => {
@@ -298,7 +368,7 @@ describe('device routes', () => {
     expect((await api.patch(`/devices/${tagged.deviceId}`, { siteId: (await buildSite(app, (await buildOrg(app)).id)).id })).status).toBe(404);
   });
 
-  test('a device moves with its commands, only to an organization of the same partner; a move that changes nothing writes nothing', async () => {
+  test('a device moves without its commands, only to an organization of the same partner; a move that changes nothing writes nothing', async () => {
     const { org, key } = await fleet(app);
     const sibling = await buildOrg(app, { partnerId: org.partnerId });
     const stranger = await buildOrg(app);
@@ -307,7 +377,12 @@ describe('device routes', () => {
     const api = rest(app, partnerTech.as);
     expect((await api.post(`/devices/${agent.deviceId}/commands`, { type: 'reboot' })).status).toBe(201);
     expect((await api.post(`/devices/${agent.deviceId}/move-org`, { orgId: sibling.id })).body).toMatchObject({ orgId: sibling.id });
-    expect((await api.get(`/devices/${agent.deviceId}/commands`)).body.data.map((c: { orgId: string }) => c.orgId)).toEqual([sibling.id]);
+    // The command stays with the organization that queued it (cancelled, as it was still open): the new one does not see it.
+    const [command] = (await api.get(`/devices/${agent.deviceId}/commands`)).body.data;
+    expect([command.orgId, command.status]).toEqual([org.id, 'cancelled']);
+    const siblingTech = rest(app, (await buildUser(app, { orgId: sibling.id, role: 'Organization Technician' })).as);
+    expect((await siblingTech.get(`/devices/${agent.deviceId}/commands`)).body).toMatchObject({ data: [], pagination: { total: 0 } });
+    expect((await siblingTech.post(`/devices/${agent.deviceId}/commands/${command.id}/cancel`)).status).toBe(404);
     expect((await api.post(`/devices/${agent.deviceId}/move-org`, { orgId: sibling.id })).body).toMatchObject({ orgId: sibling.id });
     expect((await auditOf(app, agent.deviceId, ['action'])).map((r) => r.action)).toEqual(['device.enroll', 'device.command.create', 'device.move']);
 
@@ -397,13 +472,13 @@ describe('hostile input', () => {
     const auth = { authorization: `Bearer ${agent.authToken}` };
 
     // Free-form JSON nested past 64 levels, wherever it is accepted.
-    await refusedWith(400, api.post(`/devices/${id}/commands`, `{"type":"run_script","payload":${deep(5000)}}`));
-    await refusedWith(400, api.post('/devices/bulk/commands', `{"type":"run_script","deviceIds":["${id}"],"payload":${deep(5000)}}`));
+    await refusedWith(400, api.post(`/devices/${id}/commands`, `{"type":"collect_logs","payload":${deep(5000)}}`));
+    await refusedWith(400, api.post('/devices/bulk/commands', `{"type":"collect_logs","deviceIds":["${id}"],"payload":${deep(5000)}}`));
     await refusedWith(400, rest(app).post(`/agents/${agent.agentId}/inventory`, `{"software":[${deep(5000)}]}`, auth));
     await refusedWith(400, rest(app).post('/agents/enroll', `${JSON.stringify({ enrollmentKey: key, ...agentInfo('deep') }).slice(0, -1)},"hardwareInfo":${deep(5000)}}`));
     // Payloads: 64 KiB counted in bytes, and bulk holds the same limit.
-    await refusedWith(400, api.post(`/devices/${id}/commands`, { type: 'run_script', payload: { script: 'é'.repeat(40_000) } }));
-    await refusedWith(400, api.post('/devices/bulk/commands', { deviceIds: [id], type: 'run_script', payload: { script: 'x'.repeat(70_000) } }));
+    await refusedWith(400, api.post(`/devices/${id}/commands`, { type: 'collect_logs', payload: { script: 'é'.repeat(40_000) } }));
+    await refusedWith(400, api.post('/devices/bulk/commands', { deviceIds: [id], type: 'collect_logs', payload: { script: 'x'.repeat(70_000) } }));
     // A payload the server acts on is checked before anything is queued, in bulk too.
     expect((await refusedWith(400, api.post('/devices/bulk/commands', { deviceIds: [id], type: 'set_auto_update', payload: { enabled: 'yes' } }))).details).toEqual([
       { path: 'payload.enabled', message: expect.any(String) },
@@ -467,6 +542,37 @@ describe('status', () => {
     const events = await sql(timed, `select type, data from outbox_event where data->>'deviceId' = ? order by created_at`, [agent.deviceId]);
     expect(events.map((e) => e.type)).toEqual(['device.enrolled', 'device.offline', 'device.online']);
     expect(events[1].data).toMatchObject({ deviceId: agent.deviceId, hostname: 'quiet', status: 'offline', previousStatus: 'online', lastSeen: expect.any(String) });
+  });
+
+  test("a site's key enrolls a machine again only into its own site's device, and a live one only with its agent's token", async () => {
+    const { org, api } = await fleet(timed);
+    const [siteA, siteB] = [await buildSite(timed, org.id), await buildSite(timed, org.id)];
+    const keyFor = async (siteId: string) => (await api.post('/enrollment-keys', { name: 'Site', siteId })).body.key as string;
+    const [keyA, keyB] = [await keyFor(siteA.id), await keyFor(siteB.id)];
+    const victim = await enroll(timed, keyB, 'victim', { machineId: 'machine-victim' });
+    const attempt = (key: string, token?: string) =>
+      rest(timed).post('/agents/enroll', { enrollmentKey: key, ...agentInfo('attacker', { machineId: 'machine-victim' }) }, token ? { authorization: `Bearer ${token}` } : {});
+
+    // Another site's key never takes the device; its own site's key takes a live one only with the agent's token.
+    for (const refused of [await attempt(keyA), await attempt(keyA, victim.authToken), await attempt(keyB), await attempt(keyB, 'agt_forged')]) {
+      expect([refused.status, refused.body.code]).toEqual([409, 'CONFLICT']);
+    }
+    expect((await agentCall(timed, victim, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(200);
+    const renewed = await enroll(timed, keyB, 'victim', { machineId: 'machine-victim' }, victim.authToken);
+    expect([renewed.deviceId, renewed.siteId]).toEqual([victim.deviceId, siteB.id]);
+
+    // Silent past the offline threshold (a reinstalled machine): its own site's key alone enrolls it again.
+    clock.advance(6_000);
+    expect((await attempt(keyA)).status).toBe(409);
+    const reinstalled = await enroll(timed, keyB, 'victim', { machineId: 'machine-victim' });
+    expect(reinstalled.deviceId).toBe(victim.deviceId);
+    expect((await agentCall(timed, renewed, '/heartbeat', { agentVersion: '1.0.0' })).status).toBe(401);
+
+    // Decommissioned, the device keeps its site and history; the machine enrolled in another site is a new device.
+    expect((await api.delete(`/devices/${victim.deviceId}`)).status).toBe(204);
+    const elsewhere = await enroll(timed, keyA, 'newcomer', { machineId: 'machine-victim' });
+    expect([elsewhere.deviceId === victim.deviceId, elsewhere.siteId]).toEqual([false, siteA.id]);
+    expect((await api.get(`/devices/${victim.deviceId}`)).body).toMatchObject({ status: 'decommissioned', siteId: siteB.id });
   });
 
   test('an update that takes longer than the timeout turns the device offline', async () => {

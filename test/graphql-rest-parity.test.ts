@@ -126,7 +126,7 @@ test('each REST read and its GraphQL counterpart answer the same records with th
   const group = await api.post('/groups', { name: 'Databases', type: 'static' });
   expect(group.status).toBe(201);
   expect((await api.post(`/groups/${group.body.id}/devices`, { deviceIds: [agent.deviceId] })).status).toBe(200);
-  expect((await api.post(`/devices/${agent.deviceId}/commands`, { type: 'run_script', payload: { script: 'uptime' } })).status).toBe(201);
+  expect((await api.post(`/devices/${agent.deviceId}/commands`, { type: 'collect_logs', payload: { since: 'today' } })).status).toBe(201);
   const webhook = await api.post('/webhooks', { name: 'Ops', url: 'https://hooks.example.com/in', events: ['device.offline'], secret: 'signing-secret' });
   expect([webhook.status, webhook.body.message]).toEqual([201, undefined]);
   const admin = await buildUser(app, { orgId: org.id, role: 'Organization Admin' });

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import WebSocket from 'ws';
 import { createTestApp, type TestApp } from './support/app.js';
 import { TestClock } from './support/clock.js';
@@ -244,7 +245,57 @@ describe('secrets', () => {
   });
 });
 
+describe('secrets across organizations', () => {
+  test("command views mask secret values, and a sealed value copied into another organization's command is never opened", async () => {
+    const { key, author, operator, tech } = await scriptFleet();
+    const agent = await enroll(app, key);
+    const secret = `copied-secret-${Math.random().toString(36).slice(2)}`;
+    const script = await createScript(author.as, { parameters: [{ name: 'apiKey', type: 'string', secret: true }] });
+    await execute(operator.as, script.id, { deviceIds: [agent.deviceId], parameters: { apiKey: secret } });
+    const [listed] = (await rest(app, tech.as).get(`/devices/${agent.deviceId}/commands`)).body.data;
+    expect(listed.payload.parameters).toEqual({ apiKey: '********' });
+
+    // Another organization's technician, with the sealed text (as a command view showed it before) and an agent of their own.
+    const [{ sealed }] = await sql(app, `select payload->'parameters'->'apiKey'->>'sealed' as sealed from device_command where id = ?`, [listed.id]);
+    const other = await scriptFleet();
+    const theirs = await enroll(app, other.key);
+    const copied = { language: 'bash', content: 'echo "$apiKey"', parameters: { apiKey: { sealed } } };
+    const refused = await rest(app, other.tech.as).post(`/devices/${theirs.deviceId}/commands`, { type: 'run_script', payload: copied });
+    expect([refused.status, refused.body.code]).toEqual([400, 'VALIDATION_ERROR']);
+    // Even stored (a row from before that rule), nothing opens it: only an execution's own values reach the agent.
+    const forged = crypto.randomUUID();
+    await sql(
+      app,
+      `insert into device_command (id, created_at, updated_at, device_id, org_id, type, payload, timeout_at) values (?, now(), now(), ?, ?, 'run_script', ?::jsonb, now() + interval '1 hour')`,
+      [forged, theirs.deviceId, theirs.orgId, JSON.stringify(copied)],
+    );
+    const beat = await agentCall(app, theirs, '/heartbeat', { agentVersion: '1.0.0' });
+    expect([beat.status, beat.body.commands]).toEqual([200, []]);
+    expect((await sql(app, 'select status from device_command where id = ?', [forged]))[0].status).toBe('failed');
+  });
+});
+
 describe('timeouts and cancelling', () => {
+  test("cancelling an execution's run_script command on its device cancels the execution", async () => {
+    const { key, author, operator, tech } = await scriptFleet();
+    const agent = await enroll(app, key);
+    const script = await createScript(author.as, {});
+    const cancelCommandOf = async (executionId: string) => {
+      const { commandId } = await executionOf(operator.as, executionId);
+      const res = await rest(app, tech.as).post(`/devices/${agent.deviceId}/commands/${commandId}/cancel`);
+      expect([res.status, res.body.status]).toEqual([200, 'cancelled']);
+      expect(await executionOf(operator.as, executionId)).toMatchObject({ status: 'cancelled', completedAt: expect.any(String) });
+    };
+    const pending = (await execute(operator.as, script.id, { deviceIds: [agent.deviceId] })).executions[0]!;
+    await cancelCommandOf(pending.id);
+    expect(await heartbeat(agent)).toEqual([]);
+    // Handed out already: the agent is told to stop it.
+    const queued = (await execute(operator.as, script.id, { deviceIds: [agent.deviceId] })).executions[0]!;
+    expect((await heartbeat(agent)).map((c) => c.type)).toEqual(['run_script']);
+    await cancelCommandOf(queued.id);
+    expect((await heartbeat(agent)).map((c) => [c.type, c.payload])).toEqual([['cancel_script', { executionId: queued.id }]]);
+  });
+
   test('an execution not finished by its timeout plus the grace minute turns timeout', async () => {
     const { key, author, operator } = await scriptFleet();
     const agent = await enroll(app, key);

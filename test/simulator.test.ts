@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { RequestContext } from '../src/auth/context.js';
 import { DOMAIN_EVENT_TOPIC } from '../src/events/dispatcher.js';
@@ -46,6 +47,23 @@ async function runCommand(deviceId: string, type: string, payload: Record<string
   );
 }
 
+/** Runs a script on the device (a script execution: run_script commands are never queued by hand) and waits for its result. */
+async function runScript(deviceId: string, content: string) {
+  const script = await api.post('/scripts', { name: `sim-${crypto.randomUUID()}`, language: 'python', content });
+  expect([script.status, script.body.message]).toEqual([201, undefined]);
+  const started = await api.post(`/scripts/${script.body.id}/execute`, { deviceIds: [deviceId] });
+  expect([started.status, started.body.message]).toEqual([202, undefined]);
+  const executionId = started.body.executions[0].id as string;
+  return eventually(
+    async () => {
+      const execution = (await api.get(`/scripts/executions/${executionId}`)).body;
+      return ['completed', 'failed'].includes(execution.status) ? execution : undefined;
+    },
+    15_000,
+    'the script result',
+  );
+}
+
 test('three simulated agents enroll, heartbeat and answer their commands over REST', async () => {
   const simulation = await simulate({ devices: 3, prefix: `rest-${Date.now()}` });
   const [first, second, third] = simulation.agents.map((a) => a.deviceId!);
@@ -59,11 +77,10 @@ test('three simulated agents enroll, heartbeat and answer their commands over RE
   const [stored] = await sql(app, 'select hardware, software from device_inventory where device_id = ?', [first]);
   expect(stored.hardware).toMatchObject({ serialNumber: expect.any(String), disks: [expect.objectContaining({ sizeBytes: expect.any(Number) })] });
 
-  const script = await runCommand(second!, 'run_script', { script: 'echo hello\necho world' });
+  const script = await runScript(second!, 'echo hello\necho world');
   expect(script).toMatchObject({ status: 'completed', exitCode: 0, stdout: expect.stringMatching(/^hello\nworld\n\[simulated on /) });
-  // The same script gives the same output; `exit N` fails it.
-  expect((await runCommand(third!, 'run_script', { script: 'echo hello\necho world' })).result).toEqual(script.result);
-  expect(await runCommand(second!, 'run_script', { script: 'echo oops\nexit 3' })).toMatchObject({ status: 'failed', exitCode: 3, stderr: 'script exited with 3\n' });
+  // `exit N` fails it.
+  expect(await runScript(second!, 'echo oops\nexit 3')).toMatchObject({ status: 'failed', exitCode: 3, stderr: 'script exited with 3\n' });
 
   const update = await runCommand(third!, 'update', { version: '1.0.1' });
   expect(update).toMatchObject({ status: 'completed', result: { from: '1.0.0', to: '1.0.1' } });
@@ -86,7 +103,7 @@ test('with --ws the agents keep a channel open: commands are pushed and requests
   const simulation = await simulate({ devices: 2, ws: true, prefix: `ws-${Date.now()}` });
   await eventually(() => simulation.stats().channels === 2, 10_000, 'both channels open');
   const device = simulation.agents[0]!.deviceId!;
-  expect(await runCommand(device, 'run_script', { script: 'echo pushed' })).toMatchObject({ status: 'completed', stdout: expect.stringMatching(/^pushed\n/) });
+  expect(await runScript(device, 'echo pushed')).toMatchObject({ status: 'completed', stdout: expect.stringMatching(/^pushed\n/) });
   const info = await callAgent(RequestContext.system(app.server.runtime, 'test'), device, 'system.info', {}, { timeoutMs: 5_000 });
   expect(info).toMatchObject({ ok: true, result: { hostname: simulation.agents[0]!.hostname, agentVersion: '1.0.0' } });
   expect(simulation.agents[0]!.requests).toBe(1);

@@ -7,15 +7,18 @@
  * `deviceStatusChanged` GraphQL subscription. Exit codes: 2 for a usage error, 1 when signing in,
  * setting up or enrolling fails.
  */
+import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ApiSession, FLEET_NAME, LoginError, prepareFleet, startSimulation, subscriptionHelp, watchDeviceStatus, type Simulation, type Watch } from './simulator.js';
+import { ApiSession, FLEET_NAME, LoginError, fileCredentials, prepareFleet, startSimulation, subscriptionHelp, watchDeviceStatus, type Simulation, type Watch } from './simulator.js';
 
 const USAGE = `Usage: npm run simulate -- [options]
 
 Without --key the simulator signs in as an administrator, finds or creates the partner and the
 organization "${FLEET_NAME}" and an enrollment key "simulator" there (an earlier run's key is
 rotated: its previous value stops working), then enrolls.
-Run it again with the same --prefix and the same devices enroll again (by machine id).
+Run it again with the same --prefix and the same devices enroll again (by machine id, with the
+agents' tokens from --state while they are still online).
 
   --email E           sign in as E (default: ADMIN_EMAIL from the environment)
   --password P        … with P (default: ADMIN_PASSWORD from the environment)
@@ -30,6 +33,7 @@ Run it again with the same --prefix and the same devices enroll again (by machin
   --ws                keep each agent's WebSocket channel open (pushed commands, requests)
   --reboot-seconds S  how long a rebooting agent stays silent (default 30)
   --prefix P          hostnames and machine ids are P-001…; the same prefix re-enrolls the same devices (default sim)
+  --state F           where the agents keep their tokens between runs (default ${path.join(os.tmpdir(), 'rmm-simulator-agents.json')})
   --duration S        stop after S seconds (default: run until Ctrl-C)
   --quiet             no per-agent log lines, only the periodic summary (and --watch's lines)
 
@@ -98,6 +102,7 @@ async function main(): Promise<void> {
         ws: { type: 'boolean' },
         'reboot-seconds': { type: 'string' },
         prefix: { type: 'string' },
+        state: { type: 'string' },
         duration: { type: 'string' },
         quiet: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -174,7 +179,7 @@ async function main(): Promise<void> {
   out(`Enrolling ${devices} simulated agent(s) at ${url} (heartbeat every ${intervalSeconds} s + 0..${jitterSeconds} s${values.ws ? ', WebSocket channel' : ''})`);
   let simulation: Simulation;
   try {
-    simulation = await startSimulation({ url, enrollmentKey: key!, devices, intervalSeconds, jitterSeconds, rebootSeconds, ws: values.ws === true, prefix: values.prefix as string | undefined, log });
+    simulation = await startSimulation({ url, enrollmentKey: key!, devices, intervalSeconds, jitterSeconds, rebootSeconds, ws: values.ws === true, prefix: values.prefix as string | undefined, credentials: fileCredentials((values.state as string | undefined) ?? path.join(os.tmpdir(), 'rmm-simulator-agents.json')), log });
   } catch (error) {
     await watcher?.stop();
     fail((error as Error).message);

@@ -12,6 +12,7 @@
  * `deviceStatusChanged` GraphQL subscription over graphql-ws, one line per change).
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 
@@ -32,7 +33,40 @@ interface SimulationOptions {
   updateSeconds?: number;
   /** hostnames and machine ids are `<prefix>-<n>`: the same prefix enrolls the same devices again (default `sim`) */
   prefix?: string;
+  /** where the agents keep their tokens between runs (default: in this process only) */
+  credentials?: CredentialStore;
   log?: (line: string) => void;
+}
+
+/**
+ * Agents' tokens by server and machine id, kept between runs as an installed agent keeps its
+ * configuration: the server re-enrolls a device whose agent is still alive only with its current token.
+ */
+export interface CredentialStore {
+  get(server: string, machineId: string): string | undefined;
+  set(server: string, machineId: string, token: string): void;
+}
+
+/** Tokens kept in memory, shared by the runs of one process. */
+const processCredentials = new Map<string, string>();
+const inProcess: CredentialStore = {
+  get: (server, machineId) => processCredentials.get(`${server} ${machineId}`),
+  set: (server, machineId, token) => void processCredentials.set(`${server} ${machineId}`, token),
+};
+
+/** Tokens kept in a JSON file (readable by its owner only), for runs of the CLI one after another. */
+export function fileCredentials(file: string): CredentialStore {
+  const read = (): Record<string, string> => {
+    try {
+      return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, string>;
+    } catch {
+      return {};
+    }
+  };
+  return {
+    get: (server, machineId) => read()[`${server} ${machineId}`],
+    set: (server, machineId, token) => fs.writeFileSync(file, JSON.stringify({ ...read(), [`${server} ${machineId}`]: token }), { mode: 0o600 }),
+  };
 }
 
 type AgentState = 'starting' | 'running' | 'rebooting' | 'stopped';
@@ -190,14 +224,17 @@ class SimulatedAgent {
   }
 
   async start(): Promise<void> {
-    const enrolled = await this.post<{ deviceId: string; agentId: string; authToken: string; orgId: string }>('/agents/enroll', {
-      enrollmentKey: this.options.enrollmentKey,
-      hostname: this.hostname,
-      ...this.os,
-      agentVersion: this.version,
-      machineId: this.machineId,
-      hardwareInfo: this.hardware(),
-    });
+    const { url, credentials } = this.options;
+    // A device whose agent (an earlier run) is still alive is enrolled again only with its token.
+    const previous = credentials.get(url, this.machineId);
+    const enrolled = await callApi<{ deviceId: string; agentId: string; authToken: string; orgId: string }>(
+      url,
+      'POST',
+      '/agents/enroll',
+      { enrollmentKey: this.options.enrollmentKey, hostname: this.hostname, ...this.os, agentVersion: this.version, machineId: this.machineId, hardwareInfo: this.hardware() },
+      previous ? { authorization: `Bearer ${previous}` } : {},
+    );
+    credentials.set(url, this.machineId, enrolled.authToken);
     this.deviceId = enrolled.deviceId;
     this.orgId = enrolled.orgId;
     this.agentId = enrolled.agentId;
@@ -499,6 +536,7 @@ export async function startSimulation(options: SimulationOptions): Promise<Simul
     rebootSeconds: options.rebootSeconds ?? 30,
     updateSeconds: options.updateSeconds ?? 2,
     prefix: options.prefix ?? 'sim',
+    credentials: options.credentials ?? inProcess,
     log: options.log ?? (() => {}),
   };
   const agents = Array.from({ length: options.devices }, (_, i) => new SimulatedAgent(resolved, i));

@@ -36,9 +36,9 @@ export async function fleet(app: TestApp, options: { user?: RoleChoice; keyName?
   return { org, tech, api, key: key.body.key as string, keyId: key.body.id as string };
 }
 
-/** Enrolls an agent with `key` (must succeed); the hostname is random unless given. */
-export async function enroll(app: TestApp, key: string, hostname = `host-${unique()}`, extra: Record<string, unknown> = {}): Promise<EnrolledAgent> {
-  const res = await rest(app).post('/agents/enroll', { enrollmentKey: key, ...agentInfo(hostname, extra) });
+/** Enrolls an agent with `key` (must succeed); the hostname is random unless given; `previousToken`: the live agent's token, to enroll its machine again. */
+export async function enroll(app: TestApp, key: string, hostname = `host-${unique()}`, extra: Record<string, unknown> = {}, previousToken?: string): Promise<EnrolledAgent> {
+  const res = await rest(app).post('/agents/enroll', { enrollmentKey: key, ...agentInfo(hostname, extra) }, previousToken ? { authorization: `Bearer ${previousToken}` } : {});
   expect([res.status, res.body?.message]).toEqual([201, undefined]);
   return res.body as EnrolledAgent;
 }

@@ -9,10 +9,10 @@ import { Coalescer } from '../../db/coalesce.js';
 import { preparedRows, statement } from '../../db/prepared.js';
 import { withTransaction } from '../../db/transaction.js';
 import { emit } from '../../events/outbox.js';
-import { unauthenticated } from '../../errors.js';
+import { conflict, unauthenticated } from '../../errors.js';
 import { onePer } from '../../memo.js';
 import type { Runtime } from '../../runtime.js';
-import { randomToken, sha256Hex } from '../../secrets.js';
+import { randomToken, safeEqual, sha256Hex } from '../../secrets.js';
 import { isoDateTime, parseInput, uuid } from '../../validation.js';
 import { UpgradeToSchema, upgradeFor } from './agent-versions.js';
 import { factsOf } from '../alerts/api.js';
@@ -43,7 +43,7 @@ export const EnrollSchema = z
     osVersion: text(100),
     architecture: text(50),
     agentVersion: text(50),
-    machineId: text(255).optional().describe('a stable machine identifier: enrolling it again reuses the device'),
+    machineId: text(255).optional().describe("a stable machine identifier: enrolling it again with a key of the device's site reuses the device"),
     hardwareInfo: JsonObjectSchema.optional(),
   })
   .strict();
@@ -62,10 +62,12 @@ export const EnrollResultSchema = z
 export type EnrollResult = z.output<typeof EnrollResultSchema>;
 
 /**
- * Enrolls a device with an enrollment key. The same `machineId` in the same organization gets the
- * same device with a new token (the old one stops working); a provisioning key claims its device.
+ * Enrolls a device with an enrollment key. The same `machineId` enrolled again with a key of the
+ * device's organization and site gets the same device with a new token (the old one stops working),
+ * taking the current token (`previousToken`) while the device's agent is alive; a provisioning key
+ * claims its device.
  */
-export async function enroll(ctx: RequestContext, rawInput: EnrollInput): Promise<EnrollResult> {
+export async function enroll(ctx: RequestContext, rawInput: EnrollInput, previousToken: string | null = null): Promise<EnrollResult> {
   skipAuthorization(ctx, 'agent enrollment: the enrollment key authenticates');
   const input = parseInput(EnrollSchema, rawInput);
   const authToken = `agt_${randomToken(32)}`;
@@ -78,7 +80,7 @@ export async function enroll(ctx: RequestContext, rawInput: EnrollInput): Promis
     const existing = key.deviceId
       ? await tx.em.findOne(Device, { id: key.deviceId }, { lockMode: LockMode.PESSIMISTIC_WRITE })
       : input.machineId
-        ? await tx.em.findOne(Device, { orgId: key.orgId, machineId: input.machineId }, { lockMode: LockMode.PESSIMISTIC_WRITE })
+        ? await deviceToReenroll(tx, key, input.machineId, previousToken)
         : null;
     const device = existing ?? tx.em.create(Device, { orgId: key.orgId, siteId: key.siteId, agentId: crypto.randomUUID(), hostname: input.hostname });
     const previousStatus = existing ? existing.status : null;
@@ -119,6 +121,30 @@ export async function enroll(ctx: RequestContext, rawInput: EnrollInput): Promis
       config: { heartbeatIntervalSeconds: tx.runtime.config.devices.heartbeatIntervalSeconds },
     };
   });
+}
+
+/**
+ * The device of the key's organization that an enrollment of `machineId` takes over, if any. Only one
+ * the key could have enrolled (of the key's site, or none for a key without one): a device of another
+ * site is 409, unless decommissioned, when it keeps its history and the machine starts a new device.
+ * A device whose agent is alive (seen within the offline threshold) is taken over only with that
+ * agent's token, so a key holder who learnt a machine id cannot take a working device's commands.
+ */
+async function deviceToReenroll(tx: RequestContext, key: EnrollmentKey, machineId: string, previousToken: string | null): Promise<Device | null> {
+  const device = await tx.em.findOne(Device, { orgId: key.orgId, machineId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+  if (!device) return null;
+  if (device.siteId !== key.siteId) {
+    if (device.status !== 'decommissioned') throw conflict('This machine is enrolled in another site of the organization: move or decommission that device first');
+    device.machineId = null;
+    await tx.em.flush();
+    return null;
+  }
+  const aliveSince = tx.runtime.clock.now().getTime() - tx.runtime.config.devices.offlineAfterSeconds * 1000;
+  const alive = device.tokenHash !== null && device.status !== 'decommissioned' && device.lastSeenAt.getTime() > aliveSince;
+  if (alive && !(previousToken && safeEqual(sha256Hex(previousToken), device.tokenHash!))) {
+    throw conflict("This machine's agent is active: enroll with its current token (Authorization: Bearer), or decommission the device first");
+  }
+  return device;
 }
 
 /**

@@ -1,19 +1,19 @@
+import { LockMode } from '@mikro-orm/core';
 import DataLoader from 'dataloader';
 import { z } from 'zod';
 import { Device } from '../../../entities/device.js';
 import { COMMAND_STATUSES, DeviceCommand } from '../../../entities/device-command.js';
 import type { RequestContext } from '../../auth/context.js';
 import type { Loaders } from '../../auth/loaders.js';
-import { authorize, requirePrincipal, tenantWhere } from '../../auth/policy.js';
+import { authorize, isUuid, permits, requirePrincipal, tenantWhere, visibleOrgIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
-import { AppError, notFound } from '../../errors.js';
+import { AppError, conflict, notFound } from '../../errors.js';
 import { emit } from '../../events/outbox.js';
 import { MAX_LIMIT, PageQuery, pageSchema, toPage, type Page } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordChange } from '../audit/api.js';
 import { AutoUpdateSchema, accessibleDevice, authorizeDevice, deviceDecommissioned, setAutoUpdate, type AutoUpdateInput, type DeviceView } from './devices.js';
 import { onePer } from '../../memo.js';
-import type { Runtime } from '../../runtime.js';
 
 /** How deep free-form JSON (command payloads and results, agent reports) may nest. */
 const MAX_JSON_DEPTH = 64;
@@ -49,16 +49,16 @@ const CommandStatusSchema = z
     completed: 'The agent ran it and reported success.',
     failed: 'The agent ran it and reported a failure.',
     timeout: 'No answer before timeoutAt.',
-    cancelled: 'Cancelled before it ran (the device was decommissioned).',
+    cancelled: 'Cancelled before it finished (by hand, or the device was decommissioned or moved).',
   });
 
 export const CommandViewSchema = z
   .object({
     id: uuid().describe('Unique ID.'),
     deviceId: uuid().describe('The device it runs on.'),
-    orgId: uuid().describe('The device’s organization.'),
+    orgId: uuid().describe('The organization that queued it (the device’s organization then).'),
     type: z.string().describe('The command name (run_script, reboot, …).'),
-    payload: z.record(z.string(), z.unknown()).describe('Its arguments, as given.'),
+    payload: z.record(z.string(), z.unknown()).describe('Its arguments, as given; secret values read as ********.'),
     status: CommandStatusSchema.describe('Where the command stands.'),
     createdBy: uuid().nullable().describe('The user who queued it; null for the system.'),
     createdAt: timestamp().describe('When it was queued.'),
@@ -80,7 +80,7 @@ export function commandView(command: DeviceCommand): CommandView {
     deviceId: command.deviceId,
     orgId: command.orgId,
     type: command.type,
-    payload: command.payload,
+    payload: commandTypeHooks.get(command.type)?.toView?.(command.payload) ?? command.payload,
     status: command.status,
     createdBy: command.createdBy,
     createdAt: command.createdAt.toISOString(),
@@ -107,20 +107,34 @@ const commandFields = {
   payload: CommandPayloadSchema.optional().describe('The command’s arguments as a JSON object, at most 64 KiB (set_auto_update: `{ enabled }`).'),
 };
 
+/** A claimed command's row, before it is prepared for the agent. */
+export interface ClaimedRow {
+  id: string;
+  type: string;
+  payload: Record<string, unknown>;
+}
+
 /**
  * What a command type's own service does around the generic lifecycle (run_script: the script
- * executions). Each hook runs in the transaction of the step it follows, and leaves commands that
- * are not its own (a run_script queued by hand) as the generic lifecycle has them.
+ * executions). Each hook runs in the transaction of the step it follows.
  */
 export interface CommandTypeHooks {
-  /** the payload as the agent receives it (e.g. secrets unsealed); the stored payload stays as it is */
-  toAgent?(runtime: Runtime, payload: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * The payloads as the agent receives them, by command id (e.g. secrets unsealed from the service's
+   * own rows; the stored payloads stay as they are). A command left out cannot be delivered: it fails
+   * alone, and the others go out.
+   */
+  toAgent?(tx: RequestContext, commands: ClaimedRow[]): Promise<Map<string, Record<string, unknown>>>;
+  /** the payload as views show it (secret values masked) */
+  toView?(payload: Record<string, unknown>): Record<string, unknown>;
   /** these commands were just handed to their agent */
   claimed?(tx: RequestContext, commandIds: string[]): Promise<void>;
   /** the agent reported it started the command (`status: "running"`) */
   started?(tx: RequestContext, command: DeviceCommand): Promise<void>;
-  /** the agent's final result; true when the service kept the output (the command row then does not) */
+  /** the command's final result (the agent's, or a failure to deliver it); true when the service kept the output (the command row then does not) */
   answered?(tx: RequestContext, command: DeviceCommand, input: CommandResult): Promise<boolean>;
+  /** the command was cancelled by hand; `handedOut`: its agent may already have it */
+  cancelled?(tx: RequestContext, command: DeviceCommand, handedOut: boolean): Promise<void>;
 }
 
 const commandTypeHooks = new Map<string, CommandTypeHooks>();
@@ -130,8 +144,19 @@ export function registerCommandType(type: string, hooks: CommandTypeHooks): void
   commandTypeHooks.set(type, hooks);
 }
 
+/**
+ * Types only their own service queues, with payloads it makes (run_script carries a script execution
+ * and secret values only the server sealed; cancel_script stops one): never by hand.
+ */
+const SERVICE_TYPES: Record<string, string> = {
+  run_script: 'run_script commands are queued by running a script (POST /scripts/:id/execute)',
+  cancel_script: 'cancel_script commands are queued by cancelling a script execution (POST /scripts/executions/:id/cancel)',
+};
+
 /** Payloads the server itself acts on are checked before anything is queued. */
 function checkPayload(command: { type: string; payload?: Record<string, unknown> }, ctx: z.RefinementCtx): void {
+  const serviceOnly = SERVICE_TYPES[command.type];
+  if (serviceOnly) ctx.addIssue({ code: 'custom', message: serviceOnly, path: ['type'] });
   if (command.type !== 'set_auto_update') return;
   const parsed = AutoUpdateSchema.safeParse(command.payload ?? {});
   for (const issue of parsed.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: ['payload', ...issue.path] });
@@ -229,11 +254,17 @@ function pageLoader(ctx: RequestContext, query: CommandQuery): DataLoader<string
   return loader;
 }
 
-/** Each device's page of its commands, newest first: totals, the ids ranked per device, then the rows. */
+/**
+ * Each device's page of its commands, newest first: totals, the ids ranked per device, then the rows.
+ * Only commands of organizations the caller sees: a moved device's history before the move stays
+ * with the organization that queued it.
+ */
 async function commandPages(ctx: RequestContext, query: CommandQuery, deviceIds: readonly string[]): Promise<Page<CommandView>[]> {
   const ids = [...new Set(deviceIds)];
-  const where = `device_id in (${ids.map(() => '?').join(', ')})${query.status ? ' and status = ?' : ''}`;
-  const params: unknown[] = [...ids, ...(query.status ? [query.status] : [])];
+  const orgIds = await visibleOrgIds(ctx);
+  const inOrgs = orgIds === null ? '' : orgIds.length === 0 ? ' and false' : ` and org_id in (${orgIds.map(() => '?').join(', ')})`;
+  const where = `device_id in (${ids.map(() => '?').join(', ')})${inOrgs}${query.status ? ' and status = ?' : ''}`;
+  const params: unknown[] = [...ids, ...(orgIds ?? []), ...(query.status ? [query.status] : [])];
   const offset = (query.page - 1) * query.limit;
   const [totals, ranked] = await Promise.all([
     ctx.em.execute(`select device_id, count(*)::int as total from device_command where ${where} group by device_id`, params) as Promise<{ device_id: string; total: number }[]>,
@@ -337,16 +368,36 @@ export async function claimCommands(ctx: RequestContext, deviceId: string): Prom
           returning id, org_id, type, payload, created_at)
        select id, org_id, type, payload from claimed order by created_at, id`,
       [deviceId],
-    )) as { id: string; org_id: string; type: string; payload: Record<string, unknown> }[];
+    )) as (ClaimedRow & { org_id: string })[];
+    const prepared = new Map<string, Record<string, unknown>>();
+    for (const [type, hooks] of commandTypeHooks) {
+      const own = rows.filter((row) => row.type === type);
+      if (own.length > 0 && hooks.toAgent) for (const [id, payload] of await hooks.toAgent(tx, own)) prepared.set(id, payload);
+    }
+    const delivered: ClaimedCommand[] = [];
     for (const row of rows) {
+      const payload = commandTypeHooks.get(row.type)?.toAgent ? prepared.get(row.id) : row.payload;
+      if (!payload) {
+        // One command the server cannot prepare must not hold back the device's others (nor fail every claim until it times out).
+        await failUndeliverable(tx, row.id);
+        continue;
+      }
+      delivered.push({ id: row.id, type: row.type, payload });
       await emit(tx, { type: 'device.command_updated', orgId: row.org_id, data: { commandId: row.id, deviceId, orgId: row.org_id, type: row.type, status: 'sent' } });
     }
     for (const [type, hooks] of commandTypeHooks) {
-      const ids = rows.filter((row) => row.type === type).map((row) => row.id);
+      const ids = delivered.filter((command) => command.type === type).map((command) => command.id);
       if (ids.length > 0) await hooks.claimed?.(tx, ids);
     }
-    return rows.map(({ id, type, payload }) => ({ id, type, payload: commandTypeHooks.get(type)?.toAgent?.(tx.runtime, payload) ?? payload }));
+    return delivered;
   });
+}
+
+/** A claimed command that cannot be handed to its agent: failed, as if the agent had reported so, and never sent. */
+async function failUndeliverable(tx: RequestContext, commandId: string): Promise<void> {
+  const command = await tx.em.findOneOrFail(DeviceCommand, { id: commandId }, { refresh: true });
+  command.sentAt = null;
+  await answer(tx, command, { status: 'failed', result: { error: 'The command could not be prepared for its agent' } });
 }
 
 /**
@@ -401,23 +452,55 @@ export async function completeCommand(ctx: RequestContext, device: Device, comma
   await withTransaction(ctx, async (tx) => {
     const command = await tx.em.findOne(DeviceCommand, { id: commandId, deviceId: device.id });
     if (!command) throw notFound('Command');
-    if (command.status !== 'pending' && command.status !== 'sent') return;
-    const hooks = commandTypeHooks.get(command.type);
+    if (!isOpen(command)) return;
     if (input.status === 'running') {
-      await hooks?.started?.(tx, command);
+      await commandTypeHooks.get(command.type)?.started?.(tx, command);
       return;
     }
-    const keptElsewhere = (await hooks?.answered?.(tx, command, input)) ?? false;
-    Object.assign(command, {
-      status: input.status,
-      exitCode: input.exitCode ?? null,
-      stdout: keptElsewhere ? null : capped(input.stdout),
-      stderr: keptElsewhere ? null : capped(input.stderr),
-      result: input.result ?? null,
-      completedAt: tx.runtime.clock.now(),
-    });
+    await answer(tx, command, input);
+  });
+}
+
+const isOpen = (command: DeviceCommand) => command.status === 'pending' || command.status === 'sent';
+
+/** Records an open command's final result (and its service's, through `answered`). */
+async function answer(tx: RequestContext, command: DeviceCommand, input: CommandResult): Promise<void> {
+  const keptElsewhere = (await commandTypeHooks.get(command.type)?.answered?.(tx, command, input)) ?? false;
+  Object.assign(command, {
+    status: input.status,
+    exitCode: input.exitCode ?? null,
+    stdout: keptElsewhere ? null : capped(input.stdout),
+    stderr: keptElsewhere ? null : capped(input.stderr),
+    result: input.result ?? null,
+    completedAt: tx.runtime.clock.now(),
+  });
+  await tx.em.flush();
+  await emit(tx, { type: 'device.command_updated', orgId: command.orgId, data: commandEventData(command) });
+}
+
+/**
+ * Cancels a command not yet finished (pending, or sent and not answered: a late result is then
+ * ignored); a finished one is 409. Commands queued by another organization (before the device moved)
+ * are not the caller's: 404 unless the caller also sees that organization.
+ */
+export async function cancelCommand(ctx: RequestContext, deviceId: string, commandId: string): Promise<CommandView> {
+  const device = await accessibleDevice(ctx, deviceId, 'devices:execute');
+  return withTransaction(ctx, async (tx) => {
+    // The row lock orders this with the claim (`for update skip locked`): either took the command first.
+    const command = isUuid(commandId) ? await tx.em.findOne(DeviceCommand, { id: commandId, deviceId: device.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true }) : null;
+    if (!command || !(await permits(tx, 'devices:execute', { orgId: command.orgId }))) throw notFound('Command');
+    if (!isOpen(command)) throw conflict(`The command has already finished (${command.status})`);
+    const handedOut = command.status === 'sent';
+    command.status = 'cancelled';
+    command.completedAt = tx.runtime.clock.now();
     await tx.em.flush();
-    await emit(tx, { type: 'device.command_updated', orgId: command.orgId, data: commandEventData(command) });
+    await commandTypeHooks.get(command.type)?.cancelled?.(tx, command, handedOut);
+    await recordChange(
+      tx,
+      { action: 'device.command.cancel', resourceType: 'device', resourceId: device.id, orgId: command.orgId, details: { commandId: command.id, type: command.type, handedOut } },
+      commandEventData(command),
+    );
+    return commandView(command);
   });
 }
 

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Device, type DeviceStatus } from '../../../entities/device.js';
 import { DeviceCommand } from '../../../entities/device-command.js';
 import type { RequestContext } from '../../auth/context.js';
-import { authorize } from '../../auth/policy.js';
+import { authorize, permits } from '../../auth/policy.js';
 import { DOMAIN_EVENT_TOPIC } from '../../events/dispatcher.js';
 import { selectIterable } from '../../events/subscriptions.js';
 import type { DomainEvent, DomainEventMap } from '../../events/types.js';
@@ -67,7 +67,7 @@ export async function subscribeDeviceStatus(ctx: RequestContext, orgId: string |
  * arrives; an event a later one has already overtaken (sent, when the result is in) is skipped, so
  * every answer is a state the command really had and the last is its current one. A device the
  * caller cannot see is `Device not found` at subscribe time; one moved out of its sight since is
- * silent from then on.
+ * silent from then on, and so are commands of an organization the caller does not see.
  */
 export async function subscribeCommandUpdates(ctx: RequestContext, deviceId: string): Promise<AsyncIterable<CommandView>> {
   await accessibleDevice(ctx, deviceId, 'devices:read');
@@ -79,6 +79,8 @@ export async function subscribeCommandUpdates(ctx: RequestContext, deviceId: str
     const em = ctx.em.fork();
     const [command, device] = await Promise.all([em.findOne(DeviceCommand, { id: data.commandId, deviceId }), em.findOne(Device, { id: deviceId }, { fields: ['orgId', 'siteId'] })]);
     if (!command || !device || command.status !== data.status || !(await maySeeDevice(ctx, device))) return null;
+    // A command queued by the device's organization before a move stays that organization's.
+    if (command.orgId !== device.orgId && !(await permits(ctx, 'devices:read', { orgId: command.orgId }))) return null;
     return commandView(command);
   });
 }

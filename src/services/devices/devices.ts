@@ -45,7 +45,10 @@ export const DeviceViewSchema = z
     osVersion: z.string().nullable().describe('Operating system version as reported; null until known.'),
     architecture: z.string().nullable().describe('CPU architecture as reported (amd64, arm64, …); null until known.'),
     agentVersion: z.string().nullable().describe('Version of the running agent; null until known.'),
-    machineId: z.string().nullable().describe('The machine’s own stable identifier, as reported; null until known.'),
+    machineId: z
+      .string()
+      .nullable()
+      .describe('The machine’s own stable identifier, as reported; null until known, and for callers who may not write the organization’s devices (it is what re-enrollment matches on).'),
     hardwareInfo: z.record(z.string(), z.unknown()).nullable().describe('The last inventory’s hardware details (JSON); null until one arrives.'),
     metrics: z.record(z.string(), z.unknown()).nullable().describe("the last heartbeat's metrics"),
     autoUpdate: z.boolean().describe('Whether the agent updates itself (within the update window).'),
@@ -61,7 +64,8 @@ export const DeviceViewSchema = z
   .meta({ title: 'Device', description: 'A managed machine running the agent.' });
 export type DeviceView = z.output<typeof DeviceViewSchema>;
 
-export function deviceView(device: Device): DeviceView {
+/** `showMachineId`: the caller may write the organization's devices (see `deviceViews`). */
+function deviceView(device: Device, showMachineId: boolean): DeviceView {
   return {
     id: device.id,
     orgId: device.orgId,
@@ -73,7 +77,7 @@ export function deviceView(device: Device): DeviceView {
     osVersion: device.osVersion,
     architecture: device.architecture,
     agentVersion: device.agentVersion,
-    machineId: device.machineId,
+    machineId: showMachineId ? device.machineId : null,
     hardwareInfo: device.hardwareInfo,
     metrics: device.metrics,
     autoUpdate: device.autoUpdate,
@@ -86,6 +90,16 @@ export function deviceView(device: Device): DeviceView {
     decommissionedAt: device.decommissionedAt?.toISOString() ?? null,
     createdAt: device.createdAt.toISOString(),
   };
+}
+
+/**
+ * Devices as the caller may see them: `machineId`, which an enrollment key of the device's site
+ * re-enrolls, only for callers who may write the organization's devices (and create such keys).
+ */
+export async function deviceViews(ctx: RequestContext, devices: Device[]): Promise<DeviceView[]> {
+  const writable = new Set<string>();
+  for (const orgId of new Set(devices.map((d) => d.orgId))) if (await permits(ctx, 'devices:write', { orgId })) writable.add(orgId);
+  return devices.map((device) => deviceView(device, writable.has(device.orgId)));
 }
 
 /** A device still `pending` has never been seen nor enrolled (the columns hold its creation time for sorting). */
@@ -224,12 +238,12 @@ export async function listDevices(ctx: RequestContext, rawQuery: DeviceListInput
   if (query.page !== undefined) {
     const [field] = SORTS[query.sort];
     const [rows, total] = await ctx.em.findAndCount(Device, filter, { orderBy: { [field]: query.sortDir, id: query.sortDir }, limit: query.limit, offset: (query.page - 1) * query.limit });
-    return { devices: rows.map(deviceView), pagination: { page: query.page, limit: query.limit, total } };
+    return { devices: await deviceViews(ctx, rows), pagination: { page: query.page, limit: query.limit, total } };
   }
   const [page, total] = await Promise.all([keysetPage(ctx, filter, query), query.includeTotal ? ctx.em.count(Device, filter) : undefined]);
   const last = page.rows.at(-1);
   return {
-    devices: page.rows.map(deviceView),
+    devices: await deviceViews(ctx, page.rows),
     nextCursor: page.hasMore && last ? cursorAfter(last, query) : null,
     limit: query.limit,
     ...(total === undefined ? {} : { total }),
@@ -286,7 +300,8 @@ function unwrapCursor(cursor: string | undefined, kind: string): string | undefi
 }
 
 export async function getDevice(ctx: RequestContext, id: string): Promise<DeviceView> {
-  return deviceView(await accessibleDevice(ctx, id, 'devices:read'));
+  const [view] = await deviceViews(ctx, [await accessibleDevice(ctx, id, 'devices:read')]);
+  return view!;
 }
 
 // ── provisioning, moves, auto-update, decommission ──────────────────────────────────────────────
@@ -322,7 +337,8 @@ export type MoveDeviceInput = z.input<typeof MoveDeviceSchema>;
 
 /**
  * To another organization of the same partner, which the caller must also be allowed to write to.
- * The device's commands go with it; a move that changes nothing writes nothing.
+ * The device's commands stay with the organization that queued them (their payloads and output are
+ * its own): its open ones are cancelled, as on decommissioning. A move that changes nothing writes nothing.
  */
 export async function moveDevice(ctx: RequestContext, id: string, rawInput: MoveDeviceInput): Promise<DeviceView> {
   const input = parseInput(MoveDeviceSchema, rawInput);
@@ -333,16 +349,16 @@ export async function moveDevice(ctx: RequestContext, id: string, rawInput: Move
     if (!to) throw notFound('Organization');
     if (from.partnerId !== to.partnerId) throw badRequest('A device can only move to an organization of the same partner');
     const siteId = await checkTargetSite(tx, to.id, input.siteId);
+    if (to.id !== device.orgId) await cancelOpenCommands(tx, device);
     const changes = applyChanges(device, { orgId: to.id, siteId });
-    if (changes.length === 0) return deviceView(device);
+    if (changes.length === 0) return deviceView(device, true);
     await tx.em.flush();
-    if (changes.includes('orgId')) await tx.em.execute('update device_command set org_id = ? where device_id = ?', [to.id, id]);
     await recordChange(
       tx,
       { action: 'device.move', resourceType: 'device', resourceId: id, orgId: to.id, changes, details: { from: from.id, to: to.id } },
       { ...deviceEventData(device, null), changes },
     );
-    return deviceView(device);
+    return deviceView(device, true);
   });
 }
 
@@ -362,14 +378,14 @@ export async function updateDevice(ctx: RequestContext, id: string, rawInput: Up
     const device = await lockedDevice(tx, id, 'devices:write');
     const siteId = input.siteId === undefined ? undefined : await checkTargetSite(tx, device.orgId, input.siteId);
     const changes = applyChanges(device, { siteId, tags: input.tags && [...new Set(input.tags)].sort() });
-    if (changes.length === 0) return deviceView(device);
+    if (changes.length === 0) return deviceView(device, true);
     await tx.em.flush();
     await recordChange(
       tx,
       { action: 'device.update', resourceType: 'device', resourceId: id, orgId: device.orgId, changes, details: { hostname: device.hostname } },
       { ...deviceEventData(device, null), changes },
     );
-    return deviceView(device);
+    return deviceView(device, true);
   });
 }
 
@@ -380,7 +396,7 @@ export async function setAutoUpdate(ctx: RequestContext, id: string, rawInput: A
   const input = parseInput(AutoUpdateSchema, rawInput);
   return withTransaction(ctx, async (tx) => {
     const device = await lockedDevice(tx, id, 'devices:write');
-    if (device.autoUpdate === input.enabled) return deviceView(device);
+    if (device.autoUpdate === input.enabled) return deviceView(device, true);
     device.autoUpdate = input.enabled;
     await tx.em.flush();
     await recordChange(
@@ -388,7 +404,7 @@ export async function setAutoUpdate(ctx: RequestContext, id: string, rawInput: A
       { action: 'device.update', resourceType: 'device', resourceId: id, orgId: device.orgId, changes: ['autoUpdate'], details: { autoUpdate: input.enabled } },
       { ...deviceEventData(device, null), changes: ['autoUpdate'] },
     );
-    return deviceView(device);
+    return deviceView(device, true);
   });
 }
 
@@ -402,17 +418,21 @@ export async function decommissionDevice(ctx: RequestContext, id: string): Promi
     if (device.status === 'decommissioned') return;
     device.tokenHash = null;
     device.decommissionedAt = tx.runtime.clock.now();
-    // Here rather than in device-commands.ts, which depends on this module.
-    const cancelled = (await tx.em.execute(
-      `update device_command set status = 'cancelled', updated_at = now() where device_id = ? and status in ('pending', 'sent') returning id, type`,
-      [id],
-    )) as { id: string; type: string }[];
-    for (const command of cancelled) {
-      await emit(tx, { type: 'device.command_updated', orgId: device.orgId, data: { commandId: command.id, deviceId: id, orgId: device.orgId, type: command.type, status: 'cancelled' } });
-    }
+    await cancelOpenCommands(tx, device);
     await recordAudit(tx, { action: 'device.decommission', resourceType: 'device', resourceId: id, orgId: device.orgId, details: { hostname: device.hostname } });
     await changeStatus(tx, device, 'decommissioned');
   });
+}
+
+/** The device's open commands are cancelled (decommissioned or moved). Here rather than in device-commands.ts, which depends on this module. */
+async function cancelOpenCommands(tx: RequestContext, device: Device): Promise<void> {
+  const cancelled = (await tx.em.execute(
+    `update device_command set status = 'cancelled', completed_at = ?, updated_at = now() where device_id = ? and status in ('pending', 'sent') returning id, org_id, type`,
+    [tx.runtime.clock.now(), device.id],
+  )) as { id: string; org_id: string; type: string }[];
+  for (const command of cancelled) {
+    await emit(tx, { type: 'device.command_updated', orgId: command.org_id, data: { commandId: command.id, deviceId: device.id, orgId: command.org_id, type: command.type, status: 'cancelled' } });
+  }
 }
 
 // ── GraphQL: the list as a connection ───────────────────────────────────────────────────────────
@@ -435,7 +455,8 @@ export async function devicesConnection(ctx: RequestContext, rawArgs: DeviceConn
   const query = parseInput(DeviceListQuery, { ...filters, cursor: after, limit: first });
   const filter = await deviceFilter(ctx, query);
   const page = await keysetPage(ctx, filter, query);
-  const edges = page.rows.map((device) => ({ node: deviceView(device), cursor: cursorAfter(device, query) }));
+  const views = await deviceViews(ctx, page.rows);
+  const edges = page.rows.map((device, i) => ({ node: views[i]!, cursor: cursorAfter(device, query) }));
   return {
     edges,
     pageInfo: pageInfoOf(edges, page.hasMore, after !== undefined),

@@ -26,6 +26,7 @@ export const devicesAuditActions = {
   'device.move': 'device.updated',
   'device.decommission': null,
   'device.command.create': 'device.command_updated',
+  'device.command.cancel': 'device.command_updated',
   'enrollment_key.create': 'enrollment_key.created',
   'enrollment_key.rotate': 'enrollment_key.rotated',
   'enrollment_key.delete': 'enrollment_key.deleted',

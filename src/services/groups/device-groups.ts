@@ -27,7 +27,7 @@ import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { onePer } from '../../memo.js';
 import { recordAudit } from '../audit/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
-import { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, deviceView, type DeviceView } from '../devices/api.js';
+import { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, deviceViews, type DeviceView } from '../devices/api.js';
 import { checkTargetSite } from '../devices/api.js';
 import { TagSchema } from './tags.js';
 
@@ -655,7 +655,7 @@ export async function listGroupDevices(ctx: RequestContext, groupId: string, raw
   const group = await accessibleGroup(ctx, groupId, 'devices:read');
   const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
   const [rows, total] = await ctx.em.findAndCount(Device, { $and: [visible, membersOf(group.id)] }, { orderBy: { hostname: 'asc', id: 'asc' }, ...pageOptions(query) });
-  return toPage(rows.map(deviceView), total, query);
+  return toPage(await deviceViews(ctx, rows), total, query);
 }
 
 export const AddGroupDevicesSchema = z
@@ -799,7 +799,7 @@ export async function previewGroup(ctx: RequestContext, groupId: string, rawInpu
     ctx.em.count(Device, { $and: [would, membersOf(group.id)] } as FilterQuery<Device>),
     ctx.em.count(Device, { $and: [visible, membersOf(group.id)] } as FilterQuery<Device>),
   ]);
-  return { count, devices: devices.map(deviceView), joining: count - stay, leaving: members - stay };
+  return { count, devices: await deviceViews(ctx, devices), joining: count - stay, leaving: members - stay };
 }
 
 // ── the membership log ──────────────────────────────────────────────────────────────────────────

@@ -7,7 +7,7 @@ import { containsPattern } from '../../db/like.js';
 import { badRequest } from '../../errors.js';
 import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { parseInput, uuid } from '../../validation.js';
-import { deviceView, type DeviceView } from '../devices/api.js';
+import { deviceViews, type DeviceView } from '../devices/api.js';
 
 /*
  * Tags are the free-form labels set on devices (`PATCH /devices/:id {tags}`): there is no tag table,
@@ -86,5 +86,5 @@ export async function listTaggedDevices(ctx: RequestContext, rawQuery: TagDevice
   await authorize(ctx, 'devices:read');
   const carries = { $or: wanted.map((tag) => ({ tags: { $contains: [tag] } })) } as FilterQuery<Device>;
   const [rows, total] = await ctx.em.findAndCount(Device, { $and: [await visibleDevices(ctx, query.orgId), carries] }, { orderBy: { hostname: 'asc', id: 'asc' }, ...pageOptions(query) });
-  return toPage(rows.map(deviceView), total, query);
+  return toPage(await deviceViews(ctx, rows), total, query);
 }

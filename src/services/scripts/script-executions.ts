@@ -287,17 +287,22 @@ export async function cancelExecution(ctx: RequestContext, id: string): Promise<
       : [];
     // The claim may have taken a pending command meanwhile: what counts is whether the agent may have it.
     const handedOut = execution.status !== 'pending' || (await commandWasSent(tx, execution.commandId));
-    execution.status = 'cancelled';
-    execution.completedAt = tx.runtime.clock.now();
-    await tx.em.flush();
-    if (handedOut) {
-      const device = await tx.em.findOne(Device, { id: execution.deviceId });
-      if (device && device.status !== 'decommissioned') await queueCommand(tx, device, { type: 'cancel_script', payload: { executionId: execution.id } }, requirePrincipal(tx).userId);
-    }
+    await stopExecution(tx, execution, handedOut);
     await recordAudit(tx, { action: 'script.execution.cancel', resourceType: 'script_execution', resourceId: execution.id, orgId: execution.orgId, details: { scriptId: execution.scriptId, deviceId: execution.deviceId, commandsCancelled: rows.length } });
-    await emitUpdated(tx, execution.orgId, execution);
     return executionView(execution);
   });
+}
+
+/** An unfinished execution (locked) turns `cancelled`; an agent that may have its command is told to stop it (`cancel_script`). */
+async function stopExecution(tx: RequestContext, execution: ScriptExecution, handedOut: boolean): Promise<void> {
+  execution.status = 'cancelled';
+  execution.completedAt = tx.runtime.clock.now();
+  await tx.em.flush();
+  if (handedOut) {
+    const device = await tx.em.findOne(Device, { id: execution.deviceId });
+    if (device && device.status !== 'decommissioned') await queueCommand(tx, device, { type: 'cancel_script', payload: { executionId: execution.id } }, requirePrincipal(tx).userId);
+  }
+  await emitUpdated(tx, execution.orgId, execution);
 }
 
 async function commandWasSent(tx: RequestContext, commandId: string | null): Promise<boolean> {
@@ -334,8 +339,30 @@ async function executionOf(tx: RequestContext, command: DeviceCommand): Promise<
 }
 
 registerCommandType('run_script', {
-  toAgent: (runtime, payload) =>
-    payload.parameters && typeof payload.parameters === 'object' ? { ...payload, parameters: unsealParameters(runtime, payload.parameters as Record<string, unknown>) } : payload,
+  // Secret values reach the agent only from the execution the server made and sealed, never from a
+  // command's payload; a command without its execution, or whose values do not unseal, is not delivered.
+  async toAgent(tx, commands) {
+    const executions = await tx.em.find(ScriptExecution, { commandId: { $in: commands.map((c) => c.id) } });
+    const byCommand = new Map(executions.map((e) => [e.commandId, e]));
+    const payloads = new Map<string, Record<string, unknown>>();
+    for (const command of commands) {
+      const execution = byCommand.get(command.id);
+      if (!execution) continue;
+      try {
+        payloads.set(command.id, { ...command.payload, parameters: unsealParameters(tx.runtime, execution.parameters) });
+      } catch {
+        tx.runtime.log.warn({ commandId: command.id, executionId: execution.id }, 'run_script parameters could not be unsealed');
+      }
+    }
+    return payloads;
+  },
+
+  toView: (payload) => (payload.parameters && typeof payload.parameters === 'object' ? { ...payload, parameters: maskParameters(payload.parameters as Record<string, unknown>) } : payload),
+
+  async cancelled(tx, command, handedOut) {
+    const execution = await executionOf(tx, command);
+    if (execution && !FINISHED_STATUSES.includes(execution.status)) await stopExecution(tx, execution, handedOut);
+  },
 
   async claimed(tx, commandIds) {
     const now = tx.runtime.clock.now();

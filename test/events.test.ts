@@ -156,7 +156,7 @@ test('a subscription on one instance receives events committed through another',
   }
 });
 
-test('domainEvents keeps a user limited to some sites to their devices: another site’s device, alert, script and run events are not delivered, their own are', async () => {
+test('domainEvents keeps a user limited to some sites to their devices: another site’s device, alert, script, enrollment key and run events are not delivered, their own are', async () => {
   const app = await createTestApp();
   let ws: Client | undefined;
   try {
@@ -173,7 +173,7 @@ test('domainEvents keeps a user limited to some sites to their devices: another 
     expect(automation.status).toBe(201);
 
     ws = createClient({ url: app.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${limited.token}` } });
-    const types = ['device.updated', 'alert.triggered', 'script.completed', 'automation.started'];
+    const types = ['device.updated', 'alert.triggered', 'script.completed', 'enrollment_key.created', 'automation.started'];
     const received: { type: string; data: Record<string, unknown> }[] = [];
     ws.subscribe(
       { query: `subscription { domainEvents(types: ${JSON.stringify(types)}) { type data } }` },
@@ -188,21 +188,25 @@ test('domainEvents keeps a user limited to some sites to their devices: another 
       expect((await f.api.patch(`/devices/${device.deviceId}`, { tags: ['seen'] })).status).toBe(200);
       await emitCommitted(app.server.runtime, 'alert.triggered', f.org.id, { alertId: crypto.randomUUID(), orgId: f.org.id, siteId: device.siteId, deviceId: device.deviceId, ruleId: null, severity: 'high', status: 'active', title: `alert on ${device.deviceId}` });
       await emitCommitted(app.server.runtime, 'script.completed', f.org.id, { executionId: crypto.randomUUID(), scriptId: crypto.randomUUID(), deviceId: device.deviceId, orgId: f.org.id, status: 'completed', exitCode: 0 });
+      expect((await f.api.post('/enrollment-keys', { name: `another key ${device.siteId}`, siteId: device.siteId })).status).toBe(201);
     };
     // The other site's first: once the instance has published them, they sit ahead of the user's own in the subscription's queue.
     await eventsOf(inA2);
     await eventually(() => types.slice(0, 3).every((type) => published.some((e) => e.type === type && (e.data as { deviceId?: string }).deviceId === inA2.deviceId)), 10_000, "site A2's events on the instance");
+    await eventually(() => published.some((e) => e.type === 'enrollment_key.created' && (e.data as { siteId?: string }).siteId === siteA2.id), 10_000, "site A2's key event on the instance");
     await eventsOf(inA1);
     // An organization-wide run on both sites' devices: delivered, naming and counting the user's device only.
     expect((await runner.post(`/automations/${automation.body.id}/run`)).status).toBe(202);
-    await eventually(() => received.length === 4, 10_000, "site A1's events");
-    expect(received.map((e) => [e.type, e.data.deviceId ?? e.data.deviceCount])).toEqual([
+    await eventually(() => received.length === 5, 10_000, "site A1's events");
+    expect(received.map((e) => [e.type, e.data.deviceId ?? e.data.siteId ?? e.data.deviceCount])).toEqual([
       ['device.updated', inA1.deviceId],
       ['alert.triggered', inA1.deviceId],
       ['script.completed', inA1.deviceId],
+      ['enrollment_key.created', siteA1.id],
       ['automation.started', 1],
     ]);
     expect(JSON.stringify(received)).not.toContain(inA2.deviceId);
+    expect(JSON.stringify(received)).not.toContain(siteA2.id);
   } finally {
     await ws?.dispose();
     await app.stop();

@@ -145,15 +145,16 @@ export function queryLimits({ maxDepth, maxCost, maxAliases }: QueryLimits) {
           // Unknown fields are reported by the standard rules; here they count as single objects.
           const field = fieldOf(schema, parent, sel.name.value);
           if (field === SchemaMetaFieldDef || field === TypeMetaFieldDef) introspections += 1;
-          cost += 1;
+          // `__typename` is answered from the type, without a resolver: free, as any client's cache adds it everywhere.
+          if (field !== TypeNameMetaFieldDef) cost += 1;
           if (!sel.selectionSet) continue;
           const below = measure(sel.selectionSet, field && getNamedType(field.type));
           inner = { ...below, depth: sel.name.value.startsWith('__') ? 0 : below.depth + 1 };
           times = field ? fetchCount(field, sel, parent) : 1;
-        } else if (sel.kind === Kind.INLINE_FRAGMENT) {
-          inner = measure(sel.selectionSet, sel.typeCondition ? schema.getType(sel.typeCondition.name.value) : parent);
         } else {
-          inner = fragmentMeasure(sel.name.value);
+          const fragment = sel.kind === Kind.INLINE_FRAGMENT ? measure(sel.selectionSet, sel.typeCondition ? schema.getType(sel.typeCondition.name.value) : parent) : fragmentMeasure(sel.name.value);
+          // A spread costs at least 1, so a fragment spread twice by a fragment spread twice … of free fields still doubles.
+          inner = { ...fragment, cost: Math.max(1, fragment.cost) };
         }
         depth = Math.max(depth, inner.depth);
         // Past any limit the exact figure does not matter: capped, it stays a safe integer.

@@ -148,7 +148,7 @@ export async function issueKey(
   await recordChange(
     tx,
     { action: 'enrollment_key.create', resourceType: 'enrollment_key', resourceId: key.id, orgId: key.orgId, changes, details: { name: key.name, prefix: key.prefix } },
-    { enrollmentKeyId: key.id, orgId: key.orgId, name: key.name },
+    { enrollmentKeyId: key.id, orgId: key.orgId, siteId: key.siteId, name: key.name },
   );
   return { ...enrollmentKeyView(key, tx.runtime.clock.now()), key: material.key };
 }
@@ -166,7 +166,7 @@ export async function rotateEnrollmentKey(ctx: RequestContext, id: string): Prom
     await recordChange(
       tx,
       { action: 'enrollment_key.rotate', resourceType: 'enrollment_key', resourceId: key.id, orgId: key.orgId, details: { oldPrefix, prefix: key.prefix } },
-      { enrollmentKeyId: key.id, orgId: key.orgId, name: key.name },
+      { enrollmentKeyId: key.id, orgId: key.orgId, siteId: key.siteId, name: key.name },
     );
     return { ...enrollmentKeyView(key, tx.runtime.clock.now()), key: material.key };
   });
@@ -179,7 +179,7 @@ export async function deleteEnrollmentKey(ctx: RequestContext, id: string): Prom
     await recordChange(
       tx,
       { action: 'enrollment_key.delete', resourceType: 'enrollment_key', resourceId: id, orgId: key.orgId, details: { name: key.name, prefix: key.prefix } },
-      { enrollmentKeyId: id, orgId: key.orgId, name: key.name },
+      { enrollmentKeyId: id, orgId: key.orgId, siteId: key.siteId, name: key.name },
     );
   });
 }

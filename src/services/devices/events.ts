@@ -15,6 +15,8 @@ export type DeviceEventData = {
 export type EnrollmentKeyEventData = {
   enrollmentKeyId: string;
   orgId: string;
+  /** the site its devices enroll into; null for the organization's keys */
+  siteId: string | null;
   name: string;
 };
 

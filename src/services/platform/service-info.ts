@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Device } from '../../../entities/device.js';
 import type { RequestContext } from '../../auth/context.js';
-import { authorize, canAccessOrg, skipAuthorization, visibleSiteIds } from '../../auth/policy.js';
+import { authorize, canAccessOrg, permits, skipAuthorization, visibleSiteIds } from '../../auth/policy.js';
 import { DOMAIN_EVENT_TOPIC } from '../../events/dispatcher.js';
 import { selectIterable } from '../../events/subscriptions.js';
 import type { DomainEvent, DomainEventMap } from '../../events/types.js';
@@ -42,7 +42,7 @@ export function serviceInfo(ctx: RequestContext): ServiceInfo {
 /**
  * Live committed domain events for the dashboard, limited to organizations the caller can see
  * (system-wide events, without an organization, reach system callers only), and each event about a
- * device, alert, script execution, site or automation run to what its domain shows the caller.
+ * device, alert, script execution, site, enrollment key or automation run to what its domain shows the caller.
  */
 export async function subscribeDomainEvents(ctx: RequestContext, types: string[] | null): Promise<AsyncIterable<DomainEvent>> {
   const principal = await authorize(ctx, 'organizations:read');
@@ -77,6 +77,12 @@ async function inSight(ctx: RequestContext, event: DomainEvent): Promise<DomainE
     }
     case 'automation':
       return runEventInSight(ctx, event);
+    case 'enrollment_key': {
+      // As the key list shows keys: to device readers, a site-limited one only its sites' keys.
+      const { siteId } = event.data as DomainEventMap['enrollment_key.created'];
+      const sites = visibleSiteIds(ctx, event.orgId);
+      return shown((await permits(ctx, 'devices:read', { orgId: event.orgId! })) && (!sites || (siteId !== null && sites.includes(siteId))));
+    }
     default:
       return event;
   }

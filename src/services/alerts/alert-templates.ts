@@ -1,15 +1,16 @@
-import { UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
+import { type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { ALERT_SEVERITIES, Alert, AlertCorrelationGroup, AlertRule, AlertTemplate, type AlertCondition, type AlertSeverity } from '../../../entities/alert.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, isUuid, loadOwned, targetOrgId, tenantWhere } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
-import { conflict, notFound } from '../../errors.js';
+import { notFound } from '../../errors.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { parseInput, timestamp, uuid } from '../../validation.js';
 import { AlertConditionViewSchema, AlertSeveritySchema, ConditionsSchema, normalizeCondition } from './alert-conditions.js';
 import { recordAudit } from '../audit/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
+import { uniqueNameGuard } from '../shared/unique-name.js';
 
 /*
  * Templates: named conditions and severity a rule starts from (built-in ones for the common cases,
@@ -153,14 +154,7 @@ export const UpdateAlertTemplateSchema = z.strictObject({
 }).describe('Changes to an alert template; a field left out keeps its value, and rules already made from it keep theirs.');
 export type UpdateAlertTemplateInput = z.input<typeof UpdateAlertTemplateSchema>;
 
-async function uniqueName<T>(write: Promise<T>): Promise<T> {
-  try {
-    return await write;
-  } catch (error) {
-    if (error instanceof UniqueConstraintViolationException && error.message.includes('alert_template_org_id_name_unique')) throw conflict('A template with this name already exists in the organization');
-    throw error;
-  }
-}
+const uniqueName = uniqueNameGuard('alert_template_org_id_name_unique', 'A template');
 
 export async function createAlertTemplate(ctx: RequestContext, rawInput: CreateAlertTemplateInput): Promise<AlertTemplateView> {
   const input = parseInput(CreateAlertTemplateSchema, rawInput);

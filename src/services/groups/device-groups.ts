@@ -1,4 +1,4 @@
-import { LockMode, raw, UniqueConstraintViolationException, type FilterQuery, type QBFilterQuery } from '@mikro-orm/core';
+import { LockMode, raw, type FilterQuery, type QBFilterQuery } from '@mikro-orm/core';
 import DataLoader from 'dataloader';
 import { z } from 'zod';
 import { Device } from '../../../entities/device.js';
@@ -21,7 +21,7 @@ import type { Permission } from '../../auth/permissions.js';
 import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
 import { escapeLike, containsPattern } from '../../db/like.js';
 import { withTransaction } from '../../db/transaction.js';
-import { badRequest, conflict, notFound } from '../../errors.js';
+import { badRequest, notFound } from '../../errors.js';
 import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { onePer } from '../../memo.js';
@@ -30,6 +30,7 @@ import { applyChanges, providedFields } from '../shared/changes.js';
 import { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, deviceView, type DeviceView } from '../devices/api.js';
 import { checkTargetSite } from '../devices/api.js';
 import { TagSchema } from './tags.js';
+import { uniqueNameGuard } from '../shared/unique-name.js';
 
 /*
  * Device groups: `static` groups list their devices by hand; `dynamic` ones hold the devices their
@@ -564,15 +565,7 @@ export async function getGroup(ctx: RequestContext, id: string): Promise<DeviceG
   return viewOf(ctx, await accessibleGroup(ctx, id, 'devices:read'));
 }
 
-/** Names are unique per organization: the constraint decides, so requests racing for one name get the same answer. */
-async function uniqueName<T>(write: Promise<T>): Promise<T> {
-  try {
-    return await write;
-  } catch (error) {
-    if (error instanceof UniqueConstraintViolationException && error.message.includes('device_group_org_id_name_unique')) throw conflict('A group with this name already exists in the organization');
-    throw error;
-  }
-}
+const uniqueName = uniqueNameGuard('device_group_org_id_name_unique', 'A group');
 
 export async function createGroup(ctx: RequestContext, rawInput: CreateGroupInput): Promise<DeviceGroupView> {
   const input = parseInput(CreateGroupSchema, rawInput);

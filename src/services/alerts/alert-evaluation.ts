@@ -8,7 +8,7 @@ import { onePer } from '../../memo.js';
 import type { Runtime } from '../../runtime.js';
 import { dueAt, factsOf, ruleHolds, ruleTargets, type DeviceFacts } from './alert-conditions.js';
 import { RULES_TOPIC, enabledRules, type CachedRule } from './alert-rules.js';
-import { correlate } from './alert-templates.js';
+import { correlate } from './correlation.js';
 import { ALERT_STATE_TOPIC, alertChanged, alertEventData } from './alerts.js';
 import { suppressedDeviceIds } from '../maintenance/api.js';
 

@@ -101,7 +101,7 @@ export class Webhook extends BaseEntity<
   name: 'webhook_delivery_dead_letter_index',
   expression: `create index "webhook_delivery_dead_letter_index" on "webhook_delivery" ("org_id", "dead_lettered_at") where "dead_lettered_at" is not null`,
 })
-// The delivery worker claims due first attempts in (createdAt, id) order from this (src/services/webhook-deliveries.ts).
+// The delivery worker claims due first attempts in (createdAt, id) order from this (src/services/webhooks/delivery-pipeline.ts).
 @Index({
   name: 'webhook_delivery_pending_index',
   expression: `create index "webhook_delivery_pending_index" on "webhook_delivery" ("created_at", "id") where "status" = 'pending'`,

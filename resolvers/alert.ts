@@ -20,20 +20,22 @@ import {
   AlertTemplateListSchema,
   AlertTemplatePageSchema,
   AlertTemplateViewSchema,
-  AnalyzeCorrelationsSchema,
-  CorrelationAnalysisSchema,
-  CorrelationGroupListQuery,
-  CorrelationGroupPageSchema,
   CreateAlertTemplateSchema,
   UpdateAlertTemplateSchema,
-  analyzeCorrelations,
   createAlertTemplate,
   deleteAlertTemplate,
   listAlertTemplates,
   listBuiltInTemplates,
-  listCorrelationGroups,
   updateAlertTemplate,
 } from '../src/services/alerts/alert-templates.js';
+import {
+  AnalyzeCorrelationsSchema,
+  CorrelationAnalysisSchema,
+  CorrelationGroupListQuery,
+  CorrelationGroupPageSchema,
+  analyzeCorrelations,
+  listCorrelationGroups,
+} from '../src/services/alerts/correlation.js';
 import {
   AlertConnectionArgs,
   AlertSummaryQuery,

@@ -1,6 +1,7 @@
 import { arg, args, id, inputType, operations, pageArgs, query } from '../src/graphql/contract.js';
 import { PageQuery, type PageInput } from '../src/pagination.js';
-import { AuditFilters, AuditLogPageSchema, AuditLogViewSchema, AuditPeriodQuery, AuditStatsSchema, auditStats, getAuditLog, listAuditLogs } from '../src/services/audit/audit.js';
+import { AuditFilters, AuditLogPageSchema, AuditLogViewSchema, getAuditLog, listAuditLogs } from '../src/services/audit/audit-log.js';
+import { AuditPeriodQuery, AuditStatsSchema, auditStats } from '../src/services/audit/audit-reports.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 export const AuditResolver = operations({

@@ -5,7 +5,6 @@ import { SsoLinkStartSchema, startSsoLink } from '../src/services/sso/sso-links.
 import {
   CreateSsoProviderSchema,
   ListSsoProvidersQuery,
-  SsoPresetSchema,
   SsoProviderPageSchema,
   SsoProviderTestResultSchema,
   SsoProviderStatusInput,
@@ -14,12 +13,12 @@ import {
   createSsoProvider,
   deleteSsoProvider,
   getSsoProvider,
-  listSsoPresets,
   listSsoProviders,
   setSsoProviderStatus,
   testSsoProvider,
   updateSsoProvider,
 } from '../src/services/sso/sso-providers.js';
+import { SsoPresetSchema, listSsoPresets } from '../src/services/sso/sso-presets.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 export const SsoResolver = operations({

@@ -4,29 +4,31 @@ import { AuthSessionSchema } from '../src/services/identity/auth.js';
 import { AssignableRolesQuery, RoleViewSchema, assignableRoles } from '../src/services/identity/roles.js';
 import { UserPageSchema, UserViewSchema } from '../src/services/identity/user-view.js';
 import {
-  AcceptInviteSchema,
-  InvitationViewSchema,
-  InviteResultSchema,
-  InviteUserSchema,
   MeViewSchema,
   MembershipViewSchema,
   UpdateMeSchema,
   UpdateUserSchema,
   UserListQuery,
-  acceptInvite,
-  acceptMyInvitation,
-  declineMyInvitation,
   deleteUser,
   getMe,
   getUser,
-  inviteUser,
-  listMyInvitations,
   listUsers,
-  resendInvite,
   setUserRole,
   updateMe,
   updateUser,
 } from '../src/services/identity/users.js';
+import {
+  AcceptInviteSchema,
+  InvitationViewSchema,
+  InviteResultSchema,
+  InviteUserSchema,
+  acceptInvite,
+  acceptMyInvitation,
+  declineMyInvitation,
+  inviteUser,
+  listMyInvitations,
+  resendInvite,
+} from '../src/services/identity/invitations.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 export const UserResolver = operations({

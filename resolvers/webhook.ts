@@ -3,7 +3,6 @@ import { arg, args, field, id, input, mutation, operations, pageArgs, query, sub
 import { pageSchema } from '../src/pagination.js';
 import {
   DeliveriesConnectionArgs,
-  DeliveryUpdateSchema,
   ListDeadLettersQuery,
   TestWebhookSchema,
   WebhookDeliveryViewSchema,
@@ -15,6 +14,7 @@ import {
   subscribeDeliveryUpdates,
   testWebhook,
 } from '../src/services/webhooks/webhook-deliveries.js';
+import { DeliveryUpdateSchema } from '../src/services/webhooks/delivery-pipeline.js';
 import {
   CreateWebhookSchema,
   DeliveryStatsSchema,

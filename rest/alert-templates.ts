@@ -4,23 +4,25 @@ import {
   AlertTemplateListSchema,
   AlertTemplatePageSchema,
   AlertTemplateViewSchema,
+  CreateAlertTemplateSchema,
+  UpdateAlertTemplateSchema,
+  createAlertTemplate,
+  deleteAlertTemplate,
+  listAlertTemplates,
+  listBuiltInTemplates,
+  updateAlertTemplate,
+} from '../src/services/alerts/alert-templates.js';
+import {
   AnalyzeCorrelationsSchema,
   CorrelationAnalysisSchema,
   CorrelationGroupListQuery,
   CorrelationGroupPageSchema,
   CorrelationListQuery,
   CorrelationPageSchema,
-  CreateAlertTemplateSchema,
-  UpdateAlertTemplateSchema,
   analyzeCorrelations,
-  createAlertTemplate,
-  deleteAlertTemplate,
-  listAlertTemplates,
-  listBuiltInTemplates,
   listCorrelationGroups,
   listCorrelations,
-  updateAlertTemplate,
-} from '../src/services/alerts/alert-templates.js';
+} from '../src/services/alerts/correlation.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Alert rule templates, and the correlation of alerts into incidents. */

@@ -2,29 +2,20 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Response } from 'express';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
+import { AuditExportInput, AuditExportQuery, exportAuditLog, type AuditExport } from '../src/services/audit/audit-export.js';
+import { AuditListQuery, AuditLogPageSchema, AuditLogViewSchema, AuditSearchQuery, getAuditLog, listAuditLogs, searchAuditLogs } from '../src/services/audit/audit-log.js';
 import {
-  AuditExportInput,
-  AuditExportQuery,
-  AuditListQuery,
   AuditPeriodQuery,
   AuditReportQuery,
-  AuditLogPageSchema,
-  AuditLogViewSchema,
-  AuditSearchQuery,
   AuditStatsSchema,
   ComplianceReportSchema,
   SecurityEventsReportSchema,
   UserActivityReportSchema,
   auditStats,
   complianceReport,
-  exportAuditLog,
-  getAuditLog,
-  listAuditLogs,
-  searchAuditLogs,
   securityEventsReport,
   userActivityReport,
-  type AuditExport,
-} from '../src/services/audit/audit.js';
+} from '../src/services/audit/audit-reports.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Streams the export straight to the client: rows leave as they are read, never buffered whole. */

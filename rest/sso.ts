@@ -10,7 +10,6 @@ import { STATE_COOKIE, completeOidcLogin } from '../src/services/sso/sso-oidc.js
 import {
   CreateSsoProviderSchema,
   ListSsoProvidersQuery,
-  SsoPresetSchema,
   SsoProviderPageSchema,
   SsoProviderTestResultSchema,
   SsoProviderViewSchema,
@@ -19,12 +18,12 @@ import {
   createSsoProvider,
   deleteSsoProvider,
   getSsoProvider,
-  listSsoPresets,
   listSsoProviders,
   setSsoProviderStatus,
   testSsoProvider,
   updateSsoProvider,
 } from '../src/services/sso/sso-providers.js';
+import { SsoPresetSchema, listSsoPresets } from '../src/services/sso/sso-presets.js';
 import { SAML_STATE_COOKIE, completeSamlLogin, samlMetadata } from '../src/services/sso/sso-saml.js';
 import { RestRouter, pathId } from './router.js';
 

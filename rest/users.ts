@@ -4,32 +4,34 @@ import { AuthSessionSchema } from '../src/services/identity/auth.js';
 import { AssignableRolesQuery, RoleViewSchema, assignableRoles } from '../src/services/identity/roles.js';
 import { UserPageSchema, UserViewSchema } from '../src/services/identity/user-view.js';
 import {
+  MeViewSchema,
+  MembershipViewSchema,
+  SetUserRoleSchema,
+  UpdateMeSchema,
+  UpdateUserSchema,
+  UserListQuery,
+  deleteUser,
+  getMe,
+  getUser,
+  listUsers,
+  setUserRole,
+  updateMe,
+  updateUser,
+} from '../src/services/identity/users.js';
+import {
   AcceptInviteSchema,
   AcceptMyInvitationSchema,
   InvitationListSchema,
   InviteResultSchema,
   InviteUserSchema,
-  MeViewSchema,
-  MembershipViewSchema,
   ResendInviteSchema,
-  SetUserRoleSchema,
-  UpdateMeSchema,
-  UpdateUserSchema,
-  UserListQuery,
   acceptInvite,
   acceptMyInvitation,
   declineMyInvitation,
-  deleteUser,
-  getMe,
-  getUser,
   inviteUser,
   listMyInvitations,
-  listUsers,
   resendInvite,
-  setUserRole,
-  updateMe,
-  updateUser,
-} from '../src/services/identity/users.js';
+} from '../src/services/identity/invitations.js';
 import { RestRouter, pathId } from './router.js';
 
 /** Users of the organizations and partners the caller reaches, invitations, and the caller's own profile. */

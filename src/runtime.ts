@@ -34,7 +34,7 @@ export interface AgentChannels {
 }
 
 /**
- * This instance's webhook delivery worker as the services use it: src/services/webhook-worker.ts
+ * This instance's webhook delivery worker as the services use it: src/services/webhooks/webhook-worker.ts
  * implements it (first attempts are claimed from the deliveries table; retries come through Agenda).
  */
 export interface WebhookDeliveryQueue {

@@ -20,7 +20,7 @@ import { createLogger, type Logger } from './logger.js';
 import { resolveTunables, systemClock, type Clock, type Runtime, type TunableOverrides } from './runtime.js';
 import { SecretBox } from './secrets.js';
 import { AgentChannelHub } from './services/devices/agent-channel.js';
-import { recordDenied } from './services/audit/audit.js';
+import { recordDenied } from './services/audit/record.js';
 import { bootstrapIdentity } from './services/identity/bootstrap.js';
 import { WebhookDeliveryWorker } from './services/webhooks/webhook-worker.js';
 

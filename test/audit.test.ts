@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { RequestContext } from '../src/auth/context.js';
 import { withTransaction } from '../src/db/transaction.js';
-import { recordAudit } from '../src/services/audit/audit.js';
+import { recordAudit } from '../src/services/audit/record.js';
 import type { AuditAction } from '../src/events/types.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';

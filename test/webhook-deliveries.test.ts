@@ -6,7 +6,7 @@ import { withTransaction } from '../src/db/transaction.js';
 import { emit } from '../src/events/outbox.js';
 import type { DomainEvent, DomainEventMap, DomainEventType } from '../src/events/types.js';
 import type { Runtime } from '../src/runtime.js';
-import { DELIVERY_UPDATED_TOPIC, retryDelayMs } from '../src/services/webhooks/webhook-deliveries.js';
+import { DELIVERY_UPDATED_TOPIC, retryDelayMs } from '../src/services/webhooks/delivery-pipeline.js';
 import { DEFAULT_RETRY_POLICY } from '../src/services/webhooks/webhooks.js';
 import type { Permission } from '../src/auth/permissions.js';
 import { createTestApp, type TestApp } from './support/app.js';

@@ -3,7 +3,7 @@ import { RequestContext } from '../src/auth/context.js';
 import { withTransaction } from '../src/db/transaction.js';
 import { emit } from '../src/events/outbox.js';
 import type { Runtime } from '../src/runtime.js';
-import { DELIVER_JOB, SWEEP_JOB, sweepDeliveries } from '../src/services/webhooks/webhook-deliveries.js';
+import { DELIVER_JOB, SWEEP_JOB, sweepDeliveries } from '../src/services/webhooks/delivery-pipeline.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { rest } from './support/clients.js';
 import { jobsFinished, sql, useTestDatabase } from './support/db.js';

@@ -1,5 +1,5 @@
 import { RequestContext } from '../auth/context.js';
-import { DELIVER_JOB, deliver, DeliverJobSchema, SWEEP_JOB, sweepDeliveries } from '../services/webhooks/webhook-deliveries.js';
+import { DELIVER_JOB, deliver, DeliverJobSchema, SWEEP_JOB, sweepDeliveries } from '../services/webhooks/delivery-pipeline.js';
 import type { JobDefinition } from './types.js';
 
 export const webhookJobs: JobDefinition<never>[] = [

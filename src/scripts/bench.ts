@@ -32,7 +32,7 @@ import { loadConfig } from '../config.js';
 import { withTransaction } from '../db/transaction.js';
 import { projectRoot } from '../paths.js';
 import { startServer, type RunningServer } from '../server.js';
-import { recordAudit } from '../services/audit/audit.js';
+import { recordAudit } from '../services/audit/record.js';
 import { DEVICE_SECTIONS } from './bench-devices.js';
 import { runGraphqlSection } from './bench-graphql.js';
 import { runRequestSection } from './bench-requests.js';

@@ -1,6 +1,6 @@
 import type { DomainEvent, EventSubscriber } from '../events/types.js';
 import type { DeviceEventData } from '../services/devices/events.js';
-import { reconcileDeviceMemberships } from '../services/groups/device-groups.js';
+import { reconcileDeviceMemberships } from '../services/groups/group-membership.js';
 
 // Every event of `on` carries DeviceEventData.
 const deviceOf = (event: DomainEvent) => (event.data as DeviceEventData).deviceId;

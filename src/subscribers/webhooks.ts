@@ -1,5 +1,5 @@
 import type { EventSubscriber } from '../events/types.js';
-import { fanOutEvents } from '../services/webhooks/webhook-deliveries.js';
+import { fanOutEvents } from '../services/webhooks/delivery-pipeline.js';
 import { WEBHOOK_EVENT_TYPES } from '../events/types.js';
 
 /**

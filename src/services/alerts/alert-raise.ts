@@ -5,7 +5,7 @@ import type { RequestContext } from '../../auth/context.js';
 import { emit } from '../../events/outbox.js';
 import { parseInput, uuid } from '../../validation.js';
 import { AlertSeveritySchema } from './alert-conditions.js';
-import { correlate } from './alert-templates.js';
+import { correlate } from './correlation.js';
 import { alertChanged, alertEventData, alertView, type AlertView } from './alerts.js';
 import { suppressedDeviceIds } from '../maintenance/api.js';
 

@@ -1,4 +1,4 @@
-import { LockMode, UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import {
   AUTOMATION_ON_FAILURE,
@@ -18,7 +18,7 @@ import type { Permission } from '../../auth/permissions.js';
 import { authorize, loadOwned, permits, requirePrincipal, targetOrgId, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
 import { containsPattern } from '../../db/like.js';
-import { AppError, badRequest, conflict, forbidden, notFound } from '../../errors.js';
+import { AppError, badRequest, forbidden, notFound } from '../../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../../events/types.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { randomToken } from '../../secrets.js';
@@ -27,6 +27,7 @@ import { recordAudit } from '../audit/api.js';
 import { CreateCommandSchema, JsonObjectSchema } from '../devices/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { cronError, isTimeZone, nextStart, type CronSchedule } from '../shared/schedule.js';
+import { uniqueNameGuard } from '../shared/unique-name.js';
 
 /*
  * Automations: an organization's steps (run a script, queue a command, notify a channel, wait) run
@@ -360,15 +361,7 @@ async function checkSteps(ctx: RequestContext, orgId: string, steps: AutomationS
   if (channelIds.length > 0 && (await ctx.em.count(AlertChannel, { id: { $in: channelIds }, orgId })) !== channelIds.length) throw notFound('Alert channel');
 }
 
-/** Names are unique per organization: the constraint decides, so racing requests get one answer. */
-async function uniqueName<T>(write: Promise<T>): Promise<T> {
-  try {
-    return await write;
-  } catch (error) {
-    if (error instanceof UniqueConstraintViolationException && error.message.includes('automation_org_id_name_unique')) throw conflict('An automation with this name already exists in the organization');
-    throw error;
-  }
-}
+const uniqueName = uniqueNameGuard('automation_org_id_name_unique', 'An automation');
 
 // ── operations ──────────────────────────────────────────────────────────────────────────────────
 

@@ -1,10 +1,10 @@
-import { UniqueConstraintViolationException, raw, type QBFilterQuery } from '@mikro-orm/core';
+import { raw, type QBFilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Script, ScriptCategory, ScriptExecution, ScriptTag, ScriptVersion } from '../../../entities/script.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, isUuid, loadOwned, targetOrgId, tenantWhere } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
-import { conflict, notFound } from '../../errors.js';
+import { notFound } from '../../errors.js';
 import { PageQuery, listSchema, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
@@ -12,6 +12,7 @@ import { applyChanges } from '../shared/changes.js';
 import { SystemScriptSchema, accessibleScript, addVersion, insertScript, lockScript, scriptView, systemScriptView, type ScriptView, type SystemScriptView } from './scripts.js';
 import { executionFilter } from './script-executions.js';
 import { SCRIPT_TEMPLATES } from './system-scripts.js';
+import { uniqueNameGuard } from '../shared/unique-name.js';
 
 /*
  * The script library: an organization's categories and tags (names unique per organization; a
@@ -82,15 +83,9 @@ async function categoryViewOf(ctx: RequestContext, category: ScriptCategory): Pr
   return categoryView(category, await usageCounts(ctx, 'category', [category]));
 }
 
-/** Names are unique per organization: the constraint decides. */
-async function uniqueName<T>(write: Promise<T>, constraint: string, what: string): Promise<T> {
-  try {
-    return await write;
-  } catch (error) {
-    if (error instanceof UniqueConstraintViolationException && error.message.includes(constraint)) throw conflict(`A ${what} with this name already exists in the organization`);
-    throw error;
-  }
-}
+const uniqueCategoryName = uniqueNameGuard('script_category_org_id_name_unique', 'A category');
+const uniqueTagName = uniqueNameGuard('script_tag_org_id_name_unique', 'A tag');
+const uniqueScriptName = uniqueNameGuard('script_org_id_name_unique', 'A script');
 
 export async function listCategories(ctx: RequestContext, rawQuery: LibraryListInput): Promise<Page<CategoryView>> {
   const query = parseInput(LibraryListQuery, rawQuery);
@@ -117,15 +112,13 @@ export async function createCategory(ctx: RequestContext, rawInput: CreateCatego
   const input = parseInput(CreateCategorySchema, rawInput);
   const orgId = await targetOrgId(ctx, input.orgId);
   await authorize(ctx, 'scripts:write', { orgId, resource: 'Organization' });
-  return uniqueName(
+  return uniqueCategoryName(
     withTransaction(ctx, async (tx) => {
       const category = tx.em.create(ScriptCategory, { orgId, name: input.name, description: input.description ?? null });
       await tx.em.flush();
       await recordAudit(tx, { action: 'script_category.create', resourceType: 'script_category', resourceId: category.id, orgId, details: { name: category.name } });
       return categoryViewOf(tx, category);
     }),
-    'script_category_org_id_name_unique',
-    'category',
   );
 }
 
@@ -133,7 +126,7 @@ export async function createCategory(ctx: RequestContext, rawInput: CreateCatego
 export async function updateCategory(ctx: RequestContext, id: string, rawInput: UpdateCategoryInput): Promise<CategoryView> {
   const input = parseInput(UpdateCategorySchema, rawInput);
   const category = await accessibleCategory(ctx, id, 'scripts:write');
-  return uniqueName(
+  return uniqueCategoryName(
     withTransaction(ctx, async (tx) => {
       const previousName = category.name;
       const changes = applyChanges(category, { name: input.name, description: input.description });
@@ -143,8 +136,6 @@ export async function updateCategory(ctx: RequestContext, id: string, rawInput: 
       await recordAudit(tx, { action: 'script_category.update', resourceType: 'script_category', resourceId: id, orgId: category.orgId, changes, details: { name: category.name, previousName } });
       return categoryViewOf(tx, category);
     }),
-    'script_category_org_id_name_unique',
-    'category',
   );
 }
 
@@ -201,15 +192,13 @@ export async function createScriptTag(ctx: RequestContext, rawInput: CreateTagIn
   const input = parseInput(CreateTagSchema, rawInput);
   const orgId = await targetOrgId(ctx, input.orgId);
   await authorize(ctx, 'scripts:write', { orgId, resource: 'Organization' });
-  return uniqueName(
+  return uniqueTagName(
     withTransaction(ctx, async (tx) => {
       const tag = tx.em.create(ScriptTag, { orgId, name: input.name });
       await tx.em.flush();
       await recordAudit(tx, { action: 'script_tag.create', resourceType: 'script_tag', resourceId: tag.id, orgId, details: { name: tag.name } });
       return tagView(tag, await usageCounts(tx, 'tag', [tag]));
     }),
-    'script_tag_org_id_name_unique',
-    'tag',
   );
 }
 
@@ -333,14 +322,12 @@ export async function createFromTemplate(ctx: RequestContext, templateId: string
   await authorize(ctx, 'scripts:write', { orgId, resource: 'Organization' });
   const template = SCRIPT_TEMPLATES.find((t) => t.id === templateId);
   if (!template) throw notFound('Template');
-  return uniqueName(
+  return uniqueScriptName(
     withTransaction(ctx, async (tx) => {
       const script = await insertScript(tx, orgId, { ...template, name: input.name ?? template.name, description: input.description === undefined ? template.description : input.description });
       await recordAudit(tx, { action: 'script.create', resourceType: 'script', resourceId: script.id, orgId, details: { name: script.name, templateId } });
       return scriptView(script);
     }),
-    'script_org_id_name_unique',
-    'script',
   );
 }
 

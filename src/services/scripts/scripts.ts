@@ -1,4 +1,4 @@
-import { LockMode, UniqueConstraintViolationException, type FilterQuery } from '@mikro-orm/core';
+import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { OS_TYPES } from '../../../entities/device.js';
 import { SCRIPT_LANGUAGES, SCRIPT_PARAMETER_TYPES, SCRIPT_RUN_AS, Script, ScriptVersion, type StoredScriptParameter } from '../../../entities/script.js';
@@ -7,13 +7,14 @@ import type { Permission } from '../../auth/permissions.js';
 import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../../auth/policy.js';
 import { containsPattern } from '../../db/like.js';
 import { withTransaction } from '../../db/transaction.js';
-import { badRequest, conflict, notFound } from '../../errors.js';
+import { badRequest, notFound } from '../../errors.js';
 import { PageQuery, listSchema, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import type { Runtime } from '../../runtime.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { SYSTEM_SCRIPTS, type SystemScript } from './system-scripts.js';
+import { uniqueNameGuard } from '../shared/unique-name.js';
 
 /*
  * Scripts of an organization: content in one of four languages, declared parameters (secret ones
@@ -270,15 +271,7 @@ export function accessibleScript(ctx: RequestContext, id: string, permission: Pe
   return loadOwned(ctx, Script, id, permission, { resource: RESOURCE });
 }
 
-/** Names are unique per organization: the constraint decides. */
-async function uniqueName<T>(write: Promise<T>): Promise<T> {
-  try {
-    return await write;
-  } catch (error) {
-    if (error instanceof UniqueConstraintViolationException && error.message.includes('script_org_id_name_unique')) throw conflict('A script with this name already exists in the organization');
-    throw error;
-  }
-}
+const uniqueName = uniqueNameGuard('script_org_id_name_unique', 'A script');
 
 export const ScriptListQuery = PageQuery.extend({
   orgId: uuid().optional().describe('only scripts of this organization'),

@@ -13,7 +13,7 @@ import { randomToken, sha256Hex } from '../../secrets.js';
 import { parseInput } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { issueSession, type SessionTokens } from '../identity/api.js';
-import { usableDefaultRole } from './sso-providers.js';
+import { usableDefaultRole } from './sso-idp.js';
 
 /** The `error` query values of `<publicUrl>/login?error=<code>`. */
 export type SsoErrorCode =

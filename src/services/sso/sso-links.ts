@@ -10,7 +10,7 @@ import { parseInput } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { RedirectPath, SsoLoginError, failedLoginUrl, seal, unseal, type LoginRedirect } from './sso-accounts.js';
 import { openOidcLink, prepareOidcLink } from './sso-oidc.js';
-import { findActiveProvider } from './sso-providers.js';
+import { findActiveProvider } from './sso-idp.js';
 import { openSamlLink, prepareSamlLink } from './sso-saml.js';
 
 export const LINK_PATH = '/api/v1/sso/link';

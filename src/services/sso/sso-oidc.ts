@@ -20,7 +20,7 @@ import {
   type LoginRedirect,
   type SsoIdentityClaims,
 } from './sso-accounts.js';
-import { assertBrowserUrl, idpFetch } from './sso-providers.js';
+import { assertBrowserUrl, idpFetch } from './sso-idp.js';
 
 export const STATE_COOKIE = 'service_sso_state';
 export const CALLBACK_PATH = '/api/v1/sso/callback';

@@ -2,8 +2,6 @@ import { X509Certificate } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
-import { Organization } from '../../../entities/organization.js';
-import { Role } from '../../../entities/role.js';
 import {
   SamlAssertion,
   SamlRequest,
@@ -14,100 +12,30 @@ import {
   type SsoProviderType,
 } from '../../../entities/sso.js';
 import type { RequestContext } from '../../auth/context.js';
-import { discoverOidcEndpoints, type OidcEndpoints, type OidcFetch } from '../../auth/oidc-toolkit.js';
+import { discoverOidcEndpoints, type OidcEndpoints } from '../../auth/oidc-toolkit.js';
 import type { Principal } from '../../auth/context.js';
-import { authenticated, authorize, isUuid, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../../auth/policy.js';
+import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../../auth/policy.js';
 import type { Permission } from '../../auth/permissions.js';
 import { normalizeCertificate, parseIdpMetadata } from '../../auth/saml-toolkit.js';
-import type { Config } from '../../config.js';
 import { withTransaction } from '../../db/transaction.js';
 import { AppError, badRequest, conflict, notFound } from '../../errors.js';
-import { createGuardedFetch } from '../../net/outbound-guard.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit, recordChange } from '../audit/api.js';
 import { assertCanGrant } from '../identity/api.js';
+import { HTTPS_ONLY, assertBrowserUrl, idpFetch, usableDefaultRole } from './sso-idp.js';
+import { DEFAULT_MAPPING, DEFAULT_SCOPES, SSO_PRESETS, SsoAttributeMappingViewSchema, SsoProviderTypeSchema } from './sso-presets.js';
 
 const RESOURCE = 'SSO provider';
-const DEFAULT_SCOPES = 'openid profile email';
-const DEFAULT_MAPPING: SsoAttributeMapping = { email: 'email', name: 'name' };
-const OIDC_MAPPING: SsoAttributeMapping = { email: 'email', name: 'name', firstName: 'given_name', lastName: 'family_name' };
 
-// ---------------------------------------------------------------------------------------------------------
-// Presets. Identifiers name the kind of IdP, not a product.
-
-export const SsoProviderTypeSchema = z
-  .enum(['oidc', 'saml'])
-  .meta({ title: 'SsoProviderType', description: 'The single sign-on protocol an identity provider speaks.' })
-  .register(enumValues, { oidc: 'OpenID Connect.', saml: 'SAML 2.0.' });
 const SsoProviderStatusSchema = z
   .enum(['inactive', 'testing', 'active'])
   .meta({ title: 'SsoProviderStatus', description: 'Whether an identity provider signs users in.' })
   .register(enumValues, { inactive: 'Not used for sign-in.', testing: 'Being tried out: testSsoProvider works, sign-in does not.', active: 'Used for sign-in.' });
 
-export const SsoAttributeMappingViewSchema = z
-  .object({
-    email: z.string().describe('The claim or attribute holding the email address.'),
-    name: z.string().describe('The claim or attribute holding the display name.'),
-    firstName: z.string().optional().describe('used when the name claim is missing'),
-    lastName: z.string().optional().describe('combined with firstName into a display name'),
-    groups: z.string().optional().describe('a claim holding an array of strings'),
-  })
-  .meta({ title: 'SsoAttributeMapping', description: 'Which IdP claim holds each user field.' });
-
-export const SsoPresetSchema = z
-  .object({
-    id: z.string().describe('The preset’s ID (what `preset` takes).'),
-    name: z.string().describe('Its display name.'),
-    type: SsoProviderTypeSchema.describe('Its protocol.'),
-    issuerTemplate: z.string().nullable().describe('OIDC issuer URL template'),
-    ssoUrlTemplate: z.string().nullable().describe('SAML SSO URL template'),
-    scopes: z.string().nullable().describe('OIDC scopes it requests; null for SAML.'),
-    attributeMapping: SsoAttributeMappingViewSchema.describe('OIDC: the claims mapped to user fields; SAML: the attribute URIs mapped automatically'),
-  })
-  .meta({ title: 'SsoPreset', description: 'A ready-made configuration for a common identity provider.' });
-export type SsoPreset = z.output<typeof SsoPresetSchema>;
-
-const SAML_MAPPING: SsoAttributeMapping = {
-  email: 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress',
-  name: 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/name',
-  firstName: 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/givenname',
-  lastName: 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/surname',
-  groups: 'http://schemas.microsoft.com/ws/2008/06/identity/claims/groups',
-};
-const oidcPreset = (id: string, name: string, issuerTemplate: string, scopes: string, mapping = OIDC_MAPPING): SsoPreset => ({
-  id, name, type: 'oidc', issuerTemplate, ssoUrlTemplate: null, scopes, attributeMapping: mapping,
-});
-const samlPreset = (id: string, name: string, ssoUrlTemplate: string): SsoPreset => ({
-  id, name, type: 'saml', issuerTemplate: null, ssoUrlTemplate, scopes: null, attributeMapping: SAML_MAPPING,
-});
-
-export const SSO_PRESETS: readonly SsoPreset[] = [
-  oidcPreset('cloud_directory_oidc', 'Cloud directory provider (OIDC)', 'https://{idp_host}/{tenant}/v2.0', DEFAULT_SCOPES),
-  oidcPreset('workforce_identity_oidc', 'Workforce identity provider (OIDC)', 'https://{domain}.{idp_host}', 'openid profile email groups', {
-    ...OIDC_MAPPING,
-    groups: 'groups',
-  }),
-  // This provider has one fixed issuer for every customer: the template is that issuer's host.
-  oidcPreset('workspace_suite_oidc', 'Workspace suite provider (OIDC)', 'https://{idp_host}', DEFAULT_SCOPES),
-  oidcPreset('identity_saas_oidc', 'Identity SaaS provider (OIDC)', 'https://{domain}.{idp_host}', DEFAULT_SCOPES),
-  samlPreset('cloud_directory_saml', 'Cloud directory provider (SAML)', 'https://{idp_host}/{tenant}/saml2'),
-  samlPreset('workforce_identity_saml', 'Workforce identity provider (SAML)', 'https://{domain}.{idp_host}/app/{appId}/sso/saml'),
-  samlPreset('one_login_saml', 'One-login provider (SAML)', 'https://{domain}.{idp_host}/trust/saml2/http-post/sso/{appId}'),
-  samlPreset('directory_federation_saml', 'Directory federation server (SAML)', 'https://{adfs-server}/adfs/ls'),
-  samlPreset('workspace_suite_saml', 'Workspace suite provider (SAML)', 'https://{idp_host}/o/saml2/idp?idpid={idpId}'),
-];
-
-/** Static product knowledge, the same for every signed-in caller. */
-export function listSsoPresets(ctx: RequestContext): SsoPreset[] {
-  authenticated(ctx);
-  return SSO_PRESETS.map((p) => ({ ...p, attributeMapping: { ...p.attributeMapping } }));
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Inputs
 
-const HTTPS_ONLY = 'must be an https URL';
 const httpsUrl = z.string().max(500).pipe(z.url({ protocol: /^https$/, message: HTTPS_ONLY }));
 // Where the login sends the browser: http passes the schema only to meet assertBrowserUrl, which knows the configuration.
 const webUrl = z.string().max(500).pipe(z.url({ protocol: /^https?$/, message: HTTPS_ONLY }));
@@ -298,50 +226,6 @@ export function ssoProviderView(p: SsoProvider): SsoProviderView {
     createdAt: p.createdAt.toISOString(),
     updatedAt: p.updatedAt.toISOString(),
   };
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Shared with the login flow
-
-/** Every server-side request to an IdP goes through the SSRF guard. */
-export function idpFetch(config: Config): OidcFetch {
-  return createGuardedFetch({ allowPrivateNetworkTargets: config.allowPrivateNetworkTargets, timeoutMs: 10_000 });
-}
-
-function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
-}
-
-/**
- * The IdP URLs the login sends browsers to (OIDC authorizationUrl, SAML ssoUrl) are https, like those the
- * service fetches itself; plain http only to a loopback IdP, and only with ALLOW_PRIVATE_NETWORK_TARGETS.
- * Applied to typed values, discovered and metadata values, and again at login for rows stored before.
- */
-export function assertBrowserUrl(config: Config, field: 'authorizationUrl' | 'ssoUrl', url: string | null | undefined): void {
-  if (!url) return;
-  const { protocol, hostname } = new URL(url);
-  if (protocol === 'https:' || (protocol === 'http:' && config.allowPrivateNetworkTargets && isLoopbackHost(hostname))) return;
-  throw badRequest(`${field}: ${HTTPS_ONLY}`);
-}
-
-export async function findActiveProvider(em: EntityManager, orgId: string): Promise<SsoProvider | null> {
-  return isUuid(orgId) ? em.findOne(SsoProvider, { orgId, status: 'active' }) : null;
-}
-
-/**
- * A default role must be organization-scoped and usable by this organization: a seeded system role
- * (`Organization Admin/Technician/Viewer`), a custom role of the organization, or one its partner
- * defined for all of its organizations.
- */
-export async function usableDefaultRole(em: EntityManager, orgId: string, roleId: string | null): Promise<Role | null> {
-  if (!roleId) return null;
-  const role = await em.findOne(Role, { id: roleId });
-  if (!role || role.scope !== 'organization') return null;
-  if (role.isSystem || role.orgId === orgId) return role;
-  if (role.orgId !== null || role.partnerId === null) return null;
-  const org = await em.findOne(Organization, { id: orgId });
-  return org?.partnerId === role.partnerId ? role : null;
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import {
   type LoginCookie,
   type LoginRedirect,
 } from './sso-accounts.js';
-import { assertBrowserUrl, findActiveProvider } from './sso-providers.js';
+import { assertBrowserUrl, findActiveProvider } from './sso-idp.js';
 
 export const ACS_PATH = '/api/v1/sso/saml/acs';
 export const SAML_STATE_COOKIE = 'service_saml_state';

@@ -11,7 +11,8 @@ import { parseInput, uuid } from '../../validation.js';
 import { passwordLoginPolicies } from '../identity/api.js';
 import { RedirectPath, type LoginRedirect } from './sso-accounts.js';
 import { startOidcLogin } from './sso-oidc.js';
-import { SsoProviderTypeSchema, findActiveProvider } from './sso-providers.js';
+import { findActiveProvider } from './sso-idp.js';
+import { SsoProviderTypeSchema } from './sso-presets.js';
 import { startSamlLogin } from './sso-saml.js';
 
 export type SsoCheck =

@@ -11,7 +11,7 @@ import {
   webhooksOfWaitingDeliveries,
   type ClaimedDelivery,
   type FinishedAttempt,
-} from './webhook-deliveries.js';
+} from './delivery-pipeline.js';
 
 /** Finished attempts recorded by one transaction at most. */
 const RECORD_BATCH = 500;

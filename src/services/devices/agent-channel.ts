@@ -9,7 +9,8 @@ import type { AgentChannels, AgentResponse, Runtime } from '../../runtime.js';
 import { sha256Hex } from '../../secrets.js';
 import { parseInput } from '../../validation.js';
 import { heartbeat, markSeen, reportCommandResult, touchPresence, type Presence } from './agents.js';
-import { JsonObjectSchema, boundedJson, claimCommands, COMMANDS_QUEUED_TOPIC, devicesWithPendingCommands, releaseCommands, type CommandsQueued } from './device-commands.js';
+import { boundedJson, JsonObjectSchema } from '../shared/json.js';
+import { claimCommands, COMMANDS_QUEUED_TOPIC, devicesWithPendingCommands, releaseCommands, type CommandsQueued } from './device-commands.js';
 import { accessibleDevice } from './devices.js';
 
 // The agent channel (docs/agent-protocol.md, "WebSocket channel"): one WebSocket per agent, held by

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityClass } from '@mikro-orm/core';
 import { z } from 'zod';
 import type { Device } from '../../../entities/device.js';
@@ -52,7 +53,8 @@ const NetworkPartSchema = z.union([
 /** Replaces the device's rows of one part with the reported ones, in the report's transaction. */
 async function replaceRows<T extends object>(tx: RequestContext, entity: EntityClass<T>, deviceId: string, rows: Omit<T, 'id'>[]): Promise<void> {
   await tx.em.nativeDelete(entity, { deviceId } as never);
-  for (let i = 0; i < rows.length; i += INSERT_BATCH) await tx.em.insertMany(entity, rows.slice(i, i + INSERT_BATCH) as never[]);
+  // insertMany writes the rows as given (no entity initializers): the ids are made here.
+  for (let i = 0; i < rows.length; i += INSERT_BATCH) await tx.em.insertMany(entity, rows.slice(i, i + INSERT_BATCH).map((row) => ({ id: randomUUID(), ...row })) as never[]);
 }
 
 const reported = (tx: RequestContext, device: Device) => ({ deviceId: device.id, reportedAt: tx.runtime.clock.now() });

@@ -1,0 +1,83 @@
+import { createTestApp, type TestApp } from './support/app.js';
+import { rest } from './support/clients.js';
+import { agentCall, enroll, fleet } from './support/devices.js';
+import { buildOrg, buildUser } from './support/factories.js';
+
+let app: TestApp;
+
+beforeAll(async () => {
+  app = await createTestApp();
+});
+afterAll(async () => {
+  await app.stop();
+});
+
+describe('device inventory', () => {
+  test('each part lands in its own rows, replaces the last report of that part only, and reads back through GET /devices/:id/inventory', async () => {
+    const { org, key } = await fleet(app);
+    const agent = await enroll(app, key, 'inv');
+    const reader = rest(app, (await buildUser(app, { orgId: org.id, can: ['devices:read'] })).as);
+    const empty = await reader.get(`/devices/${agent.deviceId}/inventory`);
+    expect([empty.status, empty.body]).toEqual([200, { deviceId: agent.deviceId, software: [], patches: [], network: [], reportedAt: null }]);
+
+    const report = {
+      hardware: { cpu: 'x' },
+      software: [
+        { name: 'curl', version: '8.5.0', publisher: 'curl project', installDate: '20240131', vendorField: 'ignored' },
+        { name: '7zip', version: null, installDate: '2023-05-02T10:00:00Z' },
+      ],
+      patches: [
+        { id: 'KB1', title: 'Old', installed: false },
+        { id: 'KB1', title: 'Cumulative update', severity: 'critical', installed: true, installedAt: '2024-02-01' },
+      ],
+      network: { eth0: { mac: '02:00:00:00:00:01', ipv4: '10.0.0.5' } },
+    };
+    expect((await agentCall(app, agent, '/inventory', report)).status).toBe(200);
+    const read = await reader.get(`/devices/${agent.deviceId}/inventory`);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual({
+      deviceId: agent.deviceId,
+      software: [
+        { name: '7zip', version: null, publisher: null, installDate: '2023-05-02' },
+        { name: 'curl', version: '8.5.0', publisher: 'curl project', installDate: '2024-01-31' },
+      ],
+      patches: [{ id: 'KB1', title: 'Cumulative update', severity: 'critical', installed: true, installedAt: '2024-02-01' }],
+      network: [{ name: 'eth0', mac: '02:00:00:00:00:01', ipv4: ['10.0.0.5'], ipv6: [] }],
+      reportedAt: expect.any(String),
+    });
+    // Hardware is the device's own hardwareInfo.
+    expect((await reader.get(`/devices/${agent.deviceId}`)).body.hardwareInfo).toEqual({ cpu: 'x' });
+
+    // A software report replaces the software rows; patches and network, not sent, stay.
+    expect((await agentCall(app, agent, '/inventory', { software: [{ name: 'git', version: '2.43' }] })).status).toBe(200);
+    const after = (await reader.get(`/devices/${agent.deviceId}/inventory`)).body;
+    expect(after.software).toEqual([{ name: 'git', version: '2.43', publisher: null, installDate: null }]);
+    expect(after.patches).toEqual(read.body.patches);
+    expect(after.network).toEqual(read.body.network);
+  });
+
+  test('parts are checked by their owners (400 naming the item), an unknown part is refused, and nothing is written', async () => {
+    const { org, key } = await fleet(app);
+    const agent = await enroll(app, key, 'bad-inv');
+    const reader = rest(app, (await buildUser(app, { orgId: org.id, can: ['devices:read'] })).as);
+    const refused = await agentCall(app, agent, '/inventory', { hardware: { cpu: 'y' }, software: [{ name: 'ok' }, { version: '1' }] });
+    expect([refused.status, refused.body.code, refused.body.details]).toEqual([400, 'VALIDATION_ERROR', [{ path: 'software.1.name', message: expect.any(String) }]]);
+    expect((await agentCall(app, agent, '/inventory', { software: [{ name: 'x', installDate: '2023-02-30' }] })).body.details).toEqual([
+      { path: 'software.0.installDate', message: expect.stringContaining('date') },
+    ]);
+    expect((await agentCall(app, agent, '/inventory', { drivers: [] })).status).toBe(400);
+    expect((await reader.get(`/devices/${agent.deviceId}/inventory`)).body).toMatchObject({ software: [], reportedAt: null });
+    expect((await reader.get(`/devices/${agent.deviceId}`)).body.hardwareInfo).toBeNull();
+  });
+
+  test("another organization's device is 404, and reading needs devices:read", async () => {
+    const { key } = await fleet(app);
+    const agent = await enroll(app, key, 'private');
+    const other = await buildOrg(app);
+    const stranger = rest(app, (await buildUser(app, { orgId: other.id, can: ['devices:read'] })).as);
+    expect((await stranger.get(`/devices/${agent.deviceId}/inventory`)).status).toBe(404);
+    const { org: own } = await fleet(app);
+    const none = rest(app, (await buildUser(app, { orgId: own.id, can: ['alerts:read'] })).as);
+    expect((await none.get(`/devices/${agent.deviceId}/inventory`)).status).toBe(404);
+  });
+});

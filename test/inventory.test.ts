@@ -1,6 +1,8 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { rest } from './support/clients.js';
 import { agentCall, enroll, fleet } from './support/devices.js';
+import { createTestDatabase } from './support/database.js';
+import { sql } from './support/db.js';
 import { buildOrg, buildUser } from './support/factories.js';
 
 let app: TestApp;
@@ -80,4 +82,41 @@ describe('device inventory', () => {
     const none = rest(app, (await buildUser(app, { orgId: own.id, can: ['alerts:read'] })).as);
     expect((await none.get(`/devices/${agent.deviceId}/inventory`)).status).toBe(404);
   });
+});
+
+test('the owned_inventory migration moves reported JSON into rows and hardware into hardwareInfo (and back down)', async () => {
+  const db = await createTestDatabase();
+  const scratch = await createTestApp({ databaseUrl: db.url });
+  try {
+    const { org, key } = await fleet(scratch);
+    const { deviceId } = await enroll(scratch, key, 'legacy');
+    const migrator = scratch.server.runtime.orm.getMigrator();
+    await migrator.down({ to: 'Migration20261129020913_alert_sources' });
+    const json = (value: unknown) => JSON.stringify(value);
+    await sql(scratch, 'insert into device_inventory (device_id, hardware, software, patches, network, updated_at) values (?, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, now())', [
+      deviceId,
+      json({ cpu: 'x' }),
+      json([{ name: 'curl', version: '8', installDate: '20240131' }, { name: 'odd', installDate: '2023-02-30' }, 'junk', { version: 'no name' }]),
+      json([{ id: 'KB1', title: 'Update', installed: true }]),
+      json({ eth0: { mac: '02:00:00:00:00:01', ipv4: '10.0.0.1' } }),
+    ]);
+    await migrator.up();
+    const reader = rest(scratch, (await buildUser(scratch, { orgId: org.id, can: ['devices:read'] })).as);
+    expect((await reader.get(`/devices/${deviceId}/inventory`)).body).toMatchObject({
+      software: [
+        { name: 'curl', version: '8', publisher: null, installDate: '2024-01-31' },
+        { name: 'odd', version: null, publisher: null, installDate: null },
+      ],
+      patches: [{ id: 'KB1', title: 'Update', severity: null, installed: true, installedAt: null }],
+      network: [{ name: 'eth0', mac: '02:00:00:00:00:01', ipv4: ['10.0.0.1'], ipv6: [] }],
+    });
+    expect((await reader.get(`/devices/${deviceId}`)).body.hardwareInfo).toEqual({ cpu: 'x' });
+    await migrator.down({ to: 'Migration20261129020913_alert_sources' });
+    const [back] = await sql(scratch, 'select software, patches from device_inventory where device_id = ?', [deviceId]);
+    expect(back.software).toHaveLength(2);
+    expect(back.patches).toEqual([{ id: 'KB1', title: 'Update', installed: true }]);
+  } finally {
+    await scratch.stop();
+    await db.drop();
+  }
 });

@@ -79,6 +79,15 @@ module.exports = {
       to: { path: '^src/services/', pathNot: ['^src/services/$1/', '^src/services/shared/', '^src/services/[^/]+/api\\.ts$'] },
     },
     {
+      name: 'device-reports-dispatched',
+      comment:
+        'What agents report reaches other domains through the listeners and command types their manifests register ' +
+        '(src/services/devices/device-reports.ts, device-commands.ts): the agent protocol names no other domain.',
+      severity: 'error',
+      from: { path: '^src/services/devices/(agents|agent-channel|agent-channel-bus|device-reports|device-commands)\\.ts$' },
+      to: { path: '^src/services/', pathNot: ['^src/services/devices/', '^src/services/shared/', '^src/services/audit/api\\.ts$'] },
+    },
+    {
       name: 'shared-serves-every-domain',
       comment: 'Helpers in src/services/shared belong to no domain and import none.',
       severity: 'error',

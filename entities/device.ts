@@ -1,4 +1,4 @@
-import { Entity, Index, ManyToOne, OneToOne, Property, Unique } from '@mikro-orm/core';
+import { Entity, Index, ManyToOne, Property, Unique } from '@mikro-orm/core';
 import { BaseEntity } from './base.js';
 import { Organization } from './organization.js';
 import { Site } from './site.js';
@@ -115,26 +115,4 @@ export class Device extends BaseEntity<
   /** while `updating`: the version whose first heartbeat ends the update */
   @Property({ type: 'string', length: 50, nullable: true })
   updatingToVersion: string | null = null;
-}
-
-/** The latest inventory an agent reported (the software, patch and security domains read it). */
-@Entity()
-export class DeviceInventory {
-  @OneToOne(() => Device, { primary: true, mapToPk: true, fieldName: 'device_id', deleteRule: 'cascade', owner: true })
-  deviceId!: string;
-
-  @Property({ type: 'json', nullable: true })
-  hardware: Record<string, unknown> | null = null;
-
-  @Property({ type: 'json', nullable: true })
-  software: unknown[] | null = null;
-
-  @Property({ type: 'json', nullable: true })
-  patches: unknown[] | null = null;
-
-  @Property({ type: 'json', nullable: true })
-  network: unknown[] | Record<string, unknown> | null = null;
-
-  @Property({ type: 'timestamptz' })
-  updatedAt: Date = new Date();
 }

@@ -1,18 +1,16 @@
 import { args, input, mutation, operations, pageArgs, query } from '../src/graphql/contract.js';
 import {
-  AgentReleaseSyncSchema,
   AgentVersionListQuery,
   AgentVersionPageSchema,
   AgentVersionPromotionSchema,
   AgentVersionViewSchema,
   LatestAgentVersionQuery,
   PromoteAgentVersionSchema,
-  SyncAgentReleaseQuery,
   latestAgentVersions,
   listAgentVersions,
   promoteAgentVersion,
-  syncAgentRelease,
 } from '../src/services/devices/agent-versions.js';
+import { AgentReleaseSyncSchema, SyncAgentReleaseQuery, syncAgentRelease } from '../src/services/devices/agent-releases.js';
 import { pageConnectionOf, paged } from './shared.js';
 
 

@@ -4,7 +4,6 @@ import { notFound } from '../src/errors.js';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import {
   AgentDownloadQuery,
-  AgentReleaseSyncSchema,
   AgentVersionDownloadQuery,
   AgentVersionListQuery,
   AgentVersionListSchema,
@@ -12,16 +11,15 @@ import {
   AgentVersionPromotionSchema,
   LatestAgentVersionQuery,
   PromoteAgentVersionSchema,
-  SyncAgentReleaseQuery,
   downloadAgent,
   downloadAgentVersion,
   installScript,
   latestAgentVersions,
   listAgentVersions,
   promoteAgentVersion,
-  syncAgentRelease,
   type AgentBinary,
 } from '../src/services/devices/agent-versions.js';
+import { AgentReleaseSyncSchema, SyncAgentReleaseQuery, syncAgentRelease } from '../src/services/devices/agent-releases.js';
 import { OsTypeSchema } from '../src/services/devices/devices.js';
 import { RestRouter } from './router.js';
 

@@ -4,6 +4,7 @@ import type { PermissionTable } from './auth/permissions.js';
 import type { AuditActionTable, EventSubscriber } from './events/types.js';
 import type { OpenApiRegistry } from './http/openapi.js';
 import type { DueWork, JobDefinition } from './jobs/types.js';
+import type { CommandTypeHooks, DeviceReportListeners } from './services/devices/api.js';
 
 /**
  * A domain's manifest (`src/services/<domain>/index.ts`): everything the wiring registers for it.
@@ -24,6 +25,10 @@ export interface DomainModule {
   dueWork?: DueWork[];
   /** consumers of committed domain events (`src/subscribers/<nouns>.ts`) */
   subscribers?: EventSubscriber[];
+  /** listeners for what agents report: heartbeats and presence, inventory parts by name (src/services/devices/device-reports.ts) */
+  deviceReports?: DeviceReportListeners;
+  /** the device command types the domain owns, by name, with their hooks (a command's result reaches its type's `started`/`answered`) */
+  commandTypes?: Record<string, CommandTypeHooks>;
   /** audit actions and the event each publishes (the domain's `events.ts`) */
   auditActions?: AuditActionTable;
   /** permission resources and their actions; the manifest also adds them to `PermissionCatalog` */

@@ -16,12 +16,15 @@ import { notificationsDomain } from './services/notifications/index.js';
 import { maintenanceDomain } from './services/maintenance/index.js';
 import { scriptsDomain } from './services/scripts/index.js';
 import { automationsDomain } from './services/automations/index.js';
+import { inventoryDomain } from './services/inventory/index.js';
+import { installCommandTypes } from './services/devices/device-commands.js';
+import { installDeviceReports } from './services/devices/device-reports.js';
 
 /**
  * Every domain, by its manifest: the one list a new domain is added to. Every registry is derived
  * from it (docs/architecture.md, "Adding a domain"); the order is the permission catalog's.
  */
-export const domains: readonly DomainModule[] = [platformDomain, tenancyDomain, identityDomain, auditDomain, ssoDomain, webhooksDomain, devicesDomain, groupsDomain, alertsDomain, notificationsDomain, maintenanceDomain, scriptsDomain, automationsDomain];
+export const domains: readonly DomainModule[] = [platformDomain, tenancyDomain, identityDomain, auditDomain, ssoDomain, webhooksDomain, devicesDomain, groupsDomain, alertsDomain, notificationsDomain, maintenanceDomain, scriptsDomain, automationsDomain, inventoryDomain];
 
 type Item<K extends keyof DomainModule> = NonNullable<DomainModule[K]> extends readonly (infer T)[] ? T : never;
 const collect = <K extends keyof DomainModule>(key: K): Item<K>[] => domains.flatMap((domain) => (domain[key] ?? []) as unknown as Item<K>[]);
@@ -32,8 +35,12 @@ export const domainResolvers = collect('resolvers');
 export const domainJobs = [...collect('jobs'), dueWorkJob(collect('dueWork'))];
 export const domainSubscribers = collect('subscribers');
 
-/** Installs the registries that lower layers read at run time (permissions, audit actions); idempotent. */
+const present = <T>(value: T | undefined): T[] => (value ? [value] : []);
+
+/** Installs the registries that lower layers and the devices domain read at run time (permissions, audit actions, device reports, command types); idempotent. */
 export function installDomains(): void {
   installPermissions(domains);
-  installAuditActions(domains.flatMap((domain) => (domain.auditActions ? [domain.auditActions] : [])));
+  installAuditActions(domains.flatMap((domain) => present(domain.auditActions)));
+  installDeviceReports(domains.flatMap((domain) => present(domain.deviceReports)));
+  installCommandTypes(domains.flatMap((domain) => present(domain.commandTypes)));
 }

@@ -273,15 +273,6 @@ describe('agent protocol', () => {
     expect(events.map((e) => e.type)).toEqual(['device.enrolled', 'device.updated']);
     expect(events[1].data).toMatchObject({ status: 'online', previousStatus: null, changes: ['agentVersion'] });
   });
-
-  test('inventory is stored per device', async () => {
-    const { key } = await fleet(app);
-    const agent = await enroll(app, key, 'inv');
-    expect((await agentCall(app, agent, '/inventory', { software: [{ name: 'curl', version: '8' }] })).status).toBe(200);
-    expect((await agentCall(app, agent, '/inventory', { hardware: { cpu: 'x' } })).status).toBe(200);
-    const [row] = await sql(app, 'select hardware, software from device_inventory where device_id = ?', [agent.deviceId]);
-    expect(row).toEqual({ hardware: { cpu: 'x' }, software: [{ name: 'curl', version: '8' }] });
-  });
 });
 
 describe('device routes', () => {
@@ -493,7 +484,7 @@ describe('hostile input', () => {
     await refusedWith(400, api.patch(`/devices/${id}`, { tags: [{ $ne: null }] }));
 
     expect(await sql(app, 'select count(*)::int as n from device_command where device_id = ?', [id])).toEqual([{ n: 0 }]);
-    expect(await sql(app, 'select count(*)::int as n from device_inventory where device_id = ?', [id])).toEqual([{ n: 0 }]);
+    expect(await sql(app, 'select count(*)::int as n from device_software where device_id = ?', [id])).toEqual([{ n: 0 }]);
     expect((await api.get(`/devices/${id}`)).body).toMatchObject({ tags: [], autoUpdate: true });
 
     // An exit code past a 32-bit integer leaves the command as it was.

@@ -74,8 +74,10 @@ test('three simulated agents enroll, heartbeat and answer their commands over RE
 
   const inventory = await runCommand(first!, 'refresh_inventory');
   expect(inventory).toMatchObject({ status: 'completed', exitCode: 0, result: { software: expect.any(Number), patches: 1 } });
-  const [stored] = await sql(app, 'select hardware, software from device_inventory where device_id = ?', [first]);
-  expect(stored.hardware).toMatchObject({ serialNumber: expect.any(String), disks: [expect.objectContaining({ sizeBytes: expect.any(Number) })] });
+  const stored = (await api.get(`/devices/${first}/inventory`)).body;
+  expect(stored.software.length).toBe(inventory?.result?.software);
+  expect(stored.patches).toHaveLength(1);
+  expect((await api.get(`/devices/${first}`)).body.hardwareInfo).toMatchObject({ serialNumber: expect.any(String), disks: [expect.objectContaining({ sizeBytes: expect.any(Number) })] });
 
   const script = await runScript(second!, 'echo hello\necho world');
   expect(script).toMatchObject({ status: 'completed', exitCode: 0, stdout: expect.stringMatching(/^hello\nworld\n\[simulated on /) });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ALERT_SEVERITIES, METRIC_OPERATORS, type AlertCondition, type AlertRule } from '../../../entities/alert.js';
-import type { Device } from '../../../entities/device.js';
+import type { DeviceFacts } from '../devices/api.js';
 import { enumValues } from '../../validation.js';
 
 // The conditions of alert rules and templates: their one input shape, and their evaluation against
@@ -73,34 +73,6 @@ export function normalizeCondition(condition: z.output<typeof ConditionInputSche
 }
 
 // ── conditions against a device ─────────────────────────────────────────────────────────────────
-
-/**
- * What evaluation knows of a device. `undefined` is "not reported now" (a heartbeat without metrics):
- * a condition on it is undecided and changes nothing.
- */
-export interface DeviceFacts {
-  id: string;
-  orgId: string;
-  siteId: string | null;
-  status: Device['status'];
-  lastSeenAt: Date;
-  metrics: Record<string, unknown> | null | undefined;
-  watchdogStatus: string | null | undefined;
-  mainAgentSilentSince: Date | null | undefined;
-}
-
-export function factsOf(device: Device): DeviceFacts {
-  return {
-    id: device.id,
-    orgId: device.orgId,
-    siteId: device.siteId,
-    status: device.status,
-    lastSeenAt: device.lastSeenAt,
-    metrics: device.metrics,
-    watchdogStatus: device.watchdogStatus,
-    mainAgentSilentSince: device.mainAgentSilentSince,
-  };
-}
 
 const COMPARE = { gt: (a: number, b: number) => a > b, gte: (a: number, b: number) => a >= b, lt: (a: number, b: number) => a < b, lte: (a: number, b: number) => a <= b };
 

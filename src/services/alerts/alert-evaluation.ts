@@ -5,7 +5,8 @@ import { withTransaction } from '../../db/transaction.js';
 import { publishOnCommit } from '../../events/pubsub.js';
 import { onePer } from '../../memo.js';
 import type { Runtime } from '../../runtime.js';
-import { dueAt, factsOf, ruleHolds, ruleTargets, type DeviceFacts } from './alert-conditions.js';
+import { factsOf, type DeviceFacts } from '../devices/api.js';
+import { dueAt, ruleHolds, ruleTargets } from './alert-conditions.js';
 import { RULES_TOPIC, enabledRules, type CachedRule } from './alert-rules.js';
 import { RULE_SOURCE, raiseAlert, resolveAlert } from './alert-raise.js';
 import { ALERT_STATE_TOPIC } from './alerts.js';
@@ -191,25 +192,4 @@ export async function checkDueConditions(ctx: RequestContext): Promise<number> {
     else await fire(ctx.runtime, state.ruleId, state.deviceId);
   }
   return due.length;
-}
-
-/** A steady heartbeat's facts: the device as the heartbeat statement answered it, and what the agent reported (left out: not known now). */
-export function evaluateHeartbeat(
-  runtime: Runtime,
-  device: Pick<DeviceFacts, 'id' | 'orgId' | 'siteId' | 'status'>,
-  reported: { metrics?: Record<string, unknown>; watchdogStatus?: string | null; mainAgentSilentSince?: string | null },
-  seenAt: Date,
-): Promise<void> {
-  const silentSince = reported.mainAgentSilentSince;
-  return evaluateDevice(
-    runtime,
-    {
-      ...device,
-      lastSeenAt: seenAt,
-      metrics: reported.metrics,
-      watchdogStatus: reported.watchdogStatus,
-      mainAgentSilentSince: silentSince === undefined ? undefined : silentSince === null ? null : new Date(silentSince),
-    },
-    seenAt,
-  );
 }

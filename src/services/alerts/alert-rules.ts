@@ -13,8 +13,9 @@ import { onePer } from '../../memo.js';
 import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import type { Runtime } from '../../runtime.js';
 import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../validation.js';
-import { AlertConditionViewSchema, AlertSeveritySchema, ConditionsSchema, factsOf, normalizeCondition, ruleHolds } from './alert-conditions.js';
+import { AlertConditionViewSchema, AlertSeveritySchema, ConditionsSchema, normalizeCondition, ruleHolds } from './alert-conditions.js';
 import { templateById } from './alert-templates.js';
+import { factsOf } from '../devices/api.js';
 import { recordAudit } from '../audit/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 

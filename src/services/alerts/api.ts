@@ -1,7 +1,5 @@
 /** What other domains may use of the alerts domain (the dependency check refuses any other way in). */
 export { queueChannelMessages } from './alert-channels.js';
-export { factsOf } from './alert-conditions.js';
-export { evaluateDevice, evaluateHeartbeat } from './alert-evaluation.js';
 export { maySeeAlert } from './alerts.js';
 export { raiseAlert, resolveAlert, type RaiseOutcome } from './alert-raise.js';
 export { type AlertEventData } from './events.js';

@@ -12,6 +12,7 @@ import { defineDomain } from '../../domain-module.js';
 import { alertChannelJobs } from '../../jobs/alert-channels.js';
 import { alertJobs } from '../../jobs/alerts.js';
 import { alertPolicyNotifications } from '../../subscribers/alert-policies.js';
+import { evaluateDevice } from './alert-evaluation.js';
 import { alertsAuditActions } from './events.js';
 
 const permissions = {
@@ -30,6 +31,8 @@ export const alertsDomain = defineDomain({
   resolvers: [AlertChannelResolver, AlertPolicyResolver, AlertResolver],
   jobs: [...alertChannelJobs, ...alertJobs],
   subscribers: [alertPolicyNotifications],
+  // Rules are evaluated on arrival of what changes a device's facts; a steady heartbeat reads and writes nothing here.
+  deviceReports: { heartbeat: evaluateDevice },
   auditActions: alertsAuditActions,
   permissions,
   orgWork: ['alerts'],

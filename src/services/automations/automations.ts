@@ -24,7 +24,8 @@ import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pag
 import { randomToken } from '../../secrets.js';
 import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
-import { CreateCommandSchema, JsonObjectSchema } from '../devices/api.js';
+import { CreateCommandSchema } from '../devices/api.js';
+import { JsonObjectSchema } from '../shared/json.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { cronError, isTimeZone, nextStart, type CronSchedule } from '../shared/schedule.js';
 import { uniqueNameGuard } from '../shared/unique-name.js';

@@ -9,16 +9,17 @@ import type { AgentChannels, AgentResponse, Runtime } from '../../runtime.js';
 import { sha256Hex } from '../../secrets.js';
 import { parseInput } from '../../validation.js';
 import { heartbeat, markSeen, reportCommandResult, touchPresence, type Presence } from './agents.js';
-import { JsonObjectSchema, boundedJson, claimCommands, COMMANDS_QUEUED_TOPIC, devicesWithPendingCommands, releaseCommands, type CommandsQueued } from './device-commands.js';
+import { boundedJson, JsonObjectSchema } from '../shared/json.js';
+import { claimCommands, COMMANDS_QUEUED_TOPIC, devicesWithPendingCommands, releaseCommands, type CommandsQueued } from './device-commands.js';
 import { accessibleDevice } from './devices.js';
+import { BUS, ChannelBus, type Accepted, type Connected, type ForwardedRequest, type ForwardedResponse } from './agent-channel-bus.js';
 
 // The agent channel (docs/agent-protocol.md, "WebSocket channel"): one WebSocket per agent, held by
 // one server instance. Commands are pushed the moment they commit, requests go to the agent and its
 // responses come back, wherever the caller and the channel are: instances talk over LISTEN/NOTIFY
 // (the runtime's pubsub). The socket itself is src/http/agent-channel.ts's; this is the protocol.
 
-/** Largest message either side may send; a bigger one closes the channel (1009). */
-export const MAX_CHANNEL_MESSAGE_BYTES = 1024 * 1024;
+export { MAX_CHANNEL_MESSAGE_BYTES } from './agent-channel-bus.js';
 
 /** Close codes the server uses (1009 for an oversized message comes from the WebSocket layer). */
 const CHANNEL_CLOSE = {
@@ -40,55 +41,6 @@ const MAX_BACKLOG = 100;
 const MAX_PARAMS_BYTES = 64 * 1024;
 const DEFAULT_CALL_TIMEOUT_MS = 30_000;
 const MAX_CALL_TIMEOUT_MS = 10 * 60_000;
-
-// ── the bus between instances ───────────────────────────────────────────────────────────────────
-
-const BUS = {
-  connected: 'agent-channel:connected',
-  request: 'agent-channel:request',
-  accepted: 'agent-channel:accepted',
-  response: 'agent-channel:response',
-  chunk: 'agent-channel:chunk',
-} as const;
-/** A NOTIFY payload stays under 8000 bytes: bigger messages travel in base64 chunks. */
-const INLINE_BYTES = 6_000;
-const CHUNK_BYTES = 4_500;
-const MAX_CHUNKS = Math.ceil((MAX_CHANNEL_MESSAGE_BYTES + 64 * 1024) / CHUNK_BYTES);
-const CHUNK_TTL_MS = 60_000;
-
-interface Connected {
-  deviceId: string;
-  connectionId: string;
-  instanceId: string;
-  openedAt: number;
-}
-interface ForwardedRequest {
-  deviceId: string;
-  requestId: string;
-  method: string;
-  params: Record<string, unknown>;
-  timeoutMs: number;
-  from: string;
-}
-interface Accepted {
-  to: string;
-  requestId: string;
-}
-interface ForwardedResponse {
-  to: string;
-  requestId: string;
-  /** null: the channel closed before the agent answered */
-  response: AgentResponse | null;
-}
-interface Chunk {
-  /** the instance it is for; null: every instance */
-  to: string | null;
-  id: string;
-  topic: string;
-  index: number;
-  count: number;
-  data: string;
-}
 
 // ── what the agent sends ────────────────────────────────────────────────────────────────────────
 
@@ -175,7 +127,11 @@ export class AgentChannelHub implements AgentChannels {
   private readonly calls = new Map<string, PendingCall>();
   /** requests this instance sent down one of its channels, waiting for the agent */
   private readonly sent = new Map<string, SentRequest>();
-  private readonly chunks = new Map<string, { parts: (Buffer | undefined)[]; received: number; timer: NodeJS.Timeout }>();
+  private readonly bus = new ChannelBus(
+    () => this.rt,
+    () => this.instanceId,
+    (topic, payload) => (topic === BUS.request ? this.onForwardedRequest(payload as ForwardedRequest) : this.onForwardedResponse(payload as ForwardedResponse)),
+  );
   private readonly offs: (() => void)[] = [];
   private timer: NodeJS.Timeout | null = null;
   private ticking = false;
@@ -204,7 +160,7 @@ export class AgentChannelHub implements AgentChannels {
       pubsub.on(BUS.request, (payload) => this.onForwardedRequest(payload as ForwardedRequest)),
       pubsub.on(BUS.accepted, (payload) => this.onAccepted(payload as Accepted)),
       pubsub.on(BUS.response, (payload) => this.onForwardedResponse(payload as ForwardedResponse)),
-      pubsub.on(BUS.chunk, (payload) => this.onChunk(payload as Chunk)),
+      this.bus.listen(),
     );
     this.timer = setInterval(() => void this.tick(), this.presenceIntervalMs());
     this.timer.unref();
@@ -223,8 +179,7 @@ export class AgentChannelHub implements AgentChannels {
       this.calls.delete(requestId);
       call.reject(new AppError(503, 'SERVICE_UNAVAILABLE', 'The server is shutting down'));
     }
-    for (const { timer } of this.chunks.values()) clearTimeout(timer);
-    this.chunks.clear();
+    this.bus.clear();
     // A peer that does not answer the close frame is cut off.
     const grace = new Promise<void>((resolve) => setTimeout(resolve, 1_000).unref());
     await Promise.race([Promise.all(open.map((c) => c.gone)), grace]);
@@ -253,7 +208,7 @@ export class AgentChannelHub implements AgentChannels {
     const previous = this.connections.get(device.id);
     if (previous) this.close(previous, CHANNEL_CLOSE.replaced);
     this.connections.set(device.id, conn);
-    this.busSend(BUS.connected, { deviceId: device.id, connectionId: conn.id, instanceId: this.instanceId, openedAt: conn.openedAt } satisfies Connected, null);
+    this.bus.send(BUS.connected, { deviceId: device.id, connectionId: conn.id, instanceId: this.instanceId, openedAt: conn.openedAt } satisfies Connected, null);
     this.rt.log.debug({ deviceId: device.id, connectionId: conn.id }, 'agent channel opened');
     this.enqueue(conn, async () => {
       if (await this.checkPresence(conn)) this.schedulePush(conn);
@@ -500,7 +455,7 @@ export class AgentChannelHub implements AgentChannels {
       };
       this.calls.set(requestId, call);
       if (local) this.deliver(local, requestId, method, params, timeoutMs, (response) => this.settle(requestId, response));
-      else this.busSend(BUS.request, { deviceId, requestId, method, params, timeoutMs, from: this.instanceId } satisfies ForwardedRequest, null);
+      else this.bus.send(BUS.request, { deviceId, requestId, method, params, timeoutMs, from: this.instanceId } satisfies ForwardedRequest, null);
     });
   }
 
@@ -566,10 +521,10 @@ export class AgentChannelHub implements AgentChannels {
     const { requestId, from } = message;
     this.deliver(conn, requestId, message.method, message.params, message.timeoutMs, (response) => {
       if (from === this.instanceId) this.settle(requestId, response);
-      else this.busSend(BUS.response, { to: from, requestId, response } satisfies ForwardedResponse, from);
+      else this.bus.send(BUS.response, { to: from, requestId, response } satisfies ForwardedResponse, from);
     });
     if (from === this.instanceId) this.onAccepted({ to: from, requestId });
-    else this.busSend(BUS.accepted, { to: from, requestId } satisfies Accepted, from);
+    else this.bus.send(BUS.accepted, { to: from, requestId } satisfies Accepted, from);
   }
 
   /** The instance holding the channel took the request: the call now waits up to its own deadline. */
@@ -584,46 +539,6 @@ export class AgentChannelHub implements AgentChannels {
 
   private onForwardedResponse(message: ForwardedResponse): void {
     if (message.to === this.instanceId) this.settle(message.requestId, message.response);
-  }
-
-  /** Publishes on the bus, in chunks when the message is too big for one NOTIFY. */
-  private busSend(topic: string, payload: object, to: string | null): void {
-    const json = JSON.stringify(payload);
-    if (Buffer.byteLength(json) <= INLINE_BYTES) {
-      this.rt.pubsub.publish(topic, payload);
-      return;
-    }
-    const bytes = Buffer.from(json);
-    const count = Math.ceil(bytes.length / CHUNK_BYTES);
-    if (count > MAX_CHUNKS) {
-      this.rt.log.error({ topic, bytes: bytes.length }, 'agent channel message too large for the bus; dropped');
-      return;
-    }
-    const id = randomUUID();
-    for (let index = 0; index < count; index++) {
-      const data = bytes.subarray(index * CHUNK_BYTES, (index + 1) * CHUNK_BYTES).toString('base64');
-      this.rt.pubsub.publish(BUS.chunk, { to, id, topic, index, count, data } satisfies Chunk);
-    }
-  }
-
-  private onChunk(chunk: Chunk): void {
-    if ((chunk.to !== null && chunk.to !== this.instanceId) || chunk.count > MAX_CHUNKS || chunk.index >= chunk.count) return;
-    let partial = this.chunks.get(chunk.id);
-    if (!partial) {
-      const timer = setTimeout(() => this.chunks.delete(chunk.id), CHUNK_TTL_MS);
-      timer.unref();
-      partial = { parts: new Array<Buffer | undefined>(chunk.count), received: 0, timer };
-      this.chunks.set(chunk.id, partial);
-    }
-    if (partial.parts[chunk.index]) return;
-    partial.parts[chunk.index] = Buffer.from(chunk.data, 'base64');
-    partial.received += 1;
-    if (partial.received < chunk.count) return;
-    clearTimeout(partial.timer);
-    this.chunks.delete(chunk.id);
-    const payload: unknown = JSON.parse(Buffer.concat(partial.parts as Buffer[]).toString());
-    if (chunk.topic === BUS.request) this.onForwardedRequest(payload as ForwardedRequest);
-    else if (chunk.topic === BUS.response) this.onForwardedResponse(payload as ForwardedResponse);
   }
 }
 

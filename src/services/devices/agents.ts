@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { LockMode } from '@mikro-orm/core';
 import { z } from 'zod';
-import { Device, DeviceInventory, OS_TYPES } from '../../../entities/device.js';
+import { Device, OS_TYPES } from '../../../entities/device.js';
 import { EnrollmentKey } from '../../../entities/enrollment-key.js';
 import type { RequestContext } from '../../auth/context.js';
 import { isUuid, skipAuthorization } from '../../auth/policy.js';
@@ -15,10 +15,10 @@ import type { Runtime } from '../../runtime.js';
 import { randomToken, safeEqual, sha256Hex } from '../../secrets.js';
 import { isoDateTime, parseInput, uuid } from '../../validation.js';
 import { UpgradeToSchema, upgradeFor } from './agent-versions.js';
-import { factsOf } from '../alerts/api.js';
-import { evaluateDevice, evaluateHeartbeat } from '../alerts/api.js';
 import { recordChange } from '../audit/api.js';
-import { ClaimedCommandSchema, claimCommands, completeCommand, CommandResultSchema, JsonObjectSchema, boundedJson, type CommandResultInput } from './device-commands.js';
+import { JsonObjectSchema } from '../shared/json.js';
+import { ClaimedCommandSchema, claimCommands, completeCommand, CommandResultSchema, type CommandResultInput } from './device-commands.js';
+import { factsOf, ingestInventory, reportHeartbeat, type DeviceFacts } from './device-reports.js';
 import { changeStatus, deviceEventData } from './devices.js';
 import { enrollmentKeyStatus } from './enrollment-keys.js';
 
@@ -267,6 +267,21 @@ const steadyHeartbeats = onePer(
     ),
 );
 
+/** A steady heartbeat's facts: the device as the heartbeat statement answered it, and what the agent reported (left out: not known now). */
+function steadyFacts(device: SteadyDevice, reported: Heartbeat, seenAt: Date): DeviceFacts {
+  const silentSince = reported.mainAgentSilentSince;
+  return {
+    id: device.id,
+    orgId: device.orgId,
+    siteId: device.siteId,
+    status: device.status,
+    lastSeenAt: seenAt,
+    metrics: reported.metrics,
+    watchdogStatus: reported.watchdogStatus,
+    mainAgentSilentSince: silentSince === undefined ? undefined : silentSince === null ? null : new Date(silentSince),
+  };
+}
+
 export const HeartbeatResultSchema = z
   .object({
     commands: z.array(ClaimedCommandSchema),
@@ -291,7 +306,7 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
   const steady = token && isUuid(agentId) ? await steadyHeartbeats(ctx.runtime).submit({ agentId, tokenHash: sha256Hex(token), input, seenAt: now }) : null;
   if (steady) {
     skipAuthorization(ctx, 'agent protocol: the agent token authenticates');
-    await evaluateHeartbeat(ctx.runtime, steady, input, now);
+    await reportHeartbeat(ctx.runtime, steadyFacts(steady, input, now), now);
     const upgradeTo = await upgradeFor(ctx, steady, input.agentVersion);
     return { commands: steady.hasPending ? await claimCommands(ctx, steady.id) : [], configUpdate: null, upgradeTo };
   }
@@ -308,7 +323,7 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
       await emit(tx, { type: 'device.updated', orgId: device.orgId, data: { ...deviceEventData(device, null), changes: ['agentVersion'] } });
     }
     await tx.em.flush();
-    tx.afterCommit(() => evaluateDevice(tx.runtime, factsOf(device), now));
+    tx.afterCommit(() => reportHeartbeat(tx.runtime, factsOf(device), now));
   });
   // The claim comes last: once it has committed the commands count as sent, so nothing may fail after it.
   const upgradeTo = await upgradeFor(ctx, seen, input.agentVersion);
@@ -323,18 +338,15 @@ export async function reportCommandResult(ctx: RequestContext, agentId: string, 
   return { ok: true };
 }
 
-const inventoryList = boundedJson(z.array(z.unknown()).max(100_000));
-export const InventorySchema = z
-  .object({ hardware: JsonObjectSchema.optional(), software: inventoryList.optional(), patches: inventoryList.optional(), network: z.union([inventoryList, JsonObjectSchema]).optional() })
-  .strict();
+export const InventorySchema = JsonObjectSchema.describe(
+  'The parts reported, each checked and stored by the domain that owns it: `hardware` (an object), `software`, `patches`, `network`; parts not sent stay as they were.',
+);
 export type InventoryInput = z.input<typeof InventorySchema>;
 
-/** Keeps the latest inventory; parts not sent stay as they were. */
+/** Hands each inventory part to the domain that owns it (device-reports.ts). */
 export async function reportInventory(ctx: RequestContext, agentId: string, token: string | null, rawInput: InventoryInput): Promise<{ ok: true }> {
   const device = await authenticateAgent(ctx, agentId, token);
-  const input = parseInput(InventorySchema, rawInput);
-  const parts = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined));
-  await ctx.em.upsert(DeviceInventory, { deviceId: device.id, ...parts, updatedAt: ctx.runtime.clock.now() });
+  await ingestInventory(ctx, device, parseInput(InventorySchema, rawInput));
   return { ok: true };
 }
 
@@ -380,7 +392,7 @@ export async function markSeen(ctx: RequestContext, deviceId: string, tokenHash:
     device.lastSeenAt = tx.runtime.clock.now();
     if (device.status === 'offline') {
       await changeStatus(tx, device, 'online');
-      tx.afterCommit(() => evaluateDevice(tx.runtime, factsOf(device)));
+      tx.afterCommit(() => reportHeartbeat(tx.runtime, factsOf(device), tx.runtime.clock.now()));
     }
     await tx.em.flush();
     return 'seen';
@@ -433,7 +445,7 @@ export async function sweepDeviceStatus(ctx: RequestContext): Promise<number> {
       const device = await tx.em.findOne(Device, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
       if (!device || !stale(device)) return;
       await changeStatus(tx, device, 'offline');
-      tx.afterCommit(() => evaluateDevice(tx.runtime, factsOf(device)));
+      tx.afterCommit(() => reportHeartbeat(tx.runtime, factsOf(device), tx.runtime.clock.now()));
       changed += 1;
     });
   }

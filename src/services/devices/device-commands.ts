@@ -14,28 +14,8 @@ import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordChange } from '../audit/api.js';
 import { AutoUpdateSchema, accessibleDevice, authorizeDevice, deviceDecommissioned, setAutoUpdate, type AutoUpdateInput, type DeviceView } from './devices.js';
 import { onePer } from '../../memo.js';
+import { JsonObjectSchema } from '../shared/json.js';
 
-/** How deep free-form JSON (command payloads and results, agent reports) may nest. */
-const MAX_JSON_DEPTH = 64;
-
-function nestsWithin(value: unknown, maxDepth: number): boolean {
-  const pending: [unknown, number][] = [[value, 1]];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const [node, depth] = next;
-    if (node === null || typeof node !== 'object') continue;
-    if (depth > maxDepth) return false;
-    for (const child of Object.values(node)) pending.push([child, depth + 1]);
-  }
-  return true;
-}
-
-/**
- * Free-form JSON from users and agents, nested at most 64 levels: deeper values are a 400 here
- * rather than a stack overflow in whatever serializes them later.
- */
-export const boundedJson = <T extends z.ZodType>(schema: T): T =>
-  schema.refine((value) => nestsWithin(value, MAX_JSON_DEPTH), { message: `must not nest deeper than ${MAX_JSON_DEPTH} levels`, abort: true });
-export const JsonObjectSchema = boundedJson(z.record(z.string(), z.unknown()));
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 const CommandPayloadSchema = JsonObjectSchema.refine((payload) => Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, { message: 'payload must be at most 64 KiB' });
@@ -95,8 +75,6 @@ export function commandView(command: DeviceCommand): CommandView {
 }
 
 const alreadyPending = (type: string) => new AppError(409, 'ALREADY_PENDING', `A ${type} command is already pending for this device`);
-/** Commands of these types are not queued twice while one is pending or sent. */
-const SINGLETON_TYPES = new Set(['refresh_inventory']);
 
 const commandFields = {
   type: z
@@ -115,10 +93,19 @@ export interface ClaimedRow {
 }
 
 /**
- * What a command type's own service does around the generic lifecycle (run_script: the script
- * executions). Each hook runs in the transaction of the step it follows.
+ * What a command type's owning domain says about it and does around the generic lifecycle, registered
+ * by name through its manifest (`commandTypes`, installed by `installDomains`). Hooks run in the
+ * transaction of the step they follow. Types no domain registers are queued and delivered as given.
  */
 export interface CommandTypeHooks {
+  /** only the owning service queues it, with payloads it makes: queueing it by hand is 400 with this message */
+  serviceOnly?: string;
+  /** not queued twice while one is pending or sent (409 ALREADY_PENDING) */
+  singleton?: boolean;
+  /** the payload a user's command must have, checked before anything is queued */
+  payload?: z.ZodType;
+  /** the command is being queued (in its transaction, before the row is written) */
+  queued?(tx: RequestContext, device: Device, payload: Record<string, unknown>): Promise<void>;
   /**
    * The payloads as the agent receives them, by command id (e.g. secrets unsealed from the service's
    * own rows; the stored payloads stay as they are). A command left out cannot be delivered: it fails
@@ -137,29 +124,34 @@ export interface CommandTypeHooks {
   cancelled?(tx: RequestContext, command: DeviceCommand, handedOut: boolean): Promise<void>;
 }
 
-const commandTypeHooks = new Map<string, CommandTypeHooks>();
+let commandTypeHooks = new Map<string, CommandTypeHooks>();
 
-/** Called once by the owning service's module when it loads. */
-export function registerCommandType(type: string, hooks: CommandTypeHooks): void {
-  commandTypeHooks.set(type, hooks);
+/** Installs every domain's command types (at start, from the manifests); a type registered twice stops start-up. */
+export function installCommandTypes(tables: Record<string, CommandTypeHooks>[]): void {
+  commandTypeHooks = new Map();
+  for (const [type, hooks] of tables.flatMap((table) => Object.entries(table))) {
+    if (commandTypeHooks.has(type)) throw new Error(`The command type ${type} is registered twice`);
+    commandTypeHooks.set(type, hooks);
+  }
 }
 
-/**
- * Types only their own service queues, with payloads it makes (run_script carries a script execution
- * and secret values only the server sealed; cancel_script stops one): never by hand.
- */
-const SERVICE_TYPES: Record<string, string> = {
-  run_script: 'run_script commands are queued by running a script (POST /scripts/:id/execute)',
-  cancel_script: 'cancel_script commands are queued by cancelling a script execution (POST /scripts/executions/:id/cancel)',
+/** The devices domain's own command types. */
+export const deviceCommandTypes: Record<string, CommandTypeHooks> = {
+  // Spec Versioning 6: the command switches the device's own setting too (needs devices:write; the payload is `{enabled}`).
+  set_auto_update: {
+    payload: AutoUpdateSchema,
+    async queued(tx, device, payload) {
+      await setAutoUpdate(tx, device.id, payload as AutoUpdateInput);
+    },
+  },
 };
 
 /** Payloads the server itself acts on are checked before anything is queued. */
 function checkPayload(command: { type: string; payload?: Record<string, unknown> }, ctx: z.RefinementCtx): void {
-  const serviceOnly = SERVICE_TYPES[command.type];
-  if (serviceOnly) ctx.addIssue({ code: 'custom', message: serviceOnly, path: ['type'] });
-  if (command.type !== 'set_auto_update') return;
-  const parsed = AutoUpdateSchema.safeParse(command.payload ?? {});
-  for (const issue of parsed.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: ['payload', ...issue.path] });
+  const hooks = commandTypeHooks.get(command.type);
+  if (hooks?.serviceOnly) ctx.addIssue({ code: 'custom', message: hooks.serviceOnly, path: ['type'] });
+  const parsed = hooks?.payload?.safeParse(command.payload ?? {});
+  for (const issue of parsed?.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: ['payload', ...issue.path] });
 }
 
 export const CreateCommandSchema = z.object(commandFields).strict().superRefine(checkPayload).describe('A command for one device’s agent.');
@@ -167,18 +159,18 @@ export type CreateCommandInput = z.input<typeof CreateCommandSchema>;
 type CommandInput = z.output<typeof CreateCommandSchema>;
 
 /**
- * Queues a command in the caller's transaction; `refresh_inventory` and the like refuse a second while
+ * Queues a command in the caller's transaction; singleton types (`refresh_inventory`) refuse a second while
  * one is open. `timeoutAt` replaces the configured command timeout (work that runs longer).
  */
 export async function queueCommand(tx: RequestContext, device: Device, input: CommandInput, createdBy: string | null, options: { timeoutAt?: Date } = {}): Promise<DeviceCommand> {
   if (device.status === 'decommissioned') throw deviceDecommissioned();
   // Serializes queueing per device, so two concurrent requests cannot both pass the pending check.
   await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`device-commands:${device.id}`]);
-  if (SINGLETON_TYPES.has(input.type) && (await tx.em.count(DeviceCommand, { deviceId: device.id, type: input.type, status: { $in: ['pending', 'sent'] } })) > 0) {
+  const hooks = commandTypeHooks.get(input.type);
+  if (hooks?.singleton && (await tx.em.count(DeviceCommand, { deviceId: device.id, type: input.type, status: { $in: ['pending', 'sent'] } })) > 0) {
     throw alreadyPending(input.type);
   }
-  // Spec Versioning 6: the command switches the device's own setting too (needs devices:write; the payload is `{enabled}`).
-  if (input.type === 'set_auto_update') await setAutoUpdate(tx, device.id, input.payload as AutoUpdateInput);
+  await hooks?.queued?.(tx, device, input.payload ?? {});
   const now = tx.runtime.clock.now();
   const command = tx.em.create(DeviceCommand, {
     deviceId: device.id,

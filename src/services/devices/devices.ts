@@ -16,6 +16,8 @@ import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../val
 import { recordAudit, recordChange } from '../audit/api.js';
 import { applyChanges } from '../shared/changes.js';
 import { checkTargetSite, issueKey } from './enrollment-keys.js';
+import { JsonObjectSchema } from '../shared/json.js';
+import { inventoryPart } from './device-reports.js';
 
 export const DeviceStatusSchema = z
   .enum(DEVICE_STATUSES)
@@ -463,3 +465,11 @@ export async function devicesConnection(ctx: RequestContext, rawArgs: DeviceConn
     totalCount: () => ctx.em.count(Device, filter),
   };
 }
+
+/** The inventory's `hardware` part is the device's own `hardwareInfo` (the device view shows the latest). */
+export const hardwareInventory = inventoryPart({
+  schema: JsonObjectSchema,
+  async ingest(tx, device, hardware) {
+    await tx.em.nativeUpdate(Device, { id: device.id }, { hardwareInfo: hardware, updatedAt: tx.runtime.clock.now() });
+  },
+});

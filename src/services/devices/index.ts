@@ -1,5 +1,5 @@
 import { AgentVersion } from '../../../entities/agent-version.js';
-import { Device, DeviceInventory } from '../../../entities/device.js';
+import { Device } from '../../../entities/device.js';
 import { DeviceCommand } from '../../../entities/device-command.js';
 import { EnrollmentKey } from '../../../entities/enrollment-key.js';
 import { enrollmentKeysRouter } from '../../../rest/enrollment-keys.js';
@@ -11,6 +11,8 @@ import { EnrollmentKeyResolver } from '../../../resolvers/enrollment-key.js';
 import { AgentVersionResolver } from '../../../resolvers/agent-version.js';
 import { defineDomain } from '../../domain-module.js';
 import { deviceJobs } from '../../jobs/devices.js';
+import { deviceCommandTypes } from './device-commands.js';
+import { hardwareInventory } from './devices.js';
 import { devicesAuditActions } from './events.js';
 
 const permissions = {
@@ -21,13 +23,15 @@ declare module '../../auth/permissions.js' {
   interface PermissionCatalog extends DevicesPermissions {}
 }
 
-/** Devices and their agents: enrollment, heartbeats, inventory, commands, the agent channel, agent releases. */
+/** Devices and their agents: enrollment, heartbeats and the dispatch of device reports, commands, the agent channel, agent releases. */
 export const devicesDomain = defineDomain({
   name: 'devices',
-  entities: [Device, DeviceInventory, DeviceCommand, EnrollmentKey, AgentVersion],
+  entities: [Device, DeviceCommand, EnrollmentKey, AgentVersion],
   rest: [enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter],
   resolvers: [DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver],
   jobs: [...deviceJobs],
+  deviceReports: { inventory: { hardware: hardwareInventory } },
+  commandTypes: deviceCommandTypes,
   auditActions: devicesAuditActions,
   permissions,
   orgWork: ['devices'],

@@ -5,6 +5,7 @@ import { ScriptResolver } from '../../../resolvers/script.js';
 import { defineDomain } from '../../domain-module.js';
 import { scriptJobs } from '../../jobs/scripts.js';
 import { scriptsAuditActions } from './events.js';
+import { scriptCommandTypes } from './script-executions.js';
 
 const permissions = {
   scripts: ['read', 'write', 'execute'],
@@ -21,6 +22,7 @@ export const scriptsDomain = defineDomain({
   rest: [scriptsRouter, scriptLibraryRouter],
   resolvers: [ScriptResolver],
   jobs: [...scriptJobs],
+  commandTypes: scriptCommandTypes,
   auditActions: scriptsAuditActions,
   permissions,
   orgWork: ['scripts'],

@@ -14,7 +14,8 @@ import type { DomainEvent, DomainEventMap } from '../../events/types.js';
 import { MAX_LIMIT, PageQuery, encodeCursor, pageInfoOf, keysetWhere, pageOptions, pageSchema, toPage, type Connection, type Page } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
-import { JsonObjectSchema, queueCommand, registerCommandType, type CommandResult } from '../devices/api.js';
+import { queueCommand, type CommandResult, type CommandTypeHooks } from '../devices/api.js';
+import { JsonObjectSchema } from '../shared/json.js';
 import { groupMemberDevices } from '../groups/api.js';
 import { accessibleScript, maskParameters, resolveParameters, unsealParameters } from './scripts.js';
 
@@ -338,7 +339,12 @@ async function executionOf(tx: RequestContext, command: DeviceCommand): Promise<
   return tx.em.findOne(ScriptExecution, { commandId: command.id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
 }
 
-registerCommandType('run_script', {
+/**
+ * The script executions' command types (registered by the scripts manifest): a run_script carries one
+ * execution and secret values only the server sealed, a cancel_script stops one; never queued by hand.
+ */
+const runScript: CommandTypeHooks = {
+  serviceOnly: 'run_script commands are queued by running a script (POST /scripts/:id/execute)',
   // Secret values reach the agent only from the execution the server made and sealed, never from a
   // command's payload; a command without its execution, or whose values do not unseal, is not delivered.
   async toAgent(tx, commands) {
@@ -409,7 +415,12 @@ registerCommandType('run_script', {
     await emitUpdated(tx, execution.orgId, execution);
     return true;
   },
-});
+};
+
+export const scriptCommandTypes: Record<string, CommandTypeHooks> = {
+  run_script: runScript,
+  cancel_script: { serviceOnly: 'cancel_script commands are queued by cancelling a script execution (POST /scripts/executions/:id/cancel)' },
+};
 
 // ── timeouts ────────────────────────────────────────────────────────────────────────────────────
 

@@ -1,0 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import { Entity, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Device } from './device.js';
+
+/*
+ * The inventory an agent reported, one row per item, owned by the inventory domain. Each part a
+ * device reports replaces that device's rows of the part; parts not reported stay as they were.
+ */
+
+/** An installed application, as the device's last software report listed it. */
+@Entity()
+@Index({ properties: ['deviceId'] })
+export class DeviceSoftware {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Device, { mapToPk: true, fieldName: 'device_id', deleteRule: 'cascade' })
+  deviceId!: string;
+
+  @Property({ type: 'string', length: 500 })
+  name!: string;
+
+  @Property({ type: 'string', length: 200, nullable: true })
+  version: string | null = null;
+
+  @Property({ type: 'string', length: 500, nullable: true })
+  publisher: string | null = null;
+
+  /** a calendar date, `YYYY-MM-DD` */
+  @Property({ type: 'date', nullable: true })
+  installDate: string | null = null;
+
+  @Property({ type: 'timestamptz' })
+  reportedAt!: Date;
+}
+
+/** A patch (an update such as a KB) the device's last patch report listed, installed or missing. */
+@Entity()
+@Unique({ properties: ['deviceId', 'patchId'] })
+export class DevicePatch {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Device, { mapToPk: true, fieldName: 'device_id', deleteRule: 'cascade' })
+  deviceId!: string;
+
+  /** the agent's identifier of the patch (`KB5030211`, a package name) */
+  @Property({ type: 'string', length: 200 })
+  patchId!: string;
+
+  @Property({ type: 'string', length: 500, nullable: true })
+  title: string | null = null;
+
+  @Property({ type: 'string', length: 50, nullable: true })
+  severity: string | null = null;
+
+  @Property({ type: 'boolean' })
+  installed: boolean = false;
+
+  @Property({ type: 'date', nullable: true })
+  installedAt: string | null = null;
+
+  @Property({ type: 'timestamptz' })
+  reportedAt!: Date;
+}
+
+/** A network interface the device's last network report listed. */
+@Entity()
+@Index({ properties: ['deviceId'] })
+export class DeviceNetworkInterface {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Device, { mapToPk: true, fieldName: 'device_id', deleteRule: 'cascade' })
+  deviceId!: string;
+
+  @Property({ type: 'string', length: 200 })
+  name!: string;
+
+  @Property({ type: 'string', length: 50, nullable: true })
+  mac: string | null = null;
+
+  @Property({ type: 'json' })
+  ipv4: string[] = [];
+
+  @Property({ type: 'json' })
+  ipv6: string[] = [];
+
+  @Property({ type: 'timestamptz' })
+  reportedAt!: Date;
+}

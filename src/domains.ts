@@ -16,6 +16,8 @@ import { notificationsDomain } from './services/notifications/index.js';
 import { maintenanceDomain } from './services/maintenance/index.js';
 import { scriptsDomain } from './services/scripts/index.js';
 import { automationsDomain } from './services/automations/index.js';
+import { installGroupMembership } from './services/devices/api.js';
+import { groupMembership } from './services/groups/api.js';
 
 /**
  * Every domain, by its manifest: the one list a new domain is added to. Every registry is derived
@@ -32,8 +34,9 @@ export const domainResolvers = collect('resolvers');
 export const domainJobs = [...collect('jobs'), dueWorkJob(collect('dueWork'))];
 export const domainSubscribers = collect('subscribers');
 
-/** Installs the registries that lower layers read at run time (permissions, audit actions); idempotent. */
+/** Installs the registries that lower layers read at run time (permissions, audit actions) and the groups' answers to targeting; idempotent. */
 export function installDomains(): void {
   installPermissions(domains);
   installAuditActions(domains.flatMap((domain) => (domain.auditActions ? [domain.auditActions] : [])));
+  installGroupMembership(groupMembership);
 }

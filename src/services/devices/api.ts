@@ -3,3 +3,18 @@ export { CreateCommandSchema, JsonObjectSchema, createCommand, queueCommand, reg
 export { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, changeStatus, deviceViews, maySeeDevice, type DeviceView } from './devices.js';
 export { type DeviceEventData } from './events.js';
 export { checkTargetSite } from './enrollment-keys.js';
+export {
+  TargetSchema,
+  checkTargets,
+  deviceGroupIds,
+  deviceWhere,
+  installGroupMembership,
+  isOrganizationWide,
+  matches,
+  mayTarget,
+  toTarget,
+  type GroupMembership,
+  type Target,
+  type TargetInput,
+  type TargetedDevice,
+} from './targeting.js';

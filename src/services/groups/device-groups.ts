@@ -28,7 +28,7 @@ import { onePer } from '../../memo.js';
 import { recordAudit } from '../audit/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, deviceViews, type DeviceView } from '../devices/api.js';
-import { checkTargetSite } from '../devices/api.js';
+import { checkTargetSite, type GroupMembership } from '../devices/api.js';
 import { TagSchema } from './tags.js';
 
 /*
@@ -352,8 +352,17 @@ function accessibleGroup(ctx: RequestContext, id: string, permission: Permission
 
 /** The device rows of the group's members; `in (subquery)` keeps large groups to one parameter. */
 function membersOf(groupId: string): FilterQuery<Device> {
-  return { id: { $in: raw('select m.device_id from device_group_member m where m.group_id = ? and m.source is not null', [groupId]) } } as FilterQuery<Device>;
+  return groupMembership.membersWhere([groupId]);
 }
+
+/** Membership as the devices domain's targeting asks it (installed by the wiring: groups sit above devices). */
+export const groupMembership: GroupMembership = {
+  membersWhere: (groupIds) => ({ id: { $in: raw('select m.device_id from device_group_member m where m.group_id in (?) and m.source is not null', [[...groupIds]]) } }) as FilterQuery<Device>,
+  groupIdsOf: async (em, deviceId) => {
+    const rows = (await em.getConnection().execute('select group_id from device_group_member where device_id = ? and source is not null', [deviceId])) as { group_id: string }[];
+    return rows.map((r) => r.group_id);
+  },
+};
 
 // ── materialized membership ─────────────────────────────────────────────────────────────────────
 

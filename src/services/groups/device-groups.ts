@@ -14,7 +14,6 @@ import {
   type GroupLogReason,
   type GroupMemberSource,
 } from '../../../entities/device-group.js';
-import { Site } from '../../../entities/site.js';
 import type { RequestContext } from '../../auth/context.js';
 import type { Loaders } from '../../auth/loaders.js';
 import type { Permission } from '../../auth/permissions.js';
@@ -28,7 +27,7 @@ import { onePer } from '../../memo.js';
 import { recordAudit } from '../audit/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, deviceViews, type DeviceView } from '../devices/api.js';
-import { checkTargetSite, type GroupMembership } from '../devices/api.js';
+import { checkTargetSite, checkTargets, toTarget, type GroupMembership } from '../devices/api.js';
 import { TagSchema } from './tags.js';
 
 /*
@@ -129,14 +128,6 @@ function filterConditions(filter: GroupFilter): FilterQuery<Device>[] {
 /** The devices a group may hold at all: its organization's (and site's), not decommissioned. */
 function groupScope(group: DeviceGroup): FilterQuery<Device> {
   return { orgId: group.orgId, ...(group.siteId ? { siteId: group.siteId } : {}), status: { $ne: 'decommissioned' } };
-}
-
-/** Sites a filter names must be sites of the group's organization that the caller can see (404 `Site not found` otherwise). */
-async function checkFilterSites(ctx: RequestContext, orgId: string, filter: GroupFilter): Promise<void> {
-  if (!filter.siteIds) return;
-  const allowed = visibleSiteIds(ctx, orgId);
-  const found = await ctx.em.count(Site, { id: { $in: filter.siteIds }, orgId });
-  if (found !== filter.siteIds.length || (allowed && filter.siteIds.some((id) => !allowed.includes(id)))) throw notFound('Site');
 }
 
 // ── views ───────────────────────────────────────────────────────────────────────────────────────
@@ -591,7 +582,8 @@ export async function createGroup(ctx: RequestContext, rawInput: CreateGroupInpu
   if (input.type === 'static' && input.filter) throw badRequest('filter: static groups have no filter (add devices to them instead)', [{ path: 'filter', message: 'static groups have no filter' }]);
   const siteId = await checkTargetSite(ctx, orgId, input.siteId);
   const filter = input.filter && normalizeFilter(input.filter);
-  if (filter) await checkFilterSites(ctx, orgId, filter);
+  // Sites a filter names must be ones the caller can see (404 otherwise, as another tenant's).
+  if (filter?.siteIds) await checkTargets(ctx, toTarget({ orgId, siteIds: filter.siteIds }));
   return uniqueName(
     withTransaction(ctx, async (tx) => {
       const group = tx.em.create(DeviceGroup, { orgId, siteId, name: input.name, description: input.description ?? null, type: input.type, filter: filter ?? null, createdBy: principal.userId });
@@ -617,7 +609,7 @@ export async function updateGroup(ctx: RequestContext, id: string, rawInput: Upd
   const principal = requirePrincipal(ctx);
   if (input.filter && current.type === 'static') throw badRequest('filter: static groups have no filter (add devices to them instead)', [{ path: 'filter', message: 'static groups have no filter' }]);
   const filter = input.filter && normalizeFilter(input.filter);
-  if (filter) await checkFilterSites(ctx, current.orgId, filter);
+  if (filter?.siteIds) await checkTargets(ctx, toTarget({ orgId: current.orgId, siteIds: filter.siteIds }));
   return uniqueName(
     withTransaction(ctx, async (tx) => {
       const group = await lockGroup(tx, id);
@@ -643,17 +635,6 @@ export async function deleteGroup(ctx: RequestContext, id: string): Promise<void
 }
 
 // ── members ─────────────────────────────────────────────────────────────────────────────────────
-
-/**
- * The group's current members the caller can see, for work aimed at a group (running a script):
- * the group is decided on with `permission` like its own routes (404 for another tenant's).
- */
-export async function groupMemberDevices(ctx: RequestContext, groupId: string, permission: Permission): Promise<{ group: DeviceGroupView; devices: Device[] }> {
-  const group = await accessibleGroup(ctx, groupId, permission);
-  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
-  const devices = await ctx.em.find(Device, { $and: [visible, membersOf(group.id)] }, { orderBy: { hostname: 'asc', id: 'asc' } });
-  return { group: await viewOf(ctx, group), devices };
-}
 
 export const GroupDeviceListQuery = PageQuery.strict();
 export type GroupDeviceListInput = z.input<typeof GroupDeviceListQuery>;
@@ -796,7 +777,7 @@ export async function previewGroup(ctx: RequestContext, groupId: string, rawInpu
   const group = await accessibleGroup(ctx, groupId, 'devices:read');
   if (group.type === 'static') throw badRequest('Only dynamic groups have a filter to preview');
   const filter = input.filter ? normalizeFilter(input.filter) : storedFilter(group);
-  if (input.filter) await checkFilterSites(ctx, group.orgId, filter);
+  if (input.filter && filter.siteIds) await checkTargets(ctx, toTarget({ orgId: group.orgId, siteIds: filter.siteIds }));
   const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
   const pinned = (mode: 'include' | 'exclude') => raw('select p.device_id from device_group_member p where p.group_id = ? and p.pin = ?', [group.id, mode]);
   const conditions = filterConditions(filter);

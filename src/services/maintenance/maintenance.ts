@@ -1,7 +1,6 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Device } from '../../../entities/device.js';
-import { DeviceGroup } from '../../../entities/device-group.js';
 import {
   MAINTENANCE_WINDOW_STATUSES,
   MaintenanceOccurrence,
@@ -11,7 +10,6 @@ import {
   type OccurrenceStatus,
   type Recurrence,
 } from '../../../entities/maintenance.js';
-import { Site } from '../../../entities/site.js';
 import type { RequestContext } from '../../auth/context.js';
 import type { Permission } from '../../auth/permissions.js';
 import { authorize, isUuid, loadOwned, targetOrgId, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
@@ -21,7 +19,7 @@ import { badRequest, conflict, forbidden, notFound } from '../../errors.js';
 import { DEFAULT_LIMIT, MAX_LIMIT, encodeCursor, keysetWhere, listSchema, pageInfoOf, type Connection } from '../../pagination.js';
 import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
-import { changeStatus } from '../devices/api.js';
+import { changeStatus, checkTargets, toTarget } from '../devices/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { formatLocal, isTimeZone, parseLocal, startsBetween, toInstant, type RecurringSchedule } from '../shared/schedule.js';
 
@@ -390,31 +388,15 @@ interface Targets {
 }
 
 /**
- * Targets must be the organization's (and, for users limited to some sites, within their sites):
- * any other id is a 400 naming it. A site-limited user must target within one of their sites.
+ * The targets as the caller may give them (`checkTargets`: 404 for what it cannot see), in their
+ * stored form. A user limited to some sites must also keep the window to one of their sites, which
+ * then shows it.
  */
-async function checkTargets(ctx: RequestContext, orgId: string, input: z.output<typeof TargetsInputSchema>): Promise<Targets> {
-  const lower = (ids: string[] | undefined) => [...new Set((ids ?? []).map((id) => id.toLowerCase()))].sort();
-  const [siteIds, groupIds, deviceIds] = [lower(input.siteIds), lower(input.groupIds), lower(input.deviceIds)];
-  const allowed = visibleSiteIds(ctx, orgId);
-  const visibleSite = (siteId: string | null) => !allowed || (siteId !== null && allowed.includes(siteId));
-  const [sites, groups, devices] = await Promise.all([
-    siteIds.length ? ctx.em.find(Site, { id: { $in: siteIds }, orgId }, { fields: ['id'] }) : [],
-    groupIds.length ? ctx.em.find(DeviceGroup, { id: { $in: groupIds }, orgId }, { fields: ['id', 'siteId'] }) : [],
-    deviceIds.length ? ctx.em.find(Device, { id: { $in: deviceIds }, orgId }, { fields: ['id', 'siteId'] }) : [],
-  ]);
-  const check = (path: string, wanted: string[], found: { id: string; siteId: string | null }[]) => {
-    const ok = new Set(found.filter((row) => visibleSite(row.siteId)).map((row) => row.id));
-    const outside = wanted.filter((id) => !ok.has(id));
-    if (outside.length > 0) throw badRequest(`targets.${path}: not ${path === 'siteIds' ? 'sites' : path === 'groupIds' ? 'device groups' : 'devices'} of the window's organization: ${outside.join(', ')}`, [{ path: `targets.${path}`, message: `not of the window's organization: ${outside.join(', ')}` }]);
-  };
-  check('siteIds', siteIds, sites.map((s) => ({ id: s.id, siteId: s.id })));
-  check('groupIds', groupIds, groups);
-  check('deviceIds', deviceIds, devices);
-  const scopes = new Set<string | null>([...siteIds, ...groups.map((g) => g.siteId), ...devices.map((d) => d.siteId)]);
-  const siteId = scopes.size === 1 ? [...scopes][0]! : null;
-  if (allowed && !siteId) throw forbidden('Users limited to some sites must target devices of one of their sites');
-  return { targetSiteIds: siteIds, targetGroupIds: groupIds, targetDeviceIds: deviceIds, siteId };
+async function checkWindowTargets(ctx: RequestContext, orgId: string, input: z.output<typeof TargetsInputSchema>): Promise<Targets> {
+  const target = toTarget({ orgId, ...input });
+  const { siteId } = await checkTargets(ctx, target);
+  if (visibleSiteIds(ctx, orgId) && !siteId) throw forbidden('Users limited to some sites must target devices of one of their sites');
+  return { targetSiteIds: target.siteIds ?? [], targetGroupIds: target.groupIds ?? [], targetDeviceIds: target.deviceIds ?? [], siteId };
 }
 
 // ── occurrences computed ────────────────────────────────────────────────────────────────────────
@@ -627,7 +609,7 @@ export async function createWindow(ctx: RequestContext, rawInput: CreateWindowIn
   const orgId = await targetOrgId(ctx, input.orgId);
   const principal = await authorize(ctx, 'maintenance:write', { orgId, resource: 'Organization' });
   const schedule = checkSchedule(input);
-  const targets = await checkTargets(ctx, orgId, input.targets);
+  const targets = await checkWindowTargets(ctx, orgId, input.targets);
   return withTransaction(ctx, async (tx) => {
     const window = tx.em.create(MaintenanceWindow, {
       orgId,
@@ -707,7 +689,7 @@ export async function updateWindow(ctx: RequestContext, id: string, rawInput: Up
           recurrence: input.recurrence ?? current.recurrence,
         })
       : {};
-  const targets = input.targets ? await checkTargets(ctx, current.orgId, input.targets) : {};
+  const targets = input.targets ? await checkWindowTargets(ctx, current.orgId, input.targets) : {};
   return withTransaction(ctx, async (tx) => {
     const window = await lockWindow(tx, id);
     if (window.status === 'cancelled') throw conflict('The maintenance window is cancelled');

@@ -239,7 +239,7 @@ export async function createAlertChannel(ctx: RequestContext, raw: CreateAlertCh
 async function checkPolicyTargets(ctx: RequestContext, channel: AlertChannel): Promise<void> {
   if (!visibleSiteIds(ctx, channel.orgId)) return;
   for (const policy of await ctx.em.find(AlertPolicy, { orgId: channel.orgId })) {
-    if (policy.channelIds.includes(channel.id) || policy.escalationSteps.some((step) => step.channelIds.includes(channel.id))) await checkTargets(ctx, policyTarget(policy));
+    if (policy.channelIds.includes(channel.id) || policy.escalationSteps.some((step) => step.channelIds.includes(channel.id))) await checkTargets(ctx, policyTarget(policy), { stored: true });
   }
 }
 

@@ -212,7 +212,7 @@ export async function updateAlertPolicy(ctx: RequestContext, id: string, raw: Up
   const policy = await requirePolicy(ctx, id, 'write');
   const targets = input.targets === undefined ? undefined : normalizeTargets(input.targets);
   const escalationSteps = sortedSteps(input.escalationSteps);
-  await checkTargets(ctx, policyTarget(policy));
+  await checkTargets(ctx, policyTarget(policy), { stored: true });
   await checkReferences(ctx, policy.orgId, { channelIds: input.channelIds, escalationSteps, targets, notifyUserIds: input.notifyUserIds });
   return withTransaction(ctx, async (tx) => {
     const changes = applyChanges(policy, { name: input.name, severities: input.severities, channelIds: input.channelIds, targets, notifyUserIds: input.notifyUserIds, escalationSteps, enabled: input.enabled });
@@ -226,7 +226,7 @@ export async function updateAlertPolicy(ctx: RequestContext, id: string, raw: Up
 /** The policy and its waiting escalation steps go. */
 export async function deleteAlertPolicy(ctx: RequestContext, id: string): Promise<void> {
   const policy = await requirePolicy(ctx, id, 'write');
-  await checkTargets(ctx, policyTarget(policy));
+  await checkTargets(ctx, policyTarget(policy), { stored: true });
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(AlertPolicy, { id: policy.id });
     await recordAudit(tx, { action: 'alert_policy.delete', resourceType: 'alert_policy', resourceId: policy.id, orgId: policy.orgId, details: { name: policy.name } });

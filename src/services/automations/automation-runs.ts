@@ -245,7 +245,7 @@ async function startRun(tx: RequestContext, automation: Automation, source: Auto
 export async function runAutomation(ctx: RequestContext, id: string): Promise<AutomationRunView> {
   const automation = await accessibleAutomation(ctx, id, 'automations:run');
   requirePrincipal(ctx);
-  await checkTargets(ctx, automationTarget(automation));
+  await checkTargets(ctx, automationTarget(automation), { stored: true });
   const run = await withTransaction(ctx, async (tx) => {
     const started = await startRun(tx, automation, 'manual');
     await recordAudit(tx, { action: 'automation.run', resourceType: 'automation', resourceId: automation.id, orgId: automation.orgId, details: { name: automation.name, runId: started.id } });

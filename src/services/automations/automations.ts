@@ -389,7 +389,7 @@ export async function updateAutomation(ctx: RequestContext, id: string, rawInput
   const current = await accessibleAutomation(ctx, id, 'automations:write');
   requirePrincipal(ctx);
   // Users limited to some sites act only on automations aimed within them, and aim them only there.
-  await checkTargets(ctx, automationTarget(current));
+  await checkTargets(ctx, automationTarget(current), { stored: true });
   if (input.target) await checkTargets(ctx, automationTarget({ orgId: current.orgId, target: input.target }));
   if (input.steps) await checkSteps(ctx, current.orgId, input.steps);
   const trigger = input.trigger && normalizeTrigger(input.trigger);
@@ -415,7 +415,7 @@ export async function updateAutomation(ctx: RequestContext, id: string, rawInput
 /** The automation and its runs go; commands and script executions its runs started stay with their devices. */
 export async function deleteAutomation(ctx: RequestContext, id: string): Promise<void> {
   const automation = await accessibleAutomation(ctx, id, 'automations:write');
-  await checkTargets(ctx, automationTarget(automation));
+  await checkTargets(ctx, automationTarget(automation), { stored: true });
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(Automation, { id });
     await recordAudit(tx, { action: 'automation.delete', resourceType: 'automation', resourceId: id, orgId: automation.orgId, details: { name: automation.name } });

@@ -9,7 +9,6 @@ export {
   deviceGroupIds,
   deviceWhere,
   installGroupMembership,
-  isOrganizationWide,
   matches,
   mayTarget,
   toTarget,

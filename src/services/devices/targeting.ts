@@ -119,11 +119,14 @@ export async function deviceGroupIds(em: EntityManager, deviceId: string): Promi
  * some sites target only within them: an organization-wide target, tags (which reach every site) or
  * a group of the whole organization reach devices they cannot see (403 for the first two, 404 for
  * the group, as a group they cannot see). Answers the one site the whole target lies in, or null.
- * The caller has already decided on the organization itself (`authorize`).
+ * The caller has already decided on the organization itself (`authorize`). `stored`: the target of a
+ * row being changed or shown, which holds only users limited to some sites (what it names may have
+ * been deleted since, which must not lock anyone out).
  */
-export async function checkTargets(ctx: RequestContext, target: Target): Promise<{ siteId: string | null }> {
+export async function checkTargets(ctx: RequestContext, target: Target, options: { stored?: boolean } = {}): Promise<{ siteId: string | null }> {
   const { orgId } = target;
   const allowed = visibleSiteIds(ctx, orgId);
+  if (options.stored && !allowed) return { siteId: null };
   if (allowed && (isOrganizationWide(target) || target.tags)) throw forbidden('Users limited to some sites must target sites, groups or devices of their sites');
   const within = (siteId: string | null) => !allowed || (siteId !== null && allowed.includes(siteId));
   const [sites, groupRows, devices] = await Promise.all([
@@ -142,10 +145,10 @@ export async function checkTargets(ctx: RequestContext, target: Target): Promise
   return { siteId: reached.size === 1 ? [...reached][0]! : null };
 }
 
-/** `checkTargets`' decision as a boolean, for what only callers who may aim at the whole target may do or see. */
+/** `checkTargets`' decision on a stored target as a boolean, for what only callers who may aim at the whole target may do or see. */
 export async function mayTarget(ctx: RequestContext, target: Target): Promise<boolean> {
   try {
-    await checkTargets(ctx, target);
+    await checkTargets(ctx, target, { stored: true });
     return true;
   } catch (error) {
     if (error instanceof AppError && error.status < 500) return false;

@@ -33,7 +33,7 @@ async function siteWithDevices(as: As, orgId: string) {
 }
 
 /** Each targeting domain's request aiming at one site, group or device, answered through REST. */
-const domains: Record<string, (api: ReturnType<typeof rest>, kind: Kind, id: string, scriptId: string) => Promise<{ status: number; body: { message?: string } }>> = {
+const domains: Record<string, (api: ReturnType<typeof rest>, kind: Kind, id: string, scriptId: string) => Promise<{ status: number; body: { id?: string; message?: string } }>> = {
   'alert rules': (api, kind, id) =>
     api.post('/alerts/rules', { name: `rule-${unique()}`, targetType: kind, targetId: id, conditions: [{ type: 'offline', durationSeconds: 60 }], severity: 'high' }),
   'alert policies': (api, kind, id) => api.post('/alerts/policies', { name: `policy-${unique()}`, severities: ['high'], targets: { [`${kind}Ids`]: [id] } }),
@@ -78,4 +78,15 @@ test('a site-limited technician gets the same 404 for another organization’s s
       .flatMap((kind) => [`${domain} ${kind} own: ok`, `${domain} ${kind} another organization: 404 ${RESOURCE[kind]}`, `${domain} ${kind} outside their sites: 404 ${RESOURCE[kind]}`]),
   );
   expect(answers).toEqual(expected);
+});
+
+test('a target whose group was deleted since does not lock its owners out of changing it', async () => {
+  const ours = await fleet(app);
+  const { group } = await siteWithDevices(ours.tech.as, ours.org.id);
+  const automation = await domains.automations(ours.api, 'group', group, '');
+  const policy = await domains['alert policies'](ours.api, 'group', group, '');
+  expect([automation.status, policy.status]).toEqual([201, 201]);
+  expect((await ours.api.delete(`/groups/${group}`)).status).toBe(204);
+  expect((await ours.api.patch(`/automations/${automation.body.id}`, { name: `renamed-${unique()}` })).status).toBe(200);
+  expect((await ours.api.patch(`/alerts/policies/${policy.body.id}`, { name: `renamed-${unique()}` })).status).toBe(200);
 });

@@ -19,6 +19,8 @@ import { automationsDomain } from './services/automations/index.js';
 import { inventoryDomain } from './services/inventory/index.js';
 import { installCommandTypes } from './services/devices/device-commands.js';
 import { installDeviceReports } from './services/devices/device-reports.js';
+import { installGroupMembership } from './services/devices/api.js';
+import { groupMembership } from './services/groups/api.js';
 
 /**
  * Every domain, by its manifest: the one list a new domain is added to. Every registry is derived
@@ -37,10 +39,11 @@ export const domainSubscribers = collect('subscribers');
 
 const present = <T>(value: T | undefined): T[] => (value ? [value] : []);
 
-/** Installs the registries that lower layers and the devices domain read at run time (permissions, audit actions, device reports, command types); idempotent. */
+/** Installs the registries that lower layers and the devices domain read at run time (permissions, audit actions, device reports, command types) and the groups' answers to targeting; idempotent. */
 export function installDomains(): void {
   installPermissions(domains);
   installAuditActions(domains.flatMap((domain) => present(domain.auditActions)));
   installDeviceReports(domains.flatMap((domain) => present(domain.deviceReports)));
   installCommandTypes(domains.flatMap((domain) => present(domain.commandTypes)));
+  installGroupMembership(groupMembership);
 }

@@ -266,7 +266,8 @@ test('users limited to a site change and delete only rules watching within their
   const limited = await buildUser(app, { orgId: org.id, can: ['alerts:read', 'alerts:write'] });
   await sql(app, `update membership set site_ids = ?::jsonb where id = ?`, [JSON.stringify([siteA.id]), limited.membership.id]);
   const api = rest(app, limited.as);
-  expect((await api.post('/alerts/rules', cpuRule(org.id))).status).toBe(404);
+  // An organization-wide rule reaches sites they cannot see: forbidden, as in every domain that targets devices.
+  expect((await api.post('/alerts/rules', cpuRule(org.id))).status).toBe(403);
   const mine = await createRule(limited.as, cpuRule(org.id, { targetType: 'site', targetId: siteA.id }));
   expect((await api.patch(`/alerts/rules/${mine.id}`, { name: 'Mine' })).body.name).toBe('Mine');
   for (const other of [await createRule(tech.as, cpuRule(org.id)), await createRule(tech.as, cpuRule(org.id, { targetType: 'site', targetId: siteB.id }))]) {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { RequestContext } from '../auth/context.js';
-import { END_JOB, START_JOB, maintenanceTick, runOccurrenceJob } from '../services/maintenance/maintenance.js';
+import { END_JOB, START_JOB, maintenanceTick, runOccurrenceJob } from '../services/maintenance/maintenance-occurrences.js';
 import type { DueWork, JobDefinition } from './types.js';
 
 const OccurrenceJobData = z.object({ occurrenceId: z.uuid() });

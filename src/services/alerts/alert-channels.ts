@@ -9,7 +9,8 @@ import { badRequest } from '../../errors.js';
 import { checkOutboundUrl, UnsafeUrlError } from '../../net/outbound-guard.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
-import { checkSiteLimit } from './alert-policy-scope.js';
+import { policyTarget } from './alert-policy-scope.js';
+import { checkTargets } from '../devices/api.js';
 import { recordAudit } from '../audit/api.js';
 import { ChannelSendError, sendThroughChannel, type ChannelMessage, type SendableChannel } from './channel-senders.js';
 import { WEBHOOK_PERMISSION, guardOptions } from '../webhooks/api.js';
@@ -235,17 +236,17 @@ export async function createAlertChannel(ctx: RequestContext, raw: CreateAlertCh
  * Users limited to some sites change only channels that just policies within their sites use:
  * another policy's channel, repointed, would bring them its alerts.
  */
-async function checkChannelSiteLimit(ctx: RequestContext, channel: AlertChannel): Promise<void> {
+async function checkPolicyTargets(ctx: RequestContext, channel: AlertChannel): Promise<void> {
   if (!visibleSiteIds(ctx, channel.orgId)) return;
   for (const policy of await ctx.em.find(AlertPolicy, { orgId: channel.orgId })) {
-    if (policy.channelIds.includes(channel.id) || policy.escalationSteps.some((step) => step.channelIds.includes(channel.id))) await checkSiteLimit(ctx, channel.orgId, policy.targets);
+    if (policy.channelIds.includes(channel.id) || policy.escalationSteps.some((step) => step.channelIds.includes(channel.id))) await checkTargets(ctx, policyTarget(policy), { stored: true });
   }
 }
 
 export async function updateAlertChannel(ctx: RequestContext, id: string, raw: UpdateAlertChannelInput): Promise<AlertChannelView> {
   const input = parseInput(UpdateAlertChannelSchema, raw);
   const channel = await requireAlertChannel(ctx, id, 'write');
-  await checkChannelSiteLimit(ctx, channel);
+  await checkPolicyTargets(ctx, channel);
   if (input.config !== undefined) await authorizeOutboundUrl(ctx, channel.orgId, channel.type);
   const config = input.config === undefined ? undefined : await parseConfig(ctx, channel.type, input.config);
   return withTransaction(ctx, async (tx) => {
@@ -264,7 +265,7 @@ export async function updateAlertChannel(ctx: RequestContext, id: string, raw: U
 /** The channel and its deliveries go; the policies naming it lose it. */
 export async function deleteAlertChannel(ctx: RequestContext, id: string): Promise<void> {
   const channel = await requireAlertChannel(ctx, id, 'write');
-  await checkChannelSiteLimit(ctx, channel);
+  await checkPolicyTargets(ctx, channel);
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(AlertChannel, { id: channel.id });
     // Policies keep their other channels.

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ALERT_SEVERITIES, METRIC_OPERATORS, type AlertCondition, type AlertRule } from '../../../entities/alert.js';
 import type { DeviceFacts } from '../devices/api.js';
 import { enumValues } from '../../validation.js';
+import type { Target } from '../devices/api.js';
 
 // The conditions of alert rules and templates: their one input shape, and their evaluation against
 // what is known of a device (pure functions: evaluation runs in memory on every heartbeat).
@@ -126,17 +127,17 @@ export function dueAt(rule: Pick<AlertRule, 'conditions'>, facts: DeviceFacts, n
   return new Date(due);
 }
 
-/** Whether the rule watches the device; `groupIds` are the groups it is a member of (asked only when a rule targets a group). */
-export function ruleTargets(rule: Pick<AlertRule, 'targetType' | 'targetId' | 'orgId'>, facts: DeviceFacts, groupIds: () => Set<string>): boolean {
+/** A rule's target (`targetType`/`targetId`, its public shape) as the common target; ids are stored lower-cased. */
+export function ruleTarget(rule: Pick<AlertRule, 'targetType' | 'targetId' | 'orgId'>): Target {
   switch (rule.targetType) {
     case 'organization':
-      return rule.targetId === facts.orgId;
+      return { orgId: rule.orgId };
     case 'site':
-      return rule.targetId === facts.siteId;
-    case 'device':
-      return rule.targetId === facts.id;
+      return { orgId: rule.orgId, siteIds: [rule.targetId] };
     case 'group':
-      return groupIds().has(rule.targetId);
+      return { orgId: rule.orgId, groupIds: [rule.targetId] };
+    case 'device':
+      return { orgId: rule.orgId, deviceIds: [rule.targetId] };
   }
 }
 

@@ -5,8 +5,8 @@ import { withTransaction } from '../../db/transaction.js';
 import { publishOnCommit } from '../../events/pubsub.js';
 import { onePer } from '../../memo.js';
 import type { Runtime } from '../../runtime.js';
-import { factsOf, type DeviceFacts } from '../devices/api.js';
-import { dueAt, ruleHolds, ruleTargets } from './alert-conditions.js';
+import { deviceGroupIds, factsOf, matches, type DeviceFacts } from '../devices/api.js';
+import { dueAt, ruleHolds, ruleTarget } from './alert-conditions.js';
 import { RULES_TOPIC, enabledRules, type CachedRule } from './alert-rules.js';
 import { RULE_SOURCE, raiseAlert, resolveAlert } from './alert-raise.js';
 import { ALERT_STATE_TOPIC } from './alerts.js';
@@ -78,13 +78,8 @@ export async function evaluateDevice(runtime: Runtime, facts: DeviceFacts, at: D
   try {
     const rules = await enabledRules(runtime, facts.orgId);
     if (rules.length === 0) return;
-    let groups: Set<string> | null = null;
-    const groupIds = () => groups ?? new Set<string>();
-    if (rules.some((rule) => rule.targetType === 'group')) {
-      const rows = (await runtime.orm.em.fork().execute('select group_id from device_group_member where device_id = ? and source is not null', [facts.id])) as { group_id: string }[];
-      groups = new Set(rows.map((r) => r.group_id));
-    }
-    const watching = rules.filter((rule) => ruleTargets(rule, facts, groupIds));
+    const groupIds = rules.some((rule) => rule.targetType === 'group') ? await deviceGroupIds(runtime.orm.em.fork(), facts.id) : [];
+    const watching = rules.filter((rule) => matches(facts, ruleTarget(rule), groupIds));
     if (watching.length === 0) return;
     const known = await standings(runtime).of(facts.id);
     const now = at;

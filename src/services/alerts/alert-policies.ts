@@ -2,9 +2,6 @@ import { z } from 'zod';
 import { AlertChannel, AlertChannelDelivery } from '../../../entities/alert-channel.js';
 import { AlertEscalation, AlertPolicy, type AlertPolicyTargets, type EscalationStep } from '../../../entities/alert-policy.js';
 import { Alert, ALERT_SEVERITIES } from '../../../entities/alert.js';
-import { Device } from '../../../entities/device.js';
-import { DeviceGroup } from '../../../entities/device-group.js';
-import { Site } from '../../../entities/site.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, loadOwned, targetOrgId } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
@@ -14,7 +11,8 @@ import type { DomainEvent } from '../../events/types.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { parseInput, timestamp, uuid } from '../../validation.js';
 import { queueChannelMessages, type QueuedMessage } from './alert-channels.js';
-import { allFound, checkSiteLimit } from './alert-policy-scope.js';
+import { allFound, policyTarget } from './alert-policy-scope.js';
+import { checkTargets, deviceGroupIds, matches } from '../devices/api.js';
 import { AlertSeveritySchema } from './alert-conditions.js';
 import { alertEventData } from './alerts.js';
 import { recordAudit } from '../audit/api.js';
@@ -139,16 +137,15 @@ function sortedSteps(steps: EscalationStep[] | undefined): EscalationStep[] | un
 }
 
 /**
- * Everything a policy names must be its organization's: channels, sites, groups, devices, and users
- * with an active membership reaching it (of the organization, or of its partner for all or this one
- * of its organizations). Anything else is 404, as another tenant's resource is.
+ * Everything a policy names must be its organization's: channels, users with an active membership
+ * reaching it (of the organization, or of its partner for all or this one of its organizations), and
+ * targets (`checkTargets`). Anything else is 404, as another tenant's resource is.
  */
 async function checkReferences(ctx: RequestContext, orgId: string, refs: { channelIds?: string[]; escalationSteps?: EscalationStep[]; targets?: AlertPolicyTargets | null; notifyUserIds?: string[] }): Promise<void> {
   const channelIds = [...new Set([...(refs.channelIds ?? []), ...(refs.escalationSteps ?? []).flatMap((s) => s.channelIds)])];
   await allFound(ctx, AlertChannel, channelIds, { orgId }, 'Alert channel');
-  await allFound(ctx, Site, refs.targets?.siteIds, { orgId }, 'Site');
-  await allFound(ctx, DeviceGroup, refs.targets?.groupIds, { orgId }, 'Group');
-  await allFound(ctx, Device, refs.targets?.deviceIds, { orgId }, 'Device');
+  // Users limited to some sites manage only policies within their sites: another's would send their channels other sites' alerts.
+  if (refs.targets !== undefined) await checkTargets(ctx, policyTarget({ orgId, targets: refs.targets }));
   const userIds = refs.notifyUserIds ?? [];
   if (userIds.length > 0 && (await reachingUsers(ctx, orgId, userIds)).length !== userIds.length) throw notFound('User');
 }
@@ -191,7 +188,6 @@ export async function createAlertPolicy(ctx: RequestContext, raw: CreateAlertPol
   const principal = await authorize(ctx, 'alerts:write', { orgId, resource: RESOURCE });
   const targets = normalizeTargets(input.targets);
   const escalationSteps = sortedSteps(input.escalationSteps) ?? [];
-  await checkSiteLimit(ctx, orgId, targets);
   await checkReferences(ctx, orgId, { channelIds: input.channelIds, escalationSteps, targets, notifyUserIds: input.notifyUserIds });
   return withTransaction(ctx, async (tx) => {
     const policy = tx.em.create(AlertPolicy, {
@@ -216,8 +212,7 @@ export async function updateAlertPolicy(ctx: RequestContext, id: string, raw: Up
   const policy = await requirePolicy(ctx, id, 'write');
   const targets = input.targets === undefined ? undefined : normalizeTargets(input.targets);
   const escalationSteps = sortedSteps(input.escalationSteps);
-  await checkSiteLimit(ctx, policy.orgId, policy.targets);
-  if (targets !== undefined) await checkSiteLimit(ctx, policy.orgId, targets);
+  await checkTargets(ctx, policyTarget(policy), { stored: true });
   await checkReferences(ctx, policy.orgId, { channelIds: input.channelIds, escalationSteps, targets, notifyUserIds: input.notifyUserIds });
   return withTransaction(ctx, async (tx) => {
     const changes = applyChanges(policy, { name: input.name, severities: input.severities, channelIds: input.channelIds, targets, notifyUserIds: input.notifyUserIds, escalationSteps, enabled: input.enabled });
@@ -231,7 +226,7 @@ export async function updateAlertPolicy(ctx: RequestContext, id: string, raw: Up
 /** The policy and its waiting escalation steps go. */
 export async function deleteAlertPolicy(ctx: RequestContext, id: string): Promise<void> {
   const policy = await requirePolicy(ctx, id, 'write');
-  await checkSiteLimit(ctx, policy.orgId, policy.targets);
+  await checkTargets(ctx, policyTarget(policy), { stored: true });
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(AlertPolicy, { id: policy.id });
     await recordAudit(tx, { action: 'alert_policy.delete', resourceType: 'alert_policy', resourceId: policy.id, orgId: policy.orgId, details: { name: policy.name } });
@@ -269,18 +264,8 @@ function unattended(tx: RequestContext, alert: Alert): boolean {
 /** The enabled policies of the alert's organization that take its severity and whose targets hold its device. */
 async function matchingPolicies(tx: RequestContext, alert: Alert): Promise<AlertPolicy[]> {
   const policies = (await tx.em.find(AlertPolicy, { orgId: alert.orgId, enabled: true }, { orderBy: { createdAt: 'asc' } })).filter((p) => p.severities.includes(alert.severity));
-  if (!alert.deviceId || !policies.some((p) => p.targets?.groupIds)) return policies.filter((p) => targetsHold(p.targets, alert, []));
-  const groups = (await tx.em.execute(`select group_id from device_group_member where device_id = ? and source is not null`, [alert.deviceId])) as { group_id: string }[];
-  return policies.filter((p) => targetsHold(p.targets, alert, groups.map((g) => g.group_id)));
-}
-
-function targetsHold(targets: AlertPolicyTargets | null, alert: Alert, groupIds: string[]): boolean {
-  if (!targets) return true;
-  return (
-    (alert.siteId !== null && !!targets.siteIds?.includes(alert.siteId)) ||
-    (alert.deviceId !== null && !!targets.deviceIds?.includes(alert.deviceId)) ||
-    !!targets.groupIds?.some((id) => groupIds.includes(id))
-  );
+  const groupIds = alert.deviceId && policies.some((p) => p.targets?.groupIds) ? await deviceGroupIds(tx.em, alert.deviceId) : [];
+  return policies.filter((p) => matches({ id: alert.deviceId, orgId: alert.orgId, siteId: alert.siteId }, policyTarget(p), groupIds));
 }
 
 /**

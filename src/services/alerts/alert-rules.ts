@@ -1,11 +1,9 @@
-import { raw, type FilterQuery } from '@mikro-orm/core';
+import type { FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { ALERT_TARGET_TYPES, AlertConditionState, AlertRule } from '../../../entities/alert.js';
 import { Device } from '../../../entities/device.js';
-import { DeviceGroup } from '../../../entities/device-group.js';
-import { Site } from '../../../entities/site.js';
 import type { RequestContext } from '../../auth/context.js';
-import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
+import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
 import { publishOnCommit } from '../../events/pubsub.js';
 import { badRequest, notFound } from '../../errors.js';
@@ -13,9 +11,9 @@ import { onePer } from '../../memo.js';
 import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import type { Runtime } from '../../runtime.js';
 import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../validation.js';
-import { AlertConditionViewSchema, AlertSeveritySchema, ConditionsSchema, normalizeCondition, ruleHolds } from './alert-conditions.js';
+import { AlertConditionViewSchema, AlertSeveritySchema, ConditionsSchema, normalizeCondition, ruleHolds, ruleTarget } from './alert-conditions.js';
+import { checkTargets, deviceWhere, factsOf, mayTarget } from '../devices/api.js';
 import { templateById } from './alert-templates.js';
-import { factsOf } from '../devices/api.js';
 import { recordAudit } from '../audit/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 
@@ -165,37 +163,19 @@ export const AlertRuleListQuery = PageQuery.extend({
 }).strict();
 export type AlertRuleListInput = z.input<typeof AlertRuleListQuery>;
 
-/** Whether the target is the rule's organization, or a site, group or device of it the caller can see. */
-async function targetVisible(ctx: RequestContext, orgId: string, targetType: AlertRule['targetType'], targetId: string): Promise<boolean> {
-  const sites = visibleSiteIds(ctx, orgId);
-  const id = targetId.toLowerCase();
-  switch (targetType) {
-    case 'organization':
-      return id === orgId && !sites;
-    case 'site':
-      return (await ctx.em.count(Site, { id, orgId })) > 0 && (!sites || sites.includes(id));
-    case 'group': {
-      const group = await ctx.em.findOne(DeviceGroup, { id, orgId }, { fields: ['siteId'] });
-      return !!group && (!sites || (!!group.siteId && sites.includes(group.siteId)));
-    }
-    case 'device': {
-      const device = await ctx.em.findOne(Device, { id, orgId }, { fields: ['siteId'] });
-      return !!device && (!sites || (!!device.siteId && sites.includes(device.siteId)));
-    }
-  }
-}
-
-const TARGET_RESOURCE = { organization: 'Organization', site: 'Site', group: 'Group', device: 'Device' } as const;
-
-/** The target must be visible to the caller (404 naming it otherwise). */
-async function checkTarget(ctx: RequestContext, orgId: string, targetType: AlertRule['targetType'], targetId: string): Promise<void> {
-  if (!(await targetVisible(ctx, orgId, targetType, targetId))) throw notFound(TARGET_RESOURCE[targetType]);
+/**
+ * The caller may aim a rule of `orgId` at the target (`checkTargets`: 404 naming what it cannot see);
+ * an organization target is the rule's own organization (404 `Organization not found` otherwise).
+ */
+async function checkRuleTarget(ctx: RequestContext, rule: Pick<AlertRule, 'orgId' | 'targetType' | 'targetId'>): Promise<void> {
+  if (rule.targetType === 'organization' && rule.targetId.toLowerCase() !== rule.orgId) throw notFound('Organization');
+  await checkTargets(ctx, ruleTarget({ ...rule, targetId: rule.targetId.toLowerCase() }));
 }
 
 async function accessibleRule(ctx: RequestContext, id: string, permission: 'alerts:read' | 'alerts:write'): Promise<AlertRule> {
   const rule = await loadOwned(ctx, AlertRule, id, permission, { resource: RESOURCE });
   // Users limited to some sites change only rules watching within their sites, as they make only such rules.
-  if (permission === 'alerts:write' && visibleSiteIds(ctx, rule.orgId) && !(await targetVisible(ctx, rule.orgId, rule.targetType, rule.targetId))) throw notFound(RESOURCE);
+  if (permission === 'alerts:write' && !(await mayTarget(ctx, ruleTarget(rule)))) throw notFound(RESOURCE);
   return rule;
 }
 
@@ -222,7 +202,7 @@ export async function createAlertRule(ctx: RequestContext, rawInput: CreateAlert
   const severity = input.severity ?? template?.severity;
   if (!conditions) throw badRequest('conditions: required without a template', [{ path: 'conditions', message: 'required without a template' }]);
   if (!severity) throw badRequest('severity: required without a template', [{ path: 'severity', message: 'required without a template' }]);
-  await checkTarget(ctx, orgId, input.targetType, input.targetId);
+  await checkRuleTarget(ctx, { orgId, targetType: input.targetType, targetId: input.targetId });
   return withTransaction(ctx, async (tx) => {
     const rule = tx.em.create(AlertRule, {
       orgId,
@@ -249,7 +229,7 @@ export async function updateAlertRule(ctx: RequestContext, id: string, rawInput:
   const rule = await accessibleRule(ctx, id, 'alerts:write');
   requirePrincipal(ctx);
   if ((input.targetType === undefined) !== (input.targetId === undefined)) throw badRequest('targetType and targetId go together', [{ path: 'targetId', message: 'give targetType and targetId together' }]);
-  if (input.targetType && input.targetId) await checkTarget(ctx, rule.orgId, input.targetType, input.targetId);
+  if (input.targetType && input.targetId) await checkRuleTarget(ctx, { orgId: rule.orgId, targetType: input.targetType, targetId: input.targetId });
   return withTransaction(ctx, async (tx) => {
     const current = await tx.em.findOneOrFail(AlertRule, { id: rule.id }, { refresh: true });
     const changes = applyChanges(current, { ...input, targetId: input.targetId?.toLowerCase(), conditions: input.conditions?.map(normalizeCondition) });
@@ -295,9 +275,7 @@ export async function testAlertRule(ctx: RequestContext, id: string, rawInput: T
   const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
   const where: FilterQuery<Device>[] = [visible, { orgId: rule.orgId, status: { $ne: 'decommissioned' } }];
   if (input.deviceId) where.push({ id: input.deviceId.toLowerCase() });
-  if (rule.targetType === 'site') where.push({ siteId: rule.targetId });
-  if (rule.targetType === 'device') where.push({ id: rule.targetId });
-  if (rule.targetType === 'group') where.push({ id: { $in: raw('select m.device_id from device_group_member m where m.group_id = ? and m.source is not null', [rule.targetId]) } } as FilterQuery<Device>);
+  where.push(deviceWhere(ruleTarget(rule)));
   const devices = await ctx.em.find(Device, { $and: where }, { orderBy: { hostname: 'asc', id: 'asc' }, limit: MAX_LIMIT });
   if (input.deviceId && devices.length === 0 && (await ctx.em.count(Device, { $and: [visible, { id: input.deviceId.toLowerCase() }] })) === 0) throw notFound('Device');
   const wouldFire = devices.flatMap((device) => {

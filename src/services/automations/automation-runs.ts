@@ -22,11 +22,10 @@ import { safeEqual, sha256Hex } from '../../secrets.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { queueChannelMessages } from '../alerts/api.js';
 import { recordAudit } from '../audit/api.js';
-import { createCommand } from '../devices/api.js';
-import { groupMemberDevices } from '../groups/api.js';
+import { checkTargets, createCommand, deviceWhere } from '../devices/api.js';
 import { executeScript, type ExecuteResult, type ScriptExecutionEventData } from '../scripts/api.js';
 import { previousStart } from '../shared/schedule.js';
-import { accessibleAutomation, checkSiteReach, reschedule, triggerSchedule, type AutomationStep, type AutomationTarget, type AutomationTrigger } from './automations.js';
+import { accessibleAutomation, automationTarget, reschedule, triggerSchedule, type AutomationStep, type AutomationTrigger } from './automations.js';
 import type { AutomationRunEventData } from './events.js';
 
 /*
@@ -205,33 +204,7 @@ export async function runsConnection(ctx: RequestContext, automationId: string, 
 async function resolveDevices(tx: RequestContext, automation: Automation): Promise<string[]> {
   // The automation's own reach, not the caller's: whoever starts it (a runner, a webhook call) acts with what it was written to do.
   const sys = RequestContext.system(tx.runtime, 'automation target').withEm(tx.em);
-  const target = automation.target as AutomationTarget;
-  const scope: FilterQuery<Device> = { orgId: automation.orgId, status: { $ne: 'decommissioned' } };
-  let where: FilterQuery<Device>;
-  switch (target.type) {
-    case 'organization':
-      where = scope;
-      break;
-    case 'site':
-      where = { ...scope, siteId: { $in: target.siteIds! } };
-      break;
-    case 'devices':
-      where = { ...scope, id: { $in: target.deviceIds! } };
-      break;
-    case 'group': {
-      const members = new Set<string>();
-      for (const groupId of target.groupIds!) {
-        // A group deleted since the automation was saved holds nothing.
-        const found = await groupMemberDevices(sys, groupId, 'devices:read').catch((error: unknown) => {
-          if (error instanceof AppError && error.status === 404) return null;
-          throw error;
-        });
-        for (const device of found?.devices ?? []) members.add(device.id);
-      }
-      where = { ...scope, id: { $in: [...members] } };
-      break;
-    }
-  }
+  const where: FilterQuery<Device> = { $and: [deviceWhere(automationTarget(automation)), { status: { $ne: 'decommissioned' } }] };
   const rows = await sys.em.find(Device, where, { fields: ['id'], orderBy: { id: 'asc' }, disableIdentityMap: true });
   return rows.map((d) => d.id);
 }
@@ -272,7 +245,7 @@ async function startRun(tx: RequestContext, automation: Automation, source: Auto
 export async function runAutomation(ctx: RequestContext, id: string): Promise<AutomationRunView> {
   const automation = await accessibleAutomation(ctx, id, 'automations:run');
   requirePrincipal(ctx);
-  await checkSiteReach(ctx, automation.orgId, automation.target as AutomationTarget);
+  await checkTargets(ctx, automationTarget(automation), { stored: true });
   const run = await withTransaction(ctx, async (tx) => {
     const started = await startRun(tx, automation, 'manual');
     await recordAudit(tx, { action: 'automation.run', resourceType: 'automation', resourceId: automation.id, orgId: automation.orgId, details: { name: automation.name, runId: started.id } });

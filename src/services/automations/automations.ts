@@ -9,22 +9,19 @@ import {
   type StoredJson,
 } from '../../../entities/automation.js';
 import { AlertChannel } from '../../../entities/alert-channel.js';
-import { Device } from '../../../entities/device.js';
-import { DeviceGroup } from '../../../entities/device-group.js';
 import { Script } from '../../../entities/script.js';
-import { Site } from '../../../entities/site.js';
 import type { RequestContext } from '../../auth/context.js';
 import type { Permission } from '../../auth/permissions.js';
-import { authorize, loadOwned, permits, requirePrincipal, targetOrgId, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
+import { authorize, loadOwned, permits, requirePrincipal, targetOrgId, tenantWhere } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
 import { containsPattern } from '../../db/like.js';
-import { AppError, badRequest, forbidden, notFound } from '../../errors.js';
+import { badRequest, notFound } from '../../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../../events/types.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { randomToken } from '../../secrets.js';
 import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
-import { CreateCommandSchema } from '../devices/api.js';
+import { CreateCommandSchema, checkTargets, mayTarget, toTarget, type Target } from '../devices/api.js';
 import { JsonObjectSchema } from '../shared/json.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { cronError, isTimeZone, nextStart, type CronSchedule } from '../shared/schedule.js';
@@ -274,7 +271,7 @@ async function automationViews(ctx: RequestContext, automations: Automation[]): 
     mayTrigger.set(orgId, (await permits(ctx, 'automations:run', { orgId })) || (await permits(ctx, 'automations:write', { orgId })));
   }
   const views: AutomationView[] = [];
-  for (const a of automations) views.push(automationView(ctx, a, !!mayTrigger.get(a.orgId) && (await withinSiteReach(ctx, a.orgId, a.target as AutomationTarget))));
+  for (const a of automations) views.push(automationView(ctx, a, !!mayTrigger.get(a.orgId) && (await mayTarget(ctx, automationTarget(a)))));
   return views;
 }
 
@@ -300,46 +297,10 @@ export function reschedule(automation: Pick<Automation, 'enabled' | 'trigger' | 
   automation.scheduledAt = scheduled ? now : null;
 }
 
-/**
- * Every id the target names is a row of the automation's organization: one the caller cannot see
- * is 404 as another tenant's; one it can see in another of its organizations is 400.
- */
-async function checkTarget(ctx: RequestContext, orgId: string, target: AutomationTarget): Promise<void> {
-  const check = async <T extends { id: string; orgId: string }>(entity: new () => T, wanted: string[] | undefined, resource: string, site: boolean) => {
-    if (!wanted) return;
-    const unique = [...new Set(wanted.map((id) => id.toLowerCase()))];
-    const visible = ((await tenantWhere<T>(ctx, site ? { org: 'orgId', site: 'siteId' } : { org: 'orgId' })) ?? {}) as FilterQuery<T>;
-    const rows = await ctx.em.find(entity, { $and: [visible, { id: { $in: unique } }] } as FilterQuery<T>, { fields: ['id', 'orgId'] as never });
-    if (rows.length !== unique.length) throw notFound(resource);
-    const outside = rows.filter((row) => row.orgId !== orgId).map((row) => row.id);
-    if (outside.length > 0) throw badRequest(`target: ${resource.toLowerCase()}s must belong to the automation's organization: ${outside.join(', ')}`, { ids: outside });
-  };
-  await check(Site, target.siteIds, 'Site', false);
-  await check(DeviceGroup, target.groupIds, 'Group', true);
-  await check(Device, target.deviceIds, 'Device', true);
-}
-
-/**
- * Users limited to some sites act only on automations aimed within them (their sites, devices or
- * groups of their sites): an organization-wide one reaches devices they cannot see.
- */
-export async function checkSiteReach(ctx: RequestContext, orgId: string, target: AutomationTarget): Promise<void> {
-  const sites = visibleSiteIds(ctx, orgId);
-  if (sites === null) return;
-  if (target.type === 'organization') throw forbidden('Users limited to some sites can only aim automations at their sites, their devices or their sites’ groups');
-  if (target.type === 'site' && target.siteIds!.some((id) => !sites.includes(id.toLowerCase()))) throw notFound('Site');
-  await checkTarget(ctx, orgId, target);
-}
-
-/** `checkSiteReach`'s decision as a boolean, for what is shown only to callers who may act on the whole target. */
-async function withinSiteReach(ctx: RequestContext, orgId: string, target: AutomationTarget): Promise<boolean> {
-  try {
-    await checkSiteReach(ctx, orgId, target);
-    return true;
-  } catch (error) {
-    if (error instanceof AppError && error.status < 500) return false;
-    throw error;
-  }
+/** An automation's target (`{type, siteIds|groupIds|deviceIds}`, its public shape) as the common target. */
+export function automationTarget(automation: { orgId: string; target: AutomationTarget | Automation['target'] }): Target {
+  const { type, siteIds, groupIds, deviceIds } = automation.target as AutomationTarget;
+  return toTarget({ orgId: automation.orgId, ...(type === 'site' && { siteIds }), ...(type === 'group' && { groupIds }), ...(type === 'devices' && { deviceIds }) });
 }
 
 /**
@@ -385,8 +346,7 @@ export async function createAutomation(ctx: RequestContext, rawInput: CreateAuto
   const input = parseInput(CreateAutomationSchema, rawInput);
   const orgId = await targetOrgId(ctx, input.orgId);
   const principal = await authorize(ctx, 'automations:write', { orgId, resource: 'Organization' });
-  await checkTarget(ctx, orgId, input.target);
-  await checkSiteReach(ctx, orgId, input.target);
+  await checkTargets(ctx, automationTarget({ orgId, target: input.target }));
   await checkSteps(ctx, orgId, input.steps);
   const trigger = normalizeTrigger(input.trigger);
   return uniqueName(
@@ -422,9 +382,9 @@ export async function updateAutomation(ctx: RequestContext, id: string, rawInput
   const input = parseInput(UpdateAutomationSchema, rawInput);
   const current = await accessibleAutomation(ctx, id, 'automations:write');
   requirePrincipal(ctx);
-  await checkSiteReach(ctx, current.orgId, current.target as AutomationTarget);
-  if (input.target) await checkTarget(ctx, current.orgId, input.target);
-  if (input.target) await checkSiteReach(ctx, current.orgId, input.target);
+  // Users limited to some sites act only on automations aimed within them, and aim them only there.
+  await checkTargets(ctx, automationTarget(current), { stored: true });
+  if (input.target) await checkTargets(ctx, automationTarget({ orgId: current.orgId, target: input.target }));
   if (input.steps) await checkSteps(ctx, current.orgId, input.steps);
   const trigger = input.trigger && normalizeTrigger(input.trigger);
   return uniqueName(
@@ -449,7 +409,7 @@ export async function updateAutomation(ctx: RequestContext, id: string, rawInput
 /** The automation and its runs go; commands and script executions its runs started stay with their devices. */
 export async function deleteAutomation(ctx: RequestContext, id: string): Promise<void> {
   const automation = await accessibleAutomation(ctx, id, 'automations:write');
-  await checkSiteReach(ctx, automation.orgId, automation.target as AutomationTarget);
+  await checkTargets(ctx, automationTarget(automation), { stored: true });
   await withTransaction(ctx, async (tx) => {
     await tx.em.nativeDelete(Automation, { id });
     await recordAudit(tx, { action: 'automation.delete', resourceType: 'automation', resourceId: id, orgId: automation.orgId, details: { name: automation.name } });

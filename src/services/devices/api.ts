@@ -4,3 +4,17 @@ export { factsOf, inventoryPart, type DeviceFacts, type DeviceReportListeners, t
 export { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, changeStatus, deviceViews, maySeeDevice, type DeviceView } from './devices.js';
 export { type DeviceEventData } from './events.js';
 export { checkTargetSite } from './enrollment-keys.js';
+export {
+  TargetSchema,
+  checkTargets,
+  deviceGroupIds,
+  deviceWhere,
+  installGroupMembership,
+  matches,
+  mayTarget,
+  toTarget,
+  type GroupMembership,
+  type Target,
+  type TargetInput,
+  type TargetedDevice,
+} from './targeting.js';

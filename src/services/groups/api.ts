@@ -1,2 +1,2 @@
 /** What other domains may use of the groups domain (the dependency check refuses any other way in). */
-export { groupMemberDevices } from './device-groups.js';
+export { groupMembership } from './device-groups.js';

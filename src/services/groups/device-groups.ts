@@ -25,9 +25,9 @@ import { onePer } from '../../memo.js';
 import { recordAudit } from '../audit/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { DeviceViewSchema, accessibleDevice, authorizeDevice, deviceViews, type DeviceView } from '../devices/api.js';
-import { checkTargetSite } from '../devices/api.js';
+import { checkTargetSite, checkTargets, toTarget, type GroupMembership } from '../devices/api.js';
 import { uniqueNameGuard } from '../shared/unique-name.js';
-import { checkFilterSites, deviceFacts, filterConditions, GroupFilterInputSchema, GroupFilterSchema, groupScope, lockGroup, normalizeFilter, reconcile, RESOURCE, storedFilter, type DeviceFacts } from './group-membership.js';
+import { deviceFacts, filterConditions, GroupFilterInputSchema, GroupFilterSchema, groupScope, lockGroup, normalizeFilter, reconcile, RESOURCE, storedFilter, type DeviceFacts } from './group-membership.js';
 
 /*
  * Device groups: `static` groups list their devices by hand; `dynamic` ones hold the devices their
@@ -249,8 +249,17 @@ function accessibleGroup(ctx: RequestContext, id: string, permission: Permission
 
 /** The device rows of the group's members; `in (subquery)` keeps large groups to one parameter. */
 function membersOf(groupId: string): FilterQuery<Device> {
-  return { id: { $in: raw('select m.device_id from device_group_member m where m.group_id = ? and m.source is not null', [groupId]) } } as FilterQuery<Device>;
+  return groupMembership.membersWhere([groupId]);
 }
+
+/** Membership as the devices domain's targeting asks it (installed by the wiring: groups sit above devices). */
+export const groupMembership: GroupMembership = {
+  membersWhere: (groupIds) => ({ id: { $in: raw('select m.device_id from device_group_member m where m.group_id in (?) and m.source is not null', [[...groupIds]]) } }) as FilterQuery<Device>,
+  groupIdsOf: async (em, deviceId) => {
+    const rows = (await em.getConnection().execute('select group_id from device_group_member where device_id = ? and source is not null', [deviceId])) as { group_id: string }[];
+    return rows.map((r) => r.group_id);
+  },
+};
 // ── groups ──────────────────────────────────────────────────────────────────────────────────────
 
 const groupName = z.string().trim().min(1).max(255).describe('Display name, unique within the organization: 1 to 255 characters, surrounding spaces trimmed.');
@@ -316,7 +325,8 @@ export async function createGroup(ctx: RequestContext, rawInput: CreateGroupInpu
   if (input.type === 'static' && input.filter) throw badRequest('filter: static groups have no filter (add devices to them instead)', [{ path: 'filter', message: 'static groups have no filter' }]);
   const siteId = await checkTargetSite(ctx, orgId, input.siteId);
   const filter = input.filter && normalizeFilter(input.filter);
-  if (filter) await checkFilterSites(ctx, orgId, filter);
+  // Sites a filter names must be ones the caller can see (404 otherwise, as another tenant's).
+  if (filter?.siteIds) await checkTargets(ctx, toTarget({ orgId, siteIds: filter.siteIds }));
   return uniqueName(
     withTransaction(ctx, async (tx) => {
       const group = tx.em.create(DeviceGroup, { orgId, siteId, name: input.name, description: input.description ?? null, type: input.type, filter: filter ?? null, createdBy: principal.userId });
@@ -342,7 +352,7 @@ export async function updateGroup(ctx: RequestContext, id: string, rawInput: Upd
   const principal = requirePrincipal(ctx);
   if (input.filter && current.type === 'static') throw badRequest('filter: static groups have no filter (add devices to them instead)', [{ path: 'filter', message: 'static groups have no filter' }]);
   const filter = input.filter && normalizeFilter(input.filter);
-  if (filter) await checkFilterSites(ctx, current.orgId, filter);
+  if (filter?.siteIds) await checkTargets(ctx, toTarget({ orgId: current.orgId, siteIds: filter.siteIds }));
   return uniqueName(
     withTransaction(ctx, async (tx) => {
       const group = await lockGroup(tx, id);
@@ -368,17 +378,6 @@ export async function deleteGroup(ctx: RequestContext, id: string): Promise<void
 }
 
 // ── members ─────────────────────────────────────────────────────────────────────────────────────
-
-/**
- * The group's current members the caller can see, for work aimed at a group (running a script):
- * the group is decided on with `permission` like its own routes (404 for another tenant's).
- */
-export async function groupMemberDevices(ctx: RequestContext, groupId: string, permission: Permission): Promise<{ group: DeviceGroupView; devices: Device[] }> {
-  const group = await accessibleGroup(ctx, groupId, permission);
-  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
-  const devices = await ctx.em.find(Device, { $and: [visible, membersOf(group.id)] }, { orderBy: { hostname: 'asc', id: 'asc' } });
-  return { group: await viewOf(ctx, group), devices };
-}
 
 export const GroupDeviceListQuery = PageQuery.strict();
 export type GroupDeviceListInput = z.input<typeof GroupDeviceListQuery>;
@@ -521,7 +520,7 @@ export async function previewGroup(ctx: RequestContext, groupId: string, rawInpu
   const group = await accessibleGroup(ctx, groupId, 'devices:read');
   if (group.type === 'static') throw badRequest('Only dynamic groups have a filter to preview');
   const filter = input.filter ? normalizeFilter(input.filter) : storedFilter(group);
-  if (input.filter) await checkFilterSites(ctx, group.orgId, filter);
+  if (input.filter && filter.siteIds) await checkTargets(ctx, toTarget({ orgId: group.orgId, siteIds: filter.siteIds }));
   const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
   const pinned = (mode: 'include' | 'exclude') => raw('select p.device_id from device_group_member p where p.group_id = ? and p.pin = ?', [group.id, mode]);
   const conditions = filterConditions(filter);

@@ -2,9 +2,7 @@ import { LockMode, raw, type FilterQuery, type QBFilterQuery } from '@mikro-orm/
 import { z } from 'zod';
 import { Device } from '../../../entities/device.js';
 import { DeviceGroup, DeviceGroupLog, DeviceGroupMember, type GroupLogReason, type GroupMemberSource } from '../../../entities/device-group.js';
-import { Site } from '../../../entities/site.js';
 import type { RequestContext } from '../../auth/context.js';
-import { visibleSiteIds } from '../../auth/policy.js';
 import { escapeLike, containsPattern } from '../../db/like.js';
 import { notFound } from '../../errors.js';
 import { enumValues, uuid } from '../../validation.js';
@@ -107,14 +105,6 @@ export function filterConditions(filter: GroupFilter): FilterQuery<Device>[] {
 /** The devices a group may hold at all: its organization's (and site's), not decommissioned. */
 export function groupScope(group: DeviceGroup): FilterQuery<Device> {
   return { orgId: group.orgId, ...(group.siteId ? { siteId: group.siteId } : {}), status: { $ne: 'decommissioned' } };
-}
-
-/** Sites a filter names must be sites of the group's organization that the caller can see (404 `Site not found` otherwise). */
-export async function checkFilterSites(ctx: RequestContext, orgId: string, filter: GroupFilter): Promise<void> {
-  if (!filter.siteIds) return;
-  const allowed = visibleSiteIds(ctx, orgId);
-  const found = await ctx.em.count(Site, { id: { $in: filter.siteIds }, orgId });
-  if (found !== filter.siteIds.length || (allowed && filter.siteIds.some((id) => !allowed.includes(id)))) throw notFound('Site');
 }
 
 // ── materialized membership ─────────────────────────────────────────────────────────────────────

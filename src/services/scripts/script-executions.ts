@@ -6,7 +6,7 @@ import { EXECUTION_STATUSES, FINISHED_STATUSES, ScriptExecution, type ExecutionS
 import type { RequestContext } from '../../auth/context.js';
 import { loadOwned, permits, requirePrincipal, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
-import { badRequest, conflict, notFound } from '../../errors.js';
+import { conflict, notFound } from '../../errors.js';
 import { DOMAIN_EVENT_TOPIC } from '../../events/dispatcher.js';
 import { emit } from '../../events/outbox.js';
 import { selectIterable } from '../../events/subscriptions.js';
@@ -14,9 +14,8 @@ import type { DomainEvent, DomainEventMap } from '../../events/types.js';
 import { MAX_LIMIT, PageQuery, encodeCursor, pageInfoOf, keysetWhere, pageOptions, pageSchema, toPage, type Connection, type Page } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
-import { queueCommand, type CommandResult, type CommandTypeHooks } from '../devices/api.js';
+import { checkTargets, deviceWhere, queueCommand, toTarget, type CommandResult, type CommandTypeHooks } from '../devices/api.js';
 import { JsonObjectSchema } from '../shared/json.js';
-import { groupMemberDevices } from '../groups/api.js';
 import { accessibleScript, maskParameters, resolveParameters, unsealParameters } from './scripts.js';
 
 /*
@@ -123,25 +122,15 @@ export const ExecuteResultSchema = z
   .meta({ title: 'ScriptExecuteResult', description: 'What running a script started, and which devices it left out' });
 export type ExecuteResult = z.output<typeof ExecuteResultSchema>;
 
-/** The devices an execution aims at: those named (visible to the caller) and the group's members, of the script's organization only. */
+/**
+ * The devices an execution aims at: those named and the group's current members, of the script's
+ * organization (`checkTargets`: 404 for what the caller cannot see), as far as the caller sees them.
+ */
 async function targetDevices(ctx: RequestContext, script: Script, input: z.output<typeof ExecuteScriptSchema>): Promise<Device[]> {
-  const byId = new Map<string, Device>();
-  if (input.deviceIds) {
-    const ids = [...new Set(input.deviceIds.map((id) => id.toLowerCase()))];
-    const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
-    const devices = await ctx.em.find(Device, { $and: [visible, { id: { $in: ids } }] });
-    if (devices.length !== ids.length) throw notFound('Device');
-    const outside = devices.filter((d) => d.orgId !== script.orgId).map((d) => d.id);
-    if (outside.length > 0) throw badRequest(`Only devices of the script's organization can run it: ${outside.join(', ')}`, { deviceIds: outside });
-    for (const device of devices) byId.set(device.id, device);
-  }
-  if (input.groupId) {
-    // Whoever may run the organization's scripts may aim them at its groups.
-    const { group, devices } = await groupMemberDevices(ctx, input.groupId, 'scripts:execute');
-    if (group.orgId !== script.orgId) throw badRequest("Only a group of the script's organization can run it", [{ path: 'groupId', message: "not a group of the script's organization" }]);
-    for (const device of devices) byId.set(device.id, device);
-  }
-  return [...byId.values()];
+  const target = toTarget({ orgId: script.orgId, deviceIds: input.deviceIds, groupIds: input.groupId ? [input.groupId] : undefined });
+  await checkTargets(ctx, target);
+  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
+  return ctx.em.find(Device, { $and: [visible, deviceWhere(target)] }, { orderBy: { hostname: 'asc', id: 'asc' } });
 }
 
 /**

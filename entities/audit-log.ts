@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Entity, Index, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 
-export type ActorType = 'user' | 'api_key' | 'agent' | 'system' | 'anonymous';
+export type ActorType = 'user' | 'api_key' | 'agent' | 'portal_user' | 'plugin' | 'system' | 'anonymous';
 export type AuditResult = 'success' | 'denied' | 'failure';
 
 /**

@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { z, type ZodType } from 'zod';
 import type { RequestContext } from '../src/auth/context.js';
-import { requirePrincipal } from '../src/auth/policy.js';
+import { claimAgent, requireAgentToken } from '../src/auth/agent.js';
+import { requireUserCaller } from '../src/auth/policy.js';
 import { AppError, notFound } from '../src/errors.js';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import { consumeRateLimit, type RateLimit } from '../src/http/rate-limit.js';
@@ -39,6 +40,12 @@ interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined
   response?: R;
   /** reachable without credentials (the service method then calls skipAuthorization) */
   public?: boolean;
+  /**
+   * Who may call, when not public: users' sessions and API keys by default; `agent`, only an agent's
+   * token, for the path's `:agentId` (src/auth/agent.ts: the router binds the claim, the service
+   * verifies it). Any other caller is 401.
+   */
+  auth?: 'agent';
   /** a budget per client IP and route, counted before anything else */
   limit?: RateLimit;
   /**
@@ -140,20 +147,25 @@ export class RestRouter {
     // The types ask for every `:name`; an extra schema would refuse every request.
     if (Object.keys(spec.params ?? {}).sort().join() !== [...names].sort().join()) throw new Error(`${route}: params must declare exactly ${names.join(', ') || 'none'}`);
     const params = spec.params && z.object(spec.params);
+    const agentRoute = spec.auth === 'agent';
+    if (agentRoute && (spec.public || !names.includes('agentId'))) throw new Error(`${route}: an agent route is not public and names its agent (:agentId)`);
     const status = spec.status ?? 200;
     if (spec.response && status === 204) throw new Error(`${route}: a 204 route answers no body, so it takes no response schema`);
-    this.openapi.add({ method, path: `/api/v1${path}`, summary: spec.summary, tag: this.tag, public: !!spec.public, status, body: spec.body, query: spec.query, params, response: spec.response });
+    this.openapi.add({ method, path: `/api/v1${path}`, summary: spec.summary, tag: this.tag, public: !!spec.public, agent: agentRoute, status, body: spec.body, query: spec.query, params, response: spec.response });
     /** Parse, call the service, check the access decision: what both the Express route and the hot path run. */
     const answer = async (ctx: RequestContext, raw: { body: unknown; query: unknown; params: unknown }, req: Request, res: Response) => {
       if (spec.limit) await consumeRateLimit(ctx.runtime, spec.limit, `${ctx.meta.ip ?? 'unknown'} ${route}`);
-      if (!spec.public) requirePrincipal(ctx);
+      if (agentRoute) requireAgentToken(ctx);
+      else if (!spec.public) requireUserCaller(ctx);
       const body = spec.body ? parseInput(spec.body, raw.body ?? {}) : undefined;
       const query = spec.query ? parseInput(spec.query, raw.query) : undefined;
       // After body and query, as the service would find an id of another tenant after them.
       const parsed = params ? params.safeParse(raw.params) : { success: true as const, data: {} };
       if (!parsed.success) throw new AppError(404, 'NOT_FOUND', parsed.error.issues[0]!.message);
+      if (agentRoute) claimAgent(ctx, (parsed.data as { agentId: string }).agentId);
       const result = await handler(ctx, { body, query, params: parsed.data, req, res });
       if (!ctx.mark.checked) throw new Error(`${route} answered without an access decision (authorize or skipAuthorization)`);
+      if (agentRoute && ctx.principal?.kind !== 'agent') throw new Error(`${route} answered without verifying its agent (src/auth/agent.ts)`);
       return result;
     };
     const handle = async (req: Request, res: Response) => {

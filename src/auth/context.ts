@@ -7,10 +7,12 @@ import type { Logger } from '../logger.js';
 import type { Runtime } from '../runtime.js';
 import { Loaders } from './loaders.js';
 
-/** Who is calling, resolved once per request from a JWT, an API key, or the system itself. */
-export interface Principal {
-  kind: 'user' | 'apiKey' | 'system';
-  /** user id, API key id, or `system` */
+/** The kinds of caller: each is authenticated in src/auth and named by audit rows and policy decisions. */
+export type PrincipalKind = Principal['kind'];
+
+/** What every principal carries: its tenant (scope, organization, partner) and what it was granted. */
+interface PrincipalBase {
+  /** user id, API key id, device id (an agent), portal user id, plugin installation id, or `system` */
   id: string;
   userId: string | null;
   email: string | null;
@@ -24,6 +26,7 @@ export interface Principal {
   /** organization memberships: restricted to these sites when non-empty */
   siteIds: string[];
   roleId: string | null;
+  /** users and API keys: their role's grants (wildcards expand); other kinds: exactly these permissions, nothing implied */
   permissions: string[];
   /** the session was established with a second factor */
   mfa: boolean;
@@ -35,6 +38,33 @@ export interface Principal {
   sessionMethod: SessionMethod | null;
 }
 
+/** The device an agent token belongs to (src/auth/agent.ts). */
+export interface AgentIdentity {
+  deviceId: string;
+  agentId: string;
+  /** SHA-256 of the token it authenticated with: a replaced token ends what was opened with it (the agent channel) */
+  tokenHash: string;
+  orgId: string;
+  siteId: string | null;
+}
+
+/**
+ * Who is calling, resolved once per request from a JWT, an API key, an agent token, or the system
+ * itself. `portalUser` and `plugin` are defined ahead of their domains: no credential makes them yet,
+ * every route refuses them (401) and `authorize` grants them only what `permissions` lists.
+ */
+export type Principal =
+  | (PrincipalBase & { kind: 'user' | 'apiKey' | 'system' })
+  | (PrincipalBase & { kind: 'agent'; agent: AgentIdentity })
+  | (PrincipalBase & { kind: 'portalUser'; portal: { orgId: string } })
+  | (PrincipalBase & { kind: 'plugin'; plugin: { pluginId: string; orgId: string | null } });
+
+/** What an agent route's request says it is, not yet checked: the path's agent and the SHA-256 of its Bearer token. */
+export interface AgentClaim {
+  agentId: string;
+  tokenHash: string;
+}
+
 export type SessionMethod = 'password' | 'sso';
 
 export interface RequestMeta {
@@ -43,6 +73,19 @@ export interface RequestMeta {
   userAgent: string | null;
   /** credentials were sent but refused: raised by the first operation that needs a caller, so public ones still work */
   authError: AppError | null;
+  /** an agent token was presented (its SHA-256): only the agent routes take it, checked against their path's agent (src/auth/agent.ts) */
+  agentTokenHash: string | null;
+}
+
+/**
+ * The request's caller, shared by every copy of one request's context. An agent route's caller
+ * starts as a claim and becomes its agent once the claim is verified (`src/auth/agent.ts`), which the
+ * heartbeat's shared statement does in the same statement that records the report.
+ */
+class Caller {
+  claim: AgentClaim | null = null;
+
+  constructor(public principal: Principal | null) {}
 }
 
 /**
@@ -92,7 +135,7 @@ export class RequestContext {
   private constructor(
     readonly runtime: Runtime,
     readonly em: EntityManager,
-    readonly principal: Principal | null,
+    private readonly caller: Caller,
     readonly meta: RequestMeta,
     private readonly requestLog: RequestLog,
     readonly mark: AuthorizationMark,
@@ -103,8 +146,42 @@ export class RequestContext {
 
   static create(runtime: Runtime, principal: Principal | null, meta: Partial<RequestMeta> = {}): RequestContext {
     const em = runtime.orm.em.fork() as EntityManager;
-    const full: RequestMeta = { requestId: meta.requestId ?? randomUUID(), ip: meta.ip ?? null, userAgent: meta.userAgent ?? null, authError: meta.authError ?? null };
-    return new RequestContext(runtime, em, principal, full, new RequestLog(runtime.log, full.requestId), new AuthorizationMark(), new Loaders(em), new CommitHooks(), []);
+    const full: RequestMeta = {
+      requestId: meta.requestId ?? randomUUID(),
+      ip: meta.ip ?? null,
+      userAgent: meta.userAgent ?? null,
+      authError: meta.authError ?? null,
+      agentTokenHash: meta.agentTokenHash ?? null,
+    };
+    return new RequestContext(runtime, em, new Caller(principal), full, new RequestLog(runtime.log, full.requestId), new AuthorizationMark(), new Loaders(em), new CommitHooks(), []);
+  }
+
+  /** Who is calling; null for anonymous requests and for an agent route's claim not yet verified. */
+  get principal(): Principal | null {
+    return this.caller.principal;
+  }
+
+  /** An agent route's unverified claim (`claimAgent`, src/auth/agent.ts). */
+  get agentClaim(): AgentClaim | null {
+    return this.caller.claim;
+  }
+
+  /** Binds the presented agent token to the route's agent. Only src/auth/agent.ts calls it. */
+  claimAgent(claim: AgentClaim): void {
+    if (this.caller.principal || this.caller.claim) throw new Error('The request already has a caller');
+    this.caller.claim = claim;
+  }
+
+  /**
+   * The request acts as this agent from here on (its copies too). Only src/auth/agent.ts calls it, with
+   * a device read for the claim's token (or, at enrollment, the device the enrollment key enrolled).
+   */
+  admitAgent(principal: Extract<Principal, { kind: 'agent' }>): void {
+    const current = this.caller.principal;
+    if (current && !(current.kind === 'agent' && current.id === principal.id && current.agent.tokenHash === principal.agent.tokenHash)) throw new Error('The request already has a caller');
+    const claim = this.caller.claim;
+    if (claim && (claim.agentId !== principal.agent.agentId || claim.tokenHash !== principal.agent.tokenHash)) throw new Error('The agent does not answer the claim');
+    this.caller.principal = principal;
   }
 
   /** The request's logger (its lines carry the request id). */
@@ -123,14 +200,14 @@ export class RequestContext {
 
   /** The same request on another EntityManager (a transaction); the authorization mark is shared. */
   withEm(em: EntityManager): RequestContext {
-    const copy = new RequestContext(this.runtime, em, this.principal, this.meta, this.requestLog, this.mark, new Loaders(em), this.commitHooks, this.deniedAttempts);
+    const copy = new RequestContext(this.runtime, em, this.caller, this.meta, this.requestLog, this.mark, new Loaders(em), this.commitHooks, this.deniedAttempts);
     copy.orgPartnerCache = this.orgPartnerCache;
     return copy;
   }
 
   /** The same request with a fresh authorization mark: one GraphQL field resolution must make its own decision. */
   forField(): RequestContext {
-    const copy = new RequestContext(this.runtime, this.em, this.principal, this.meta, this.requestLog, new AuthorizationMark(), this.loaders, this.commitHooks, this.deniedAttempts);
+    const copy = new RequestContext(this.runtime, this.em, this.caller, this.meta, this.requestLog, new AuthorizationMark(), this.loaders, this.commitHooks, this.deniedAttempts);
     copy.orgPartnerCache = this.orgPartnerCache;
     return copy;
   }
@@ -172,8 +249,7 @@ export class RequestContext {
   }
 
   get actorType(): ActorType {
-    if (!this.principal) return 'anonymous';
-    return this.principal.kind === 'apiKey' ? 'api_key' : this.principal.kind;
+    return this.principal ? ACTOR_TYPES[this.principal.kind] : 'anonymous';
   }
 
   /** Partner of an organization, cached for the request (null when the organization does not exist). */
@@ -188,6 +264,8 @@ export class RequestContext {
     return partnerId;
   }
 }
+
+const ACTOR_TYPES: Record<PrincipalKind, ActorType> = { user: 'user', apiKey: 'api_key', agent: 'agent', portalUser: 'portal_user', plugin: 'plugin', system: 'system' };
 
 export function systemPrincipal(): Principal {
   return {

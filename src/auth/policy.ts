@@ -28,7 +28,7 @@ export async function authorize(ctx: RequestContext, permission: Permission, opt
     await reportDenied(ctx, permission, 'mfa_required', options);
     throw mfaRequired();
   }
-  if (!hasPermission(principal.permissions, permission)) {
+  if (!grants(principal, permission)) {
     await reportDenied(ctx, permission, 'missing_permission', options);
     throw forbidden();
   }
@@ -41,6 +41,23 @@ export async function authorize(ctx: RequestContext, permission: Permission, opt
 }
 
 /**
+ * A user's or API key's role grants what its entries imply (`*`, `devices:*`, `*:read`); agents, portal
+ * users and plugins hold only the permissions they list, word for word, so a wildcard never reaches them.
+ */
+function grants(principal: Principal, permission: Permission): boolean {
+  switch (principal.kind) {
+    case 'user':
+    case 'apiKey':
+    case 'system':
+      return hasPermission(principal.permissions, permission);
+    case 'agent':
+    case 'portalUser':
+    case 'plugin':
+      return principal.permissions.includes(permission);
+  }
+}
+
+/**
  * Decides access like `authorize` but answers false instead of refusing, for data that is shown
  * only when the caller may read it (e.g. a GraphQL field that is null otherwise). The answer,
  * either way, is the access decision; nothing is reported as denied.
@@ -48,7 +65,7 @@ export async function authorize(ctx: RequestContext, permission: Permission, opt
 export async function permits(ctx: RequestContext, permission: Permission, options: Pick<AuthorizeOptions, 'orgId' | 'partnerId'>): Promise<boolean> {
   const principal = requirePrincipal(ctx);
   ctx.mark.checked = true;
-  if (!hasPermission(principal.permissions, permission)) return false;
+  if (!grants(principal, permission)) return false;
   if (options.orgId && !(await canAccessOrg(ctx, options.orgId))) return false;
   return !options.partnerId || canAccessPartner(principal, options.partnerId);
 }
@@ -102,6 +119,17 @@ export function skipAuthorization(ctx: RequestContext, reason: string): void {
 export function requirePrincipal(ctx: RequestContext): Principal {
   if (!ctx.principal) throw ctx.meta.authError ?? unauthenticated();
   return ctx.principal;
+}
+
+/**
+ * The caller of a route that takes users' credentials (a session or an API key). Any other kind is
+ * refused as no credential is (401): agents call only the agent routes, and portal users and plugins
+ * no route yet.
+ */
+export function requireUserCaller(ctx: RequestContext): Principal {
+  const principal = requirePrincipal(ctx);
+  if (principal.kind !== 'user' && principal.kind !== 'apiKey') throw unauthenticated();
+  return principal;
 }
 
 export async function canAccessOrg(ctx: RequestContext, orgId: string): Promise<boolean> {

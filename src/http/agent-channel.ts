@@ -1,12 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import { AppError, notFound, toAppError } from '../errors.js';
+import { agentContext, agentTokenHash, authenticateAgent, INVALID_AGENT_TOKEN, type AgentPrincipal } from '../auth/agent.js';
+import { AppError, notFound, toAppError, unauthenticated } from '../errors.js';
 import type { Runtime } from '../runtime.js';
-import { agentToken, authenticateAgent } from '../services/devices/agents.js';
 import { MAX_CHANNEL_MESSAGE_BYTES, type AgentChannelHub } from '../services/devices/agent-channel.js';
 import { uuid } from '../validation.js';
-import { publicContext } from './request-context.js';
+import { clientMeta } from './request-context.js';
 
 const CHANNEL_PATH = /^\/api\/v1\/agents\/([^/]+)\/ws$/;
 
@@ -48,11 +48,12 @@ export function agentChannelRoute(runtime: Runtime, hub: AgentChannelHub): Upgra
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_CHANNEL_MESSAGE_BYTES, perMessageDeflate: false, clientTracking: false });
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, agentId: string): Promise<void> {
-    const token = agentToken(req.headers.authorization);
-    const ctx = publicContext(runtime, req);
-    let device;
+    const tokenHash = agentTokenHash(req.headers.authorization);
+    const meta = clientMeta(runtime, req);
+    let agent: AgentPrincipal;
     try {
-      device = await authenticateAgent(ctx, agentId, token);
+      if (!tokenHash) throw unauthenticated(INVALID_AGENT_TOKEN);
+      agent = await authenticateAgent(agentContext(runtime, { agentId, tokenHash }, meta));
     } catch (error) {
       const { error: appError, expected } = toAppError(error);
       if (!expected) runtime.log.error({ err: (error as Error).message }, 'agent channel upgrade failed');
@@ -60,7 +61,7 @@ export function agentChannelRoute(runtime: Runtime, hub: AgentChannelHub): Upgra
     }
     if (socket.destroyed) return;
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const conn = hub.attach(device, token!, ws, ctx.meta);
+      const conn = hub.attach(agent.agent, ws, { ip: meta.ip, userAgent: meta.userAgent });
       ws.on('message', (data, isBinary) => hub.receive(conn, data as Buffer, isBinary));
       ws.on('pong', () => hub.pong(conn));
       ws.on('error', (error) => runtime.log.debug({ err: error.message, deviceId: conn.deviceId }, 'agent channel socket error'));

@@ -7,6 +7,8 @@ export interface RouteDoc {
   summary: string;
   tag: string;
   public: boolean;
+  /** called with an agent's token (`auth: 'agent'`) */
+  agent?: boolean;
   status: number;
   body?: ZodType;
   query?: ZodType;
@@ -47,6 +49,7 @@ export class OpenApiRegistry {
         },
       };
       if (route.public) operation.security = [];
+      else if (route.agent) operation.security = [{ agentToken: [] }];
       // A body whose every field is optional may be left out.
       if (route.body) operation.requestBody = { required: !route.body.safeParse({}).success, content: { 'application/json': { schema: jsonSchema(route.body) } } };
       (paths[oaPath] ??= {})[route.method] = operation;
@@ -60,6 +63,7 @@ export class OpenApiRegistry {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
           apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          agentToken: { type: 'http', scheme: 'bearer', description: "The agent's token (`agt_…`), answered by POST /agents/enroll: the agent routes only" },
         },
         schemas: {
           Error: {

@@ -1,21 +1,23 @@
 import type { IncomingMessage } from 'node:http';
 import express, { type Request } from 'express';
+import { agentTokenHash } from '../auth/agent.js';
 import { authenticate } from '../auth/authenticate.js';
 import { RequestContext } from '../auth/context.js';
 import type { Config } from '../config.js';
-import { AppError } from '../errors.js';
+import { AppError, unauthenticated } from '../errors.js';
 import type { Runtime } from '../runtime.js';
 import { onePer } from '../memo.js';
 
 /**
  * The request's context from its Bearer token or API key. Refused credentials do not fail the
  * request here: a stale token must not stop a public operation (login, refresh, SSO); the first
- * operation that needs a caller raises the refusal (`requirePrincipal`).
+ * operation that needs a caller raises the refusal (`requirePrincipal`). An agent token is kept for
+ * the agent routes, which verify it against their path's agent (src/auth/agent.ts); anything else
+ * refuses it as no credential.
  */
 export async function contextFor(runtime: Runtime, req: RawRequest): Promise<RequestContext> {
-  // Agent routes are public or authenticated by the agent's own token (the agents service): read as a
-  // user credential it could only fail, at the cost of two thrown errors per heartbeat.
-  if ((req.originalUrl ?? req.url ?? '').startsWith('/api/v1/agents/')) return publicContext(runtime, req);
+  const agentToken = agentTokenHash(req.headers.authorization);
+  if (agentToken) return RequestContext.create(runtime, null, { ...clientMeta(runtime, req), agentTokenHash: agentToken, authError: unauthenticated() });
   const apiKey = req.headers['x-api-key'];
   try {
     const principal = await authenticate(runtime, { authorization: req.headers.authorization, apiKey: typeof apiKey === 'string' ? apiKey : null });
@@ -29,17 +31,9 @@ export async function contextFor(runtime: Runtime, req: RawRequest): Promise<Req
 /** A request as Express hands it over, or as it arrives (the hot path in front of Express, WebSocket upgrades). */
 type RawRequest = IncomingMessage & { requestId?: string; originalUrl?: string };
 
-function clientMeta(runtime: Runtime, req: RawRequest) {
+/** The client's request id, address and user agent, from the raw request: Express's, the hot path's or a WebSocket upgrade's. */
+export function clientMeta(runtime: Runtime, req: RawRequest) {
   return { requestId: req.requestId, ip: rawClientIp(runtime.config, req), userAgent: req.headers['user-agent'] ?? null };
-}
-
-/**
- * A context without a caller, for requests no user credential can serve (the agents', which their
- * own token authenticates in the service), from the raw request: Express's, the hot path's or a
- * WebSocket upgrade's.
- */
-export function publicContext(runtime: Runtime, req: RawRequest): RequestContext {
-  return RequestContext.create(runtime, null, clientMeta(runtime, req));
 }
 
 /** An Express app that only answers `req.ip` under the configured TRUST_PROXY. */

@@ -15,12 +15,14 @@ import { entryContent, recordAudit } from './record.js';
 const searchText = z.string().trim().min(1).max(200);
 
 export const ActorTypeSchema = z
-  .enum(['user', 'api_key', 'agent', 'system', 'anonymous'])
+  .enum(['user', 'api_key', 'agent', 'portal_user', 'plugin', 'system', 'anonymous'])
   .meta({ title: 'AuditActorType', description: 'Who acted.' })
   .register(enumValues, {
     user: 'A signed-in user (actorId: the user).',
     api_key: 'An API key (actorId: the key).',
     agent: 'A device agent (actorId: the device).',
+    portal_user: 'A customer-portal user (actorId: the portal user).',
+    plugin: 'A plugin calling back with its own credentials (actorId: the plugin installation).',
     system: 'The service itself (jobs, subscribers).',
     anonymous: 'An unauthenticated request (failed sign-ins, public routes).',
   });
@@ -57,7 +59,7 @@ export const AuditLogViewSchema = z
     seq: z.string().describe('position in the global order'),
     createdAt: timestamp().describe('When it happened.'),
     actorType: ActorTypeSchema.describe('Who acted.'),
-    actorId: uuid().nullable().describe('The user, API key or device that acted; null for system and anonymous actors.'),
+    actorId: uuid().nullable().describe('The user, API key, device, portal user or plugin installation that acted; null for system and anonymous actors.'),
     actorEmail: z.string().nullable().describe('The acting user’s email at the time; null for other actors.'),
     action: z.string().describe('What was done, e.g. user.login or device.update.'),
     resourceType: z.string().describe('The kind of resource acted on (user, device, webhook, …).'),

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { RequestContext } from '../../auth/context.js';
+import { agentContext } from '../../auth/agent.js';
+import { RequestContext, type AgentIdentity } from '../../auth/context.js';
 import type { Permission } from '../../auth/permissions.js';
 import { AppError, badRequest, internalError, toAppError } from '../../errors.js';
 import { DOMAIN_EVENT_TOPIC } from '../../events/dispatcher.js';
 import type { DomainEvent } from '../../events/types.js';
 import type { AgentChannels, AgentResponse, Runtime } from '../../runtime.js';
-import { sha256Hex } from '../../secrets.js';
 import { parseInput } from '../../validation.js';
 import { heartbeat, markSeen, reportCommandResult, touchPresence, type Presence } from './agents.js';
 import { boundedJson, JsonObjectSchema } from '../shared/json.js';
@@ -69,7 +69,6 @@ const OPEN = 1;
 export class AgentConnection {
   readonly id = randomUUID();
   readonly openedAt = Date.now();
-  readonly tokenHash: string;
   /** answered the last ping (or sent something) since the previous presence tick */
   alive = true;
   closed = false;
@@ -85,13 +84,11 @@ export class AgentConnection {
   constructor(
     readonly deviceId: string,
     readonly agentId: string,
-    /** kept for the service calls the agent makes over the channel, which authenticate each time */
-    readonly token: string,
+    /** the token it opened with (its SHA-256): the agent's calls over the channel claim it, and are verified, each time */
+    readonly tokenHash: string,
     readonly socket: AgentSocket,
     readonly meta: { ip: string | null; userAgent: string | null },
-  ) {
-    this.tokenHash = sha256Hex(token);
-  }
+  ) {}
 
   /** The socket has closed (the WebSocket layer says so). */
   markGone(): void {
@@ -194,22 +191,22 @@ export class AgentChannelHub implements AgentChannels {
   // ── channels on this instance ─────────────────────────────────────────────────────────────────
 
   /**
-   * A channel the WebSocket layer has authenticated (`authenticateAgent`) and opened. A channel of
+   * A channel the WebSocket layer has authenticated (`authenticateAgent`, src/auth/agent.ts) and opened. A channel of
    * the same agent already open, here or on another instance, is closed (4409); the device is seen
    * (online if it was not) and its pending commands are pushed.
    */
-  attach(device: { id: string; agentId: string }, token: string, socket: AgentSocket, meta: { ip: string | null; userAgent: string | null }): AgentConnection {
-    const conn = new AgentConnection(device.id, device.agentId, token, socket, meta);
+  attach(agent: AgentIdentity, socket: AgentSocket, meta: { ip: string | null; userAgent: string | null }): AgentConnection {
+    const conn = new AgentConnection(agent.deviceId, agent.agentId, agent.tokenHash, socket, meta);
     if (this.stopped) {
       socket.close(CHANNEL_CLOSE.shutdown.code, CHANNEL_CLOSE.shutdown.reason);
       conn.closed = true;
       return conn;
     }
-    const previous = this.connections.get(device.id);
+    const previous = this.connections.get(agent.deviceId);
     if (previous) this.close(previous, CHANNEL_CLOSE.replaced);
-    this.connections.set(device.id, conn);
-    this.bus.send(BUS.connected, { deviceId: device.id, connectionId: conn.id, instanceId: this.instanceId, openedAt: conn.openedAt } satisfies Connected, null);
-    this.rt.log.debug({ deviceId: device.id, connectionId: conn.id }, 'agent channel opened');
+    this.connections.set(agent.deviceId, conn);
+    this.bus.send(BUS.connected, { deviceId: agent.deviceId, connectionId: conn.id, instanceId: this.instanceId, openedAt: conn.openedAt } satisfies Connected, null);
+    this.rt.log.debug({ deviceId: agent.deviceId, connectionId: conn.id }, 'agent channel opened');
     this.enqueue(conn, async () => {
       if (await this.checkPresence(conn)) this.schedulePush(conn);
     });
@@ -270,15 +267,15 @@ export class AgentChannelHub implements AgentChannels {
       });
   }
 
-  /** `heartbeat` and `result`: the same services as the REST routes, with the channel's token. */
+  /** `heartbeat` and `result`: the same services as the REST routes, claiming the channel's agent and token. */
   private async handle(conn: AgentConnection, message: { type: string } & Record<string, unknown>): Promise<void> {
     if (conn.closed) return;
-    const ctx = RequestContext.create(this.rt, null, conn.meta);
+    const ctx = agentContext(this.rt, { agentId: conn.agentId, tokenHash: conn.tokenHash }, conn.meta);
     const { type, ...body } = message;
     const commandId = type === 'result' ? body.commandId : undefined;
     try {
       if (type === 'heartbeat') {
-        const answer = await heartbeat(ctx, conn.agentId, conn.token, body as never);
+        const answer = await heartbeat(ctx, body as never);
         const claimed = answer.commands.map((c) => c.id);
         const delivered = await new Promise<boolean>((resolve) => this.send(conn, { type: 'heartbeat_ack', ...answer }, (error) => resolve(!error)));
         // The channel closed under the answer: its commands go back to pending, as a push's do.
@@ -286,7 +283,7 @@ export class AgentChannelHub implements AgentChannels {
       } else {
         delete body.commandId;
         if (typeof commandId !== 'string') throw badRequest('commandId: a command id is required', [{ path: 'commandId', message: 'required' }]);
-        await reportCommandResult(ctx, conn.agentId, conn.token, commandId, body as never);
+        await reportCommandResult(ctx, commandId, body as never);
         this.send(conn, { type: 'result_ack', commandId });
       }
     } catch (error) {

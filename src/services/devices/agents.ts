@@ -3,8 +3,9 @@ import { LockMode } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Device, OS_TYPES } from '../../../entities/device.js';
 import { EnrollmentKey } from '../../../entities/enrollment-key.js';
-import type { RequestContext } from '../../auth/context.js';
-import { isUuid, skipAuthorization } from '../../auth/policy.js';
+import { admitAgent, agentClaim, authenticateAgent, INVALID_AGENT_TOKEN, issueAgentToken } from '../../auth/agent.js';
+import type { AgentIdentity, RequestContext } from '../../auth/context.js';
+import { skipAuthorization } from '../../auth/policy.js';
 import { Coalescer } from '../../db/coalesce.js';
 import { preparedRows, statement } from '../../db/prepared.js';
 import { withTransaction } from '../../db/transaction.js';
@@ -12,7 +13,7 @@ import { emit } from '../../events/outbox.js';
 import { conflict, unauthenticated } from '../../errors.js';
 import { onePer } from '../../memo.js';
 import type { Runtime } from '../../runtime.js';
-import { randomToken, safeEqual, sha256Hex } from '../../secrets.js';
+import { safeEqual, sha256Hex } from '../../secrets.js';
 import { isoDateTime, parseInput, uuid } from '../../validation.js';
 import { UpgradeToSchema, upgradeFor } from './agent-versions.js';
 import { recordChange } from '../audit/api.js';
@@ -22,18 +23,12 @@ import { factsOf, ingestInventory, reportHeartbeat, type DeviceFacts } from './d
 import { changeStatus, deviceEventData } from './devices.js';
 import { enrollmentKeyStatus } from './enrollment-keys.js';
 
-// The agent protocol (docs/agent-protocol.md). Agents are not users: their routes make no policy
-// decision (`skipAuthorization`), and the token itself decides which device they act as.
+// The agent protocol (docs/agent-protocol.md). Agents are principals of their own kind (src/auth/agent.ts):
+// their routes declare `auth: 'agent'`, and the verified token decides which device they act as.
 
 const INVALID_ENROLLMENT_KEY = 'Invalid, expired or exhausted enrollment key';
-const INVALID_AGENT_TOKEN = 'Invalid agent credentials';
 
 const text = (max: number) => z.string().trim().min(1).max(max);
-
-/** The agent's token from an `Authorization: Bearer <authToken>` header (REST and the channel's upgrade). */
-export function agentToken(authorization: string | undefined): string | null {
-  return /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim() || null;
-}
 
 export const EnrollSchema = z
   .object({
@@ -64,13 +59,13 @@ export type EnrollResult = z.output<typeof EnrollResultSchema>;
 /**
  * Enrolls a device with an enrollment key. The same `machineId` enrolled again with a key of the
  * device's organization and site gets the same device with a new token (the old one stops working),
- * taking the current token (`previousToken`) while the device's agent is alive; a provisioning key
- * claims its device.
+ * taking the current token (the request's agent token) while the device's agent is alive; a
+ * provisioning key claims its device. The enrolled agent is the actor of the enrollment's audit row.
  */
-export async function enroll(ctx: RequestContext, rawInput: EnrollInput, previousToken: string | null = null): Promise<EnrollResult> {
+export async function enroll(ctx: RequestContext, rawInput: EnrollInput): Promise<EnrollResult> {
   skipAuthorization(ctx, 'agent enrollment: the enrollment key authenticates');
   const input = parseInput(EnrollSchema, rawInput);
-  const authToken = `agt_${randomToken(32)}`;
+  const { token: authToken, tokenHash } = issueAgentToken();
   return withTransaction(ctx, async (tx) => {
     const now = tx.runtime.clock.now();
     const key = await tx.em.findOne(EnrollmentKey, { keyHash: sha256Hex(input.enrollmentKey) }, { lockMode: LockMode.PESSIMISTIC_WRITE });
@@ -80,7 +75,7 @@ export async function enroll(ctx: RequestContext, rawInput: EnrollInput, previou
     const existing = key.deviceId
       ? await tx.em.findOne(Device, { id: key.deviceId }, { lockMode: LockMode.PESSIMISTIC_WRITE })
       : input.machineId
-        ? await deviceToReenroll(tx, key, input.machineId, previousToken)
+        ? await deviceToReenroll(tx, key, input.machineId)
         : null;
     const device = existing ?? tx.em.create(Device, { orgId: key.orgId, siteId: key.siteId, agentId: crypto.randomUUID(), hostname: input.hostname });
     const previousStatus = existing ? existing.status : null;
@@ -92,7 +87,7 @@ export async function enroll(ctx: RequestContext, rawInput: EnrollInput, previou
       agentVersion: input.agentVersion,
       machineId: input.machineId ?? device.machineId,
       hardwareInfo: input.hardwareInfo ?? device.hardwareInfo,
-      tokenHash: sha256Hex(authToken),
+      tokenHash,
       status: 'online',
       statusChangedAt: now,
       lastSeenAt: now,
@@ -101,6 +96,7 @@ export async function enroll(ctx: RequestContext, rawInput: EnrollInput, previou
       updatingToVersion: null,
     } satisfies Partial<Device>);
     await tx.em.flush();
+    admitAgent(tx, { deviceId: device.id, agentId: device.agentId, tokenHash, orgId: device.orgId, siteId: device.siteId });
     await recordChange(
       tx,
       {
@@ -130,7 +126,7 @@ export async function enroll(ctx: RequestContext, rawInput: EnrollInput, previou
  * A device whose agent is alive (seen within the offline threshold) is taken over only with that
  * agent's token, so a key holder who learnt a machine id cannot take a working device's commands.
  */
-async function deviceToReenroll(tx: RequestContext, key: EnrollmentKey, machineId: string, previousToken: string | null): Promise<Device | null> {
+async function deviceToReenroll(tx: RequestContext, key: EnrollmentKey, machineId: string): Promise<Device | null> {
   const device = await tx.em.findOne(Device, { orgId: key.orgId, machineId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
   if (!device) return null;
   if (device.siteId !== key.siteId) {
@@ -141,26 +137,16 @@ async function deviceToReenroll(tx: RequestContext, key: EnrollmentKey, machineI
   }
   const aliveSince = tx.runtime.clock.now().getTime() - tx.runtime.config.devices.offlineAfterSeconds * 1000;
   const alive = device.tokenHash !== null && device.status !== 'decommissioned' && device.lastSeenAt.getTime() > aliveSince;
-  if (alive && !(previousToken && safeEqual(sha256Hex(previousToken), device.tokenHash!))) {
+  const previousToken = tx.meta.agentTokenHash;
+  if (alive && !(previousToken && safeEqual(previousToken, device.tokenHash!))) {
     throw conflict("This machine's agent is active: enroll with its current token (Authorization: Bearer), or decommission the device first");
   }
   return device;
 }
 
-/**
- * The device an agent token belongs to, if the token is that agent's: another device's token, a
- * replaced token and a decommissioned device's token are all 401 (one message, nothing learnt).
- */
-export async function authenticateAgent(ctx: RequestContext, agentId: string, token: string | null): Promise<Device> {
-  skipAuthorization(ctx, 'agent protocol: the agent token authenticates');
-  const device = token && uuid().safeParse(agentId).success ? await ctx.em.findOne(Device, { agentId, tokenHash: sha256Hex(token) }) : null;
-  if (!device || device.status === 'decommissioned') throw unauthenticated(INVALID_AGENT_TOKEN);
-  return device;
-}
-
-/** The authenticated device locked in the caller's transaction, if its token still works (not replaced or decommissioned meanwhile). */
-async function lockAgentDevice(tx: RequestContext, device: Device): Promise<Device> {
-  const locked = await tx.em.findOne(Device, { id: device.id, tokenHash: device.tokenHash }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+/** The authenticated agent's device locked in the caller's transaction, if its token still works (not replaced or decommissioned meanwhile). */
+async function lockAgentDevice(tx: RequestContext, agent: AgentIdentity): Promise<Device> {
+  const locked = await tx.em.findOne(Device, { id: agent.deviceId, tokenHash: agent.tokenHash }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
   if (!locked || locked.status === 'decommissioned') throw unauthenticated(INVALID_AGENT_TOKEN);
   return locked;
 }
@@ -296,23 +282,27 @@ export type HeartbeatResult = z.output<typeof HeartbeatResultSchema>;
  * case is one statement, plus the claim when commands wait; anything else (a status or version
  * change, or a race with one) runs under the device's row lock and adds its event.
  */
-export async function heartbeat(ctx: RequestContext, agentId: string, token: string | null, rawInput: HeartbeatInput): Promise<HeartbeatResult> {
+export async function heartbeat(ctx: RequestContext, rawInput: HeartbeatInput): Promise<HeartbeatResult> {
+  const claim = agentClaim(ctx);
   const input = parseInput(HeartbeatSchema, rawInput);
   const now = ctx.runtime.clock.now();
   // Nearly every heartbeat comes from an online device reporting the version it reported before (or
   // from one still mid-update): nothing changes but what it reports, so the steady path authenticates
   // it, records the report and says whether commands wait, in one statement shared with others.
   // Anything else (a wrong token, a status or version change) answers null and takes the full path.
-  const steady = token && isUuid(agentId) ? await steadyHeartbeats(ctx.runtime).submit({ agentId, tokenHash: sha256Hex(token), input, seenAt: now }) : null;
+  const steady = await steadyHeartbeats(ctx.runtime).submit({ ...claim, input, seenAt: now });
   if (steady) {
-    skipAuthorization(ctx, 'agent protocol: the agent token authenticates');
+    // The statement matched the device by the claim's token hash: that verified the agent.
+    admitAgent(ctx, { deviceId: steady.id, agentId: claim.agentId, tokenHash: claim.tokenHash, orgId: steady.orgId, siteId: steady.siteId });
     await reportHeartbeat(ctx.runtime, steadyFacts(steady, input, now), now);
     const upgradeTo = await upgradeFor(ctx, steady, input.agentVersion);
     return { commands: steady.hasPending ? await claimCommands(ctx, steady.id) : [], configUpdate: null, upgradeTo };
   }
-  const seen = await authenticateAgent(ctx, agentId, token);
-  await withTransaction(ctx, async (tx) => {
-    const device = await lockAgentDevice(tx, seen);
+  const { agent } = await authenticateAgent(ctx);
+  const seen = await withTransaction(ctx, async (tx) => {
+    const device = await lockAgentDevice(tx, agent);
+    // What the device was when the report arrived: the upgrade offer is decided on it.
+    const seen = { id: device.id, orgId: device.orgId, status: device.status, autoUpdate: device.autoUpdate, osType: device.osType, architecture: device.architecture };
     const previousVersion = device.agentVersion;
     const finishesUpdate = device.status === 'updating' && device.updatingToVersion === input.agentVersion;
     Object.assign(device, reportedFields(input, now));
@@ -324,6 +314,7 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
     }
     await tx.em.flush();
     tx.afterCommit(() => reportHeartbeat(tx.runtime, factsOf(device), now));
+    return seen;
   });
   // The claim comes last: once it has committed the commands count as sent, so nothing may fail after it.
   const upgradeTo = await upgradeFor(ctx, seen, input.agentVersion);
@@ -332,9 +323,9 @@ export async function heartbeat(ctx: RequestContext, agentId: string, token: str
 
 export const AgentAckSchema = z.object({ ok: z.literal(true) }).meta({ title: 'AgentAck' });
 
-export async function reportCommandResult(ctx: RequestContext, agentId: string, token: string | null, commandId: string, rawInput: CommandResultInput): Promise<{ ok: true }> {
-  const device = await authenticateAgent(ctx, agentId, token);
-  await completeCommand(ctx, device, commandId, parseInput(CommandResultSchema, rawInput));
+export async function reportCommandResult(ctx: RequestContext, commandId: string, rawInput: CommandResultInput): Promise<{ ok: true }> {
+  const { agent } = await authenticateAgent(ctx);
+  await completeCommand(ctx, agent.deviceId, commandId, parseInput(CommandResultSchema, rawInput));
   return { ok: true };
 }
 
@@ -344,8 +335,9 @@ export const InventorySchema = JsonObjectSchema.describe(
 export type InventoryInput = z.input<typeof InventorySchema>;
 
 /** Hands each inventory part to the domain that owns it (device-reports.ts). */
-export async function reportInventory(ctx: RequestContext, agentId: string, token: string | null, rawInput: InventoryInput): Promise<{ ok: true }> {
-  const device = await authenticateAgent(ctx, agentId, token);
+export async function reportInventory(ctx: RequestContext, rawInput: InventoryInput): Promise<{ ok: true }> {
+  const { agent } = await authenticateAgent(ctx);
+  const device = await ctx.em.findOneOrFail(Device, { id: agent.deviceId });
   await ingestInventory(ctx, device, parseInput(InventorySchema, rawInput));
   return { ok: true };
 }
@@ -357,11 +349,11 @@ export type UpdateStatusInput = z.input<typeof UpdateStatusSchema>;
  * `started` shows the device as `updating` until the first heartbeat with `toVersion` (or the
  * updating timeout); `failed` puts it back to `online`, as its heartbeats say it still runs.
  */
-export async function reportUpdateStatus(ctx: RequestContext, agentId: string, token: string | null, rawInput: UpdateStatusInput): Promise<{ ok: true }> {
-  const seen = await authenticateAgent(ctx, agentId, token);
+export async function reportUpdateStatus(ctx: RequestContext, rawInput: UpdateStatusInput): Promise<{ ok: true }> {
+  const { agent } = await authenticateAgent(ctx);
   const input = parseInput(UpdateStatusSchema, rawInput);
   await withTransaction(ctx, async (tx) => {
-    const device = await lockAgentDevice(tx, seen);
+    const device = await lockAgentDevice(tx, agent);
     device.lastSeenAt = tx.runtime.clock.now();
     if (input.state === 'started') {
       device.updatingToVersion = input.toVersion;

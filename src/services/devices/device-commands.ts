@@ -439,10 +439,10 @@ export type CommandResultInput = z.input<typeof CommandResultSchema>;
 export type CommandResult = z.output<typeof CommandResultSchema>;
 
 /** The agent's answer to one of its own commands; answering twice, or a cancelled command, changes nothing. */
-export async function completeCommand(ctx: RequestContext, device: Device, commandId: string, input: CommandResult): Promise<void> {
+export async function completeCommand(ctx: RequestContext, deviceId: string, commandId: string, input: CommandResult): Promise<void> {
   if (!uuid().safeParse(commandId).success) throw notFound('Command');
   await withTransaction(ctx, async (tx) => {
-    const command = await tx.em.findOne(DeviceCommand, { id: commandId, deviceId: device.id });
+    const command = await tx.em.findOne(DeviceCommand, { id: commandId, deviceId });
     if (!command) throw notFound('Command');
     if (!isOpen(command)) return;
     if (input.status === 'running') {

@@ -41,11 +41,10 @@ test('GET /graphql asked for HTML is the explorer, whose scripts and styles all 
 });
 
 test('off unless asked, in development too; asked for in production, it brings the introspection it reads', async () => {
-  const [production, development, explicit] = await Promise.all([
-    createTestApp({ databaseUrl: app.databaseUrl, env: { NODE_ENV: 'production' } }),
-    createTestApp({ databaseUrl: app.databaseUrl, env: { NODE_ENV: 'development' } }),
-    createTestApp({ databaseUrl: app.databaseUrl, env: { NODE_ENV: 'production', GRAPHQL_EXPLORER: 'true' } }),
-  ]);
+  // One after another: instances starting together on one database race to create the job store's schema.
+  const production = await createTestApp({ databaseUrl: app.databaseUrl, env: { NODE_ENV: 'production' } });
+  const development = await createTestApp({ databaseUrl: app.databaseUrl, env: { NODE_ENV: 'development' } });
+  const explicit = await createTestApp({ databaseUrl: app.databaseUrl, env: { NODE_ENV: 'production', GRAPHQL_EXPLORER: 'true' } });
   const introspect = (target: TestApp) => gql(target, null, '{ __schema { queryType { name } } }');
   try {
     for (const off of [production, development]) {

@@ -1,6 +1,6 @@
 import { Automation, AutomationRun, AutomationRunResult } from '../../../entities/automation.js';
 import { automationsRouter } from '../../../rest/automations.js';
-import { AutomationResolver } from '../../../resolvers/automation.js';
+import { AutomationResolver } from '../../../resolvers/automations.js';
 import { defineDomain } from '../../domain-module.js';
 import { automationDueWork, automationJobs } from '../../jobs/automations.js';
 import { automationEventTriggers, automationScriptOutcomes } from '../../subscribers/automations.js';

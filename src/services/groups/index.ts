@@ -1,7 +1,7 @@
 import { DeviceGroup, DeviceGroupLog, DeviceGroupMember } from '../../../entities/device-group.js';
-import { groupsRouter } from '../../../rest/groups.js';
+import { groupsRouter } from '../../../rest/device-groups.js';
 import { tagsRouter } from '../../../rest/tags.js';
-import { DeviceGroupResolver } from '../../../resolvers/device-group.js';
+import { DeviceGroupResolver } from '../../../resolvers/device-groups.js';
 import { defineDomain } from '../../domain-module.js';
 import { deviceGroupMembership } from '../../subscribers/device-groups.js';
 import { groupsAuditActions } from './events.js';

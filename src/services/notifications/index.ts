@@ -1,6 +1,6 @@
 import { Notification } from '../../../entities/notification.js';
 import { notificationsRouter } from '../../../rest/notifications.js';
-import { NotificationResolver } from '../../../resolvers/notification.js';
+import { NotificationResolver } from '../../../resolvers/notifications.js';
 import { defineDomain } from '../../domain-module.js';
 
 /** In-app notifications of users. */

@@ -1,6 +1,6 @@
 import { OutboxEvent } from '../../../entities/outbox.js';
 import { graphqlRouter } from '../../../rest/graphql.js';
-import { SystemResolver } from '../../../resolvers/system.js';
+import { SystemResolver } from '../../../resolvers/service-info.js';
 import { defineDomain } from '../../domain-module.js';
 import { platformAuditActions } from './events.js';
 

@@ -1,7 +1,7 @@
 import { Script, ScriptCategory, ScriptExecution, ScriptTag, ScriptVersion } from '../../../entities/script.js';
 import { scriptsRouter } from '../../../rest/scripts.js';
 import { scriptLibraryRouter } from '../../../rest/script-library.js';
-import { ScriptResolver } from '../../../resolvers/script.js';
+import { ScriptResolver } from '../../../resolvers/scripts.js';
 import { defineDomain } from '../../domain-module.js';
 import { scriptJobs } from '../../jobs/scripts.js';
 import { scriptsAuditActions } from './events.js';

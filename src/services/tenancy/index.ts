@@ -2,9 +2,9 @@ import { Organization } from '../../../entities/organization.js';
 import { Partner } from '../../../entities/partner.js';
 import { Site } from '../../../entities/site.js';
 import { orgsRouter } from '../../../rest/orgs.js';
-import { PartnerResolver } from '../../../resolvers/partner.js';
-import { OrganizationResolver } from '../../../resolvers/organization.js';
-import { SiteResolver } from '../../../resolvers/site.js';
+import { PartnerResolver } from '../../../resolvers/partners.js';
+import { OrganizationResolver } from '../../../resolvers/organizations.js';
+import { SiteResolver } from '../../../resolvers/sites.js';
 import { defineDomain } from '../../domain-module.js';
 import { tenancyAuditActions } from './events.js';
 

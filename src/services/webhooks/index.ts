@@ -1,6 +1,6 @@
 import { Webhook, WebhookDelivery } from '../../../entities/webhook.js';
 import { webhooksRouter } from '../../../rest/webhooks.js';
-import { WebhookResolver } from '../../../resolvers/webhook.js';
+import { WebhookResolver } from '../../../resolvers/webhooks.js';
 import { defineDomain } from '../../domain-module.js';
 import { webhookJobs } from '../../jobs/webhooks.js';
 import { webhookFanOut } from '../../subscribers/webhooks.js';

@@ -1,6 +1,6 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
-import { TrustedDocumentsImportSchema, TrustedManifestSchema, importTrustedDocuments } from '../src/services/platform/trusted-documents.js';
-import { RestRouter } from './router.js';
+import * as trustedDocuments from '../src/services/platform/trusted-documents.js';
+import { call, RestRouter } from './router.js';
 
 /** The GraphQL endpoint's administration: the trusted documents PERSISTED_QUERIES=trusted answers. */
 export function graphqlRouter(openapi: OpenApiRegistry): RestRouter {
@@ -8,9 +8,8 @@ export function graphqlRouter(openapi: OpenApiRegistry): RestRouter {
     '/graphql/persisted-queries',
     {
       summary: "Load a client build's persisted-query manifest (Apollo's format, or a map of SHA-256 to query) as trusted documents; platform administrators",
-      body: TrustedManifestSchema,
-      response: TrustedDocumentsImportSchema,
+      body: trustedDocuments.TrustedManifestSchema,
+      response: trustedDocuments.TrustedDocumentsImportSchema,
     },
-    (ctx, { body }) => importTrustedDocuments(ctx, body),
-  );
+    call(trustedDocuments.importTrustedDocuments));
 }

@@ -1,11 +1,10 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
-import { DeviceInventoryViewSchema, getDeviceInventory } from '../src/services/inventory/inventory.js';
-import { RestRouter, pathId } from './router.js';
+import * as inventory from '../src/services/inventory/inventory.js';
+import { call, pathId, RestRouter } from './router.js';
 
 export function inventoryRouter(openapi: OpenApiRegistry): RestRouter {
   return new RestRouter(openapi, 'Devices').get(
     '/devices/:id/inventory',
-    { summary: 'What the device’s agent last reported of its software, patches and network interfaces', params: { id: pathId('Device') }, response: DeviceInventoryViewSchema },
-    (ctx, { params }) => getDeviceInventory(ctx, params.id),
-  );
+    { summary: 'What the device’s agent last reported of its software, patches and network interfaces', params: { id: pathId('Device') }, response: inventory.DeviceInventoryViewSchema },
+    call(inventory.getDeviceInventory));
 }

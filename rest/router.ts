@@ -20,6 +20,12 @@ type PathParams<Path extends string> = Path extends `${string}:${infer Name}/${i
     ? Name
     : never;
 type ParamsShape<Path extends string> = { [K in PathParams<Path>]: ZodType };
+/** The `:name` segments of a route path, in order. */
+type PathParamList<Path extends string> = Path extends `${string}:${infer Name}/${infer Rest}`
+  ? [Name, ...PathParamList<`/${Rest}`>]
+  : Path extends `${string}:${infer Name}`
+    ? [Name]
+    : [];
 
 interface RouteSpec<B extends ZodType | undefined, Q extends ZodType | undefined, P, R extends ZodType | undefined> {
   summary: string;
@@ -85,6 +91,26 @@ type Handler<B extends ZodType | undefined, Q extends ZodType | undefined, P, R 
   input: HandlerInput<Parsed<B>, Parsed<Q>, ParsedParams<P>>,
 ) => Promise<Answer<R>>;
 
+/** What `call(service)` passes after the context: the path parameters in path order, then the body, then the query. */
+type ParamValues<Names extends unknown[], P> = Names extends [infer Name, ...infer Rest] ? [Name extends keyof P ? ParsedParams<P>[Name] : never, ...ParamValues<Rest, P>] : [];
+type ServiceArgs<Path extends string, B, Q, P> = [
+  ...ParamValues<PathParamList<Path>, P>,
+  ...(B extends ZodType ? [z.output<B>] : []),
+  ...(Q extends ZodType ? [z.output<Q>] : []),
+];
+
+/** A route served by one service function called the usual way (`call(service)`). */
+interface ServiceCall<A extends unknown[], T> {
+  readonly call: (ctx: RequestContext, ...args: A) => Promise<T>;
+}
+
+/**
+ * The usual route's handler: the service called with the context, the path parameters in path
+ * order, the body and the query, each as its schema parsed it. The route's types check the
+ * service's parameters against them.
+ */
+export const call = <A extends unknown[], T>(service: (ctx: RequestContext, ...args: A) => Promise<T>): ServiceCall<A, T> => ({ call: service });
+
 type AddRoute = <
   Path extends string,
   P extends ParamsShape<Path> = ParamsShape<Path>,
@@ -94,7 +120,7 @@ type AddRoute = <
 >(
   path: Path,
   spec: Spec<Path, B, Q, P, R>,
-  handler: Handler<B, Q, P, R>,
+  handler: Handler<B, Q, P, R> | ServiceCall<ServiceArgs<Path, B, Q, P>, Answer<R>>,
 ) => RestRouter;
 
 /** A path id: a UUID, else 404 `<resource> not found`. */
@@ -138,12 +164,17 @@ export class RestRouter {
   readonly delete = this.adder('delete');
 
   private adder(method: Method): AddRoute {
-    return (path, spec, handler) => this.add(method, path, spec as AnySpec, handler as AnyHandler);
+    return (path, spec, handler) => this.add(method, path, spec as AnySpec, handler as AnyHandler | ServiceCall<unknown[], unknown>);
   }
 
-  private add(method: Method, path: string, spec: AnySpec, handler: AnyHandler): this {
+  private add(method: Method, path: string, spec: AnySpec, serve: AnyHandler | ServiceCall<unknown[], unknown>): this {
     const route = `${method.toUpperCase()} ${path}`;
     const names = [...path.matchAll(PATH_PARAM)].map((m) => m[1]!);
+    const handler: AnyHandler =
+      typeof serve === 'function'
+        ? serve
+        : (ctx, { params, body, query }) =>
+            serve.call(ctx, ...names.map((name) => (params as Record<string, unknown>)[name]), ...(spec.body ? [body] : []), ...(spec.query ? [query] : []));
     // The types ask for every `:name`; an extra schema would refuse every request.
     if (Object.keys(spec.params ?? {}).sort().join() !== [...names].sort().join()) throw new Error(`${route}: params must declare exactly ${names.join(', ') || 'none'}`);
     const params = spec.params && z.object(spec.params);

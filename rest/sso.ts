@@ -3,29 +3,14 @@ import { z } from 'zod';
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import { listSchema } from '../src/pagination.js';
 import type { RateLimit } from '../src/http/rate-limit.js';
-import { LoginQuery, SsoCheckSchema, checkSso, startSsoLogin } from '../src/services/sso/sso.js';
-import { ExchangeInput, redeemExchangeCode, type LoginRedirect } from '../src/services/sso/sso-accounts.js';
-import { SsoLinkInput, SsoLinkStartSchema, openSsoLink, startSsoLink } from '../src/services/sso/sso-links.js';
-import { STATE_COOKIE, completeOidcLogin } from '../src/services/sso/sso-oidc.js';
-import {
-  CreateSsoProviderSchema,
-  ListSsoProvidersQuery,
-  SsoProviderPageSchema,
-  SsoProviderTestResultSchema,
-  SsoProviderViewSchema,
-  SsoProviderStatusInput,
-  UpdateSsoProviderSchema,
-  createSsoProvider,
-  deleteSsoProvider,
-  getSsoProvider,
-  listSsoProviders,
-  setSsoProviderStatus,
-  testSsoProvider,
-  updateSsoProvider,
-} from '../src/services/sso/sso-providers.js';
-import { SsoPresetSchema, listSsoPresets } from '../src/services/sso/sso-presets.js';
-import { SAML_STATE_COOKIE, completeSamlLogin, samlMetadata } from '../src/services/sso/sso-saml.js';
-import { RestRouter, pathId } from './router.js';
+import * as sso from '../src/services/sso/sso.js';
+import * as ssoAccounts from '../src/services/sso/sso-accounts.js';
+import * as ssoLinks from '../src/services/sso/sso-links.js';
+import * as ssoOidc from '../src/services/sso/sso-oidc.js';
+import * as ssoProviders from '../src/services/sso/sso-providers.js';
+import * as ssoPresets from '../src/services/sso/sso-presets.js';
+import * as ssoSaml from '../src/services/sso/sso-saml.js';
+import { call, pathId, RestRouter } from './router.js';
 
 function readCookie(req: Request, name: string): string | undefined {
   for (const pair of (req.get('cookie') ?? '').split(';')) {
@@ -42,7 +27,7 @@ function readCookie(req: Request, name: string): string | undefined {
 }
 
 /** Sets (or deletes) the login's binding cookie, then redirects. */
-function redirectWith(res: Response, status: number, { url, cookie }: LoginRedirect): void {
+function redirectWith(res: Response, status: number, { url, cookie }: ssoAccounts.LoginRedirect): void {
   if (cookie) {
     const options = { httpOnly: true, sameSite: cookie.sameSite, secure: cookie.secure, path: cookie.path };
     if (cookie.value === null) res.clearCookie(cookie.name, options);
@@ -64,50 +49,36 @@ export function ssoRouter(openapi: OpenApiRegistry): RestRouter {
   const provider = { id: pathId('SSO provider') };
   const organization = { orgId: pathId('Organization') };
 
-  r.get('/sso/presets', { summary: 'Provider presets with their default scopes and attribute mappings', response: listSchema(SsoPresetSchema, 'SsoPresetList') }, async (ctx) => ({ data: listSsoPresets(ctx) }));
-  r.get('/sso/providers', { summary: "An organization's SSO providers", query: ListSsoProvidersQuery, response: SsoProviderPageSchema }, (ctx, { query }) => listSsoProviders(ctx, query));
-  r.get('/sso/providers/:id', { summary: 'One SSO provider (never its client secret)', params: provider, response: SsoProviderViewSchema }, (ctx, { params }) => getSsoProvider(ctx, params.id));
-  r.post('/sso/providers', { summary: 'Create an SSO provider (status inactive)', body: CreateSsoProviderSchema, status: 201, response: SsoProviderViewSchema }, (ctx, { body }) =>
-    createSsoProvider(ctx, body),
-  );
-  r.patch('/sso/providers/:id', { summary: 'Change an SSO provider', params: provider, body: UpdateSsoProviderSchema, response: SsoProviderViewSchema }, (ctx, { params, body }) =>
-    updateSsoProvider(ctx, params.id, body),
-  );
-  r.delete('/sso/providers/:id', { summary: 'Delete an SSO provider with its login sessions and identity links', params: provider, status: 204 }, (ctx, { params }) =>
-    deleteSsoProvider(ctx, params.id),
-  );
-  r.post('/sso/providers/:id/status', { summary: 'Set the status: active, inactive or testing', params: provider, body: SsoProviderStatusInput, response: SsoProviderViewSchema }, (ctx, { params, body }) =>
-    setSsoProviderStatus(ctx, params.id, body),
-  );
-  r.post('/sso/providers/:id/test', { summary: 'Check the configuration: OIDC discovery, or the SAML settings', params: provider, response: SsoProviderTestResultSchema }, (ctx, { params }) =>
-    testSsoProvider(ctx, params.id),
-  );
+  r.get('/sso/presets', { summary: 'Provider presets with their default scopes and attribute mappings', response: listSchema(ssoPresets.SsoPresetSchema, 'SsoPresetList') }, async (ctx) => ({ data: ssoPresets.listSsoPresets(ctx) }));
+  r.get('/sso/providers', { summary: "An organization's SSO providers", query: ssoProviders.ListSsoProvidersQuery, response: ssoProviders.SsoProviderPageSchema }, call(ssoProviders.listSsoProviders));
+  r.get('/sso/providers/:id', { summary: 'One SSO provider (never its client secret)', params: provider, response: ssoProviders.SsoProviderViewSchema }, call(ssoProviders.getSsoProvider));
+  r.post('/sso/providers', { summary: 'Create an SSO provider (status inactive)', body: ssoProviders.CreateSsoProviderSchema, status: 201, response: ssoProviders.SsoProviderViewSchema }, call(ssoProviders.createSsoProvider));
+  r.patch('/sso/providers/:id', { summary: 'Change an SSO provider', params: provider, body: ssoProviders.UpdateSsoProviderSchema, response: ssoProviders.SsoProviderViewSchema }, call(ssoProviders.updateSsoProvider));
+  r.delete('/sso/providers/:id', { summary: 'Delete an SSO provider with its login sessions and identity links', params: provider, status: 204 }, call(ssoProviders.deleteSsoProvider));
+  r.post('/sso/providers/:id/status', { summary: 'Set the status: active, inactive or testing', params: provider, body: ssoProviders.SsoProviderStatusInput, response: ssoProviders.SsoProviderViewSchema }, call(ssoProviders.setSsoProviderStatus));
+  r.post('/sso/providers/:id/test', { summary: 'Check the configuration: OIDC discovery, or the SAML settings', params: provider, response: ssoProviders.SsoProviderTestResultSchema }, call(ssoProviders.testSsoProvider));
 
   // Any text: an id that names no organization, malformed or not, answers ssoEnabled false.
-  r.get('/sso/check/:orgId', { summary: 'Whether an organization signs in through SSO', params: { orgId: z.string() }, public: true, limit, response: SsoCheckSchema }, (ctx, { params }) => checkSso(ctx, params.orgId));
-  r.get('/sso/login/:orgId', { summary: "Start an SSO login: redirect to the organization's IdP", params: organization, query: LoginQuery, public: true, status: 302, limit }, async (ctx, { params, query, res }) =>
-    redirectWith(res, 302, await startSsoLogin(ctx, params.orgId, query)),
+  r.get('/sso/check/:orgId', { summary: 'Whether an organization signs in through SSO', params: { orgId: z.string() }, public: true, limit, response: sso.SsoCheckSchema }, call(sso.checkSso));
+  r.get('/sso/login/:orgId', { summary: "Start an SSO login: redirect to the organization's IdP", params: organization, query: sso.LoginQuery, public: true, status: 302, limit }, async (ctx, { params, query, res }) =>
+    redirectWith(res, 302, await sso.startSsoLogin(ctx, params.orgId, query)),
   );
   r.get('/sso/callback', { summary: 'OIDC redirect URI: finishes the login, redirects with #ssoCode or ?error', public: true, status: 302, limit }, async (ctx, { req, res }) => {
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
-    redirectWith(res, 302, await completeOidcLogin(ctx, { originalUrl: req.originalUrl, state, cookie: readCookie(req, STATE_COOKIE) }));
+    redirectWith(res, 302, await ssoOidc.completeOidcLogin(ctx, { originalUrl: req.originalUrl, state, cookie: readCookie(req, ssoOidc.STATE_COOKIE) }));
   });
-  r.post('/sso/link/:orgId', { summary: "Link the signed-in account to its identity at the organization's IdP: a URL to open in the browser", params: organization, body: SsoLinkInput, limit, response: SsoLinkStartSchema }, (ctx, { params, body }) =>
-    startSsoLink(ctx, params.orgId, body),
-  );
+  r.post('/sso/link/:orgId', { summary: "Link the signed-in account to its identity at the organization's IdP: a URL to open in the browser", params: organization, body: ssoLinks.SsoLinkInput, limit, response: ssoLinks.SsoLinkStartSchema }, call(ssoLinks.startSsoLink));
   r.get('/sso/link', { summary: 'Open a link started by POST /sso/link/:orgId (once, in the browser): redirect to the IdP', public: true, status: 302, limit }, async (ctx, { req, res }) =>
-    redirectWith(res, 302, await openSsoLink(ctx, typeof req.query.token === 'string' ? req.query.token : undefined)),
+    redirectWith(res, 302, await ssoLinks.openSsoLink(ctx, typeof req.query.token === 'string' ? req.query.token : undefined)),
   );
-  r.post('/sso/exchange', { summary: 'Trade the one-time #ssoCode for an access and refresh token', body: ExchangeInput, public: true, limit }, (ctx, { body }) =>
-    redeemExchangeCode(ctx, body),
-  );
+  r.post('/sso/exchange', { summary: 'Trade the one-time #ssoCode for an access and refresh token', body: ssoAccounts.ExchangeInput, public: true, limit }, call(ssoAccounts.redeemExchangeCode));
 
   r.get('/sso/saml/metadata', { summary: 'SAML service-provider metadata (XML)', public: true }, async (ctx, { res }) => {
-    res.type('application/samlmetadata+xml').send(await samlMetadata(ctx));
+    res.type('application/samlmetadata+xml').send(await ssoSaml.samlMetadata(ctx));
   });
   r.post('/sso/saml/acs', { summary: 'SAML assertion consumer service (HTTP-POST binding)', public: true, status: 303, limit }, async (ctx, { req, res }) => {
-    const post = { samlResponse: formField(req, 'SAMLResponse'), relayState: formField(req, 'RelayState'), cookie: readCookie(req, SAML_STATE_COOKIE) };
-    redirectWith(res, 303, await completeSamlLogin(ctx, post));
+    const post = { samlResponse: formField(req, 'SAMLResponse'), relayState: formField(req, 'RelayState'), cookie: readCookie(req, ssoSaml.SAML_STATE_COOKIE) };
+    redirectWith(res, 303, await ssoSaml.completeSamlLogin(ctx, post));
   });
 
   return r;

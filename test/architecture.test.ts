@@ -18,9 +18,6 @@ test('the layering check reads every source folder the compiler builds', () => {
  */
 const KNOWN_FOREIGN_TABLE_READS = [
   'alerts -> device',
-  'automations -> alert-channel',
-  'automations -> device',
-  'automations -> script',
   'devices -> device-group',
   'devices -> organization',
   'devices -> partner',
@@ -30,9 +27,6 @@ const KNOWN_FOREIGN_TABLE_READS = [
   'identity -> partner',
   'identity -> site',
   'maintenance -> device',
-  'platform -> device',
-  'scripts -> device',
-  'scripts -> device-command',
   'sso -> organization',
   'sso -> role',
   'sso -> user',

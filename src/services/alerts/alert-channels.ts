@@ -5,7 +5,7 @@ import { AlertPolicy } from '../../../entities/alert-policy.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, loadOwned, targetOrgId, visibleSiteIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
-import { badRequest } from '../../errors.js';
+import { badRequest, notFound } from '../../errors.js';
 import { checkOutboundUrl, UnsafeUrlError } from '../../net/outbound-guard.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
@@ -203,6 +203,11 @@ async function authorizeOutboundUrl(ctx: RequestContext, orgId: string, type: Al
 /** A channel the caller may read (`write`: change, with MFA, as its secrets send data out); another tenant's is 404. */
 export function requireAlertChannel(ctx: RequestContext, id: string, access: 'read' | 'write'): Promise<AlertChannel> {
   return loadOwned(ctx, AlertChannel, id, ALERT_CHANNEL_PERMISSION[access], { resource: RESOURCE, mfa: access === 'write' });
+}
+
+/** Other domains naming channels (an automation's notify steps): all must be the organization's, else 404 as another tenant's. */
+export async function requireOrgChannels(tx: RequestContext, orgId: string, ids: readonly string[]): Promise<void> {
+  if (ids.length > 0 && (await tx.em.count(AlertChannel, { id: { $in: [...ids] }, orgId })) !== ids.length) throw notFound(RESOURCE);
 }
 
 export async function listAlertChannels(ctx: RequestContext, raw: ListAlertChannelsInput): Promise<Page<AlertChannelView>> {

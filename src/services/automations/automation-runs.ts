@@ -10,9 +10,8 @@ import {
   type AutomationRunSource,
   type AutomationRunStatus,
 } from '../../../entities/automation.js';
-import { Device } from '../../../entities/device.js';
 import { RequestContext } from '../../auth/context.js';
-import { isUuid, loadOwned, requirePrincipal, skipAuthorization, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
+import { isUuid, loadOwned, requirePrincipal, skipAuthorization, visibleSiteIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
 import { AppError, conflict, unauthenticated } from '../../errors.js';
 import { emit } from '../../events/outbox.js';
@@ -22,7 +21,7 @@ import { safeEqual, sha256Hex } from '../../secrets.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { queueChannelMessages } from '../alerts/api.js';
 import { recordAudit } from '../audit/api.js';
-import { checkTargets, createCommand, deviceWhere } from '../devices/api.js';
+import { checkTargets, createCommand, findDevices } from '../devices/api.js';
 import { executeScript, type ExecuteResult, type ScriptExecutionEventData } from '../scripts/api.js';
 import { previousStart } from '../shared/schedule.js';
 import { accessibleAutomation, automationTarget, reschedule, triggerSchedule, type AutomationStep, type AutomationTrigger } from './automations.js';
@@ -121,8 +120,7 @@ function resultView(row: AutomationRunResult): z.output<typeof StepResultViewSch
 async function devicesInSight(ctx: RequestContext, em: RequestContext['em'], deviceIds: string[]): Promise<Set<string> | null> {
   if (!ctx.principal || !visibleSiteIds(ctx)) return null;
   if (deviceIds.length === 0) return new Set();
-  const where = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
-  const rows = await em.find(Device, { $and: [where, { id: { $in: deviceIds } }] }, { fields: ['id'], disableIdentityMap: true });
+  const rows = await findDevices(ctx, { ids: deviceIds }, { em, fields: ['id'] });
   return new Set(rows.map((device) => device.id));
 }
 
@@ -204,8 +202,7 @@ export async function runsConnection(ctx: RequestContext, automationId: string, 
 async function resolveDevices(tx: RequestContext, automation: Automation): Promise<string[]> {
   // The automation's own reach, not the caller's: whoever starts it (a runner, a webhook call) acts with what it was written to do.
   const sys = RequestContext.system(tx.runtime, 'automation target').withEm(tx.em);
-  const where: FilterQuery<Device> = { $and: [deviceWhere(automationTarget(automation)), { status: { $ne: 'decommissioned' } }] };
-  const rows = await sys.em.find(Device, where, { fields: ['id'], orderBy: { id: 'asc' }, disableIdentityMap: true });
+  const rows = await findDevices(sys, { target: automationTarget(automation), active: true }, { fields: ['id'], orderBy: 'id' });
   return rows.map((d) => d.id);
 }
 

@@ -8,20 +8,20 @@ import {
   Automation,
   type StoredJson,
 } from '../../../entities/automation.js';
-import { AlertChannel } from '../../../entities/alert-channel.js';
-import { Script } from '../../../entities/script.js';
 import type { RequestContext } from '../../auth/context.js';
 import type { Permission } from '../../auth/permissions.js';
 import { authorize, loadOwned, permits, requirePrincipal, targetOrgId, tenantWhere } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
 import { containsPattern } from '../../db/like.js';
-import { badRequest, notFound } from '../../errors.js';
+import { badRequest } from '../../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../../events/types.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
 import { randomToken } from '../../secrets.js';
 import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../validation.js';
+import { requireOrgChannels } from '../alerts/api.js';
 import { recordAudit } from '../audit/api.js';
 import { CreateCommandSchema, checkTargets, mayTarget, toTarget, type Target } from '../devices/api.js';
+import { secretParameterNames } from '../scripts/api.js';
 import { JsonObjectSchema } from '../shared/json.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { cronError, isTimeZone, nextStart, type CronSchedule } from '../shared/schedule.js';
@@ -309,18 +309,14 @@ export function automationTarget(automation: { orgId: string; target: Automation
  */
 async function checkSteps(ctx: RequestContext, orgId: string, steps: AutomationStep[]): Promise<void> {
   const named = (type: AutomationStep['type'], id: (step: AutomationStep) => string) => [...new Set(steps.filter((s) => s.type === type).map((s) => id(s).toLowerCase()))];
-  const scriptIds = named('run_script', (s) => s.scriptId!);
-  const scripts = scriptIds.length > 0 ? await ctx.em.find(Script, { id: { $in: scriptIds }, orgId }, { fields: ['id', 'parameters'] }) : [];
-  if (scripts.length !== scriptIds.length) throw notFound('Script');
   // An automation is read by everyone with automations:read and kept as written: a secret value has no
   // place in it (the script's sealed default serves instead).
-  const secrets = new Map(scripts.map((script) => [script.id, new Set(script.parameters.filter((p) => p.secret).map((p) => p.name))]));
+  const secrets = await secretParameterNames(ctx, orgId, named('run_script', (s) => s.scriptId!));
   for (const step of steps) {
     const secret = step.type === 'run_script' ? Object.keys(step.parameters ?? {}).find((name) => secrets.get(step.scriptId!.toLowerCase())?.has(name)) : undefined;
     if (secret) throw badRequest(`Parameter ${secret} is secret: give it a default on the script instead of a value in the automation`);
   }
-  const channelIds = named('notify', (s) => s.channelId!);
-  if (channelIds.length > 0 && (await ctx.em.count(AlertChannel, { id: { $in: channelIds }, orgId })) !== channelIds.length) throw notFound('Alert channel');
+  await requireOrgChannels(ctx, orgId, named('notify', (s) => s.channelId!));
 }
 
 const uniqueName = uniqueNameGuard('automation_org_id_name_unique', 'An automation');

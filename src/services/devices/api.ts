@@ -1,5 +1,5 @@
 /** What other domains may use of the devices domain (the dependency check refuses any other way in). */
-export { CreateCommandSchema, createCommand, queueCommand, type CommandResult, type CommandTypeHooks } from './device-commands.js';
+export { CreateCommandSchema, commandWasSent, createCommand, queueCommand, type CommandResult, type CommandTypeHooks } from './device-commands.js';
 export { factsOf, inventoryPart, type DeviceFacts, type DeviceReportListeners, type InventoryPart } from './device-reports.js';
 export { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, changeStatus, deviceViews, maySeeDevice, type DeviceView } from './devices.js';
 export { type DeviceEventData } from './events.js';
@@ -9,11 +9,13 @@ export {
   checkTargets,
   deviceGroupIds,
   deviceWhere,
+  findDevices,
   installGroupMembership,
   matches,
   mayTarget,
   toTarget,
   type GroupMembership,
+  type DeviceSelection,
   type Target,
   type TargetInput,
   type TargetedDevice,

@@ -202,6 +202,13 @@ function commandEventData(command: DeviceCommand) {
   return { commandId: command.id, deviceId: command.deviceId, orgId: command.orgId, type: command.type, status: command.status };
 }
 
+/** Whether the command was handed to its agent (read now, past the identity map). */
+export async function commandWasSent(tx: RequestContext, commandId: string | null): Promise<boolean> {
+  if (!commandId) return false;
+  const command = await tx.em.findOne(DeviceCommand, { id: commandId }, { fields: ['sentAt'], refresh: true });
+  return !!command?.sentAt;
+}
+
 export async function createCommand(ctx: RequestContext, deviceId: string, rawInput: CreateCommandInput): Promise<CommandView> {
   const input = parseInput(CreateCommandSchema, rawInput);
   const device = await accessibleDevice(ctx, deviceId, 'devices:execute');

@@ -1,10 +1,10 @@
-import type { EntityManager, FilterQuery } from '@mikro-orm/core';
+import { LockMode, type EntityManager, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Device } from '../../../entities/device.js';
 import { DeviceGroup } from '../../../entities/device-group.js';
 import { Site } from '../../../entities/site.js';
 import type { RequestContext } from '../../auth/context.js';
-import { visibleSiteIds } from '../../auth/policy.js';
+import { tenantWhere, visibleSiteIds } from '../../auth/policy.js';
 import { AppError, forbidden, notFound } from '../../errors.js';
 import { uuid } from '../../validation.js';
 import { DeviceStatusSchema, OsTypeSchema } from './devices.js';
@@ -168,6 +168,39 @@ export function deviceWhere(target: Target): FilterQuery<Device> {
   if (target.filter?.osTypes) where.push({ osType: { $in: target.filter.osTypes } });
   if (target.filter?.statuses) where.push({ status: { $in: target.filter.statuses } });
   return { $and: where };
+}
+
+/** Which devices another domain reads: a target's, or these ids; `active` leaves decommissioned devices out. */
+export interface DeviceSelection {
+  target?: Target;
+  ids?: readonly string[];
+  active?: boolean;
+}
+
+type DeviceColumn = Exclude<keyof Device & string, 'groups' | 'inventory'>;
+
+/**
+ * Other domains' one way to read devices: those of the selection that the caller sees (tenant and
+ * site limits; a system context sees all), by hostname (or id), only `fields` when given; `lock`
+ * takes row locks in the caller's transaction.
+ */
+export async function findDevices<F extends DeviceColumn = never>(
+  ctx: RequestContext,
+  selection: DeviceSelection,
+  options: { em?: EntityManager; fields?: readonly F[]; orderBy?: 'hostname' | 'id'; limit?: number; lock?: boolean } = {},
+): Promise<([F] extends [never] ? Device : Pick<Device, F | 'id'>)[]> {
+  const where: FilterQuery<Device>[] = [(await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {}];
+  if (selection.target) where.push(deviceWhere(selection.target));
+  if (selection.ids) where.push({ id: { $in: selection.ids.map((id) => id.toLowerCase()) } });
+  if (selection.active) where.push({ status: { $ne: 'decommissioned' } });
+  const orderBy = options.orderBy === 'id' ? { id: 'asc' as const } : { hostname: 'asc' as const, id: 'asc' as const };
+  const found = await (options.em ?? ctx.em).find(Device, { $and: where }, {
+    orderBy,
+    ...(options.fields && { fields: [...options.fields] as never, disableIdentityMap: !options.lock }),
+    ...(options.limit !== undefined && { limit: options.limit }),
+    ...(options.lock && { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true }),
+  });
+  return found as never;
 }
 
 /** What `matches` reads of a device; `id` null for something about no one device (an alert), matched by its organization and site. */

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { Device } from '../../../entities/device.js';
-import type { RequestContext } from '../../auth/context.js';
+import { RequestContext } from '../../auth/context.js';
 import { authorize, canAccessOrg, permits, skipAuthorization, visibleSiteIds } from '../../auth/policy.js';
 import { DOMAIN_EVENT_TOPIC } from '../../events/dispatcher.js';
 import { selectIterable } from '../../events/subscriptions.js';
@@ -8,7 +7,7 @@ import type { DomainEvent, DomainEventMap } from '../../events/types.js';
 import { enumValues, timestamp, uuid } from '../../validation.js';
 import { maySeeAlert, type AlertEventData } from '../alerts/api.js';
 import { runEventInSight } from '../automations/api.js';
-import { maySeeDevice, type DeviceEventData } from '../devices/api.js';
+import { findDevices, maySeeDevice, type DeviceEventData } from '../devices/api.js';
 import { maySeeExecution, type ScriptExecutionEventData } from '../scripts/api.js';
 
 export const ServiceInfoSchema = z
@@ -64,7 +63,7 @@ async function inSight(ctx: RequestContext, event: DomainEvent): Promise<DomainE
     case 'device': {
       if (event.type !== 'device.command_updated') return shown(await maySeeDevice(ctx, event.data as DeviceEventData));
       // A fresh EntityManager per event: the subscription lives long, its rows must not come from a cache.
-      const device = await ctx.em.fork().findOne(Device, { id: (event.data as DomainEventMap['device.command_updated']).deviceId }, { fields: ['orgId', 'siteId'] });
+      const [device] = await findDevices(RequestContext.system(ctx.runtime, 'event sight').withEm(ctx.em.fork()), { ids: [(event.data as DomainEventMap['device.command_updated']).deviceId] }, { fields: ['orgId', 'siteId'] });
       return shown(!!device && (await maySeeDevice(ctx, device)));
     }
     case 'alert':

@@ -1,10 +1,10 @@
 import { LockMode, raw, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
-import { Device } from '../../../entities/device.js';
-import { DeviceCommand } from '../../../entities/device-command.js';
+import type { Device } from '../../../entities/device.js';
+import type { DeviceCommand } from '../../../entities/device-command.js';
 import { EXECUTION_STATUSES, FINISHED_STATUSES, ScriptExecution, type ExecutionStatus, Script } from '../../../entities/script.js';
-import type { RequestContext } from '../../auth/context.js';
-import { loadOwned, permits, requirePrincipal, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
+import { RequestContext } from '../../auth/context.js';
+import { loadOwned, permits, requirePrincipal, visibleSiteIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
 import { conflict, notFound } from '../../errors.js';
 import { DOMAIN_EVENT_TOPIC } from '../../events/dispatcher.js';
@@ -14,7 +14,7 @@ import type { DomainEvent, DomainEventMap } from '../../events/types.js';
 import { MAX_LIMIT, PageQuery, encodeCursor, pageInfoOf, keysetWhere, pageOptions, pageSchema, toPage, type Connection, type Page } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
-import { checkTargets, deviceWhere, queueCommand, toTarget, type CommandResult, type CommandTypeHooks } from '../devices/api.js';
+import { checkTargets, commandWasSent, findDevices, queueCommand, toTarget, type CommandResult, type CommandTypeHooks } from '../devices/api.js';
 import { JsonObjectSchema } from '../shared/json.js';
 import { accessibleScript, maskParameters, resolveParameters, unsealParameters } from './scripts.js';
 
@@ -129,8 +129,7 @@ export type ExecuteResult = z.output<typeof ExecuteResultSchema>;
 async function targetDevices(ctx: RequestContext, script: Script, input: z.output<typeof ExecuteScriptSchema>): Promise<Device[]> {
   const target = toTarget({ orgId: script.orgId, deviceIds: input.deviceIds, groupIds: input.groupId ? [input.groupId] : undefined });
   await checkTargets(ctx, target);
-  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
-  return ctx.em.find(Device, { $and: [visible, deviceWhere(target)] }, { orderBy: { hostname: 'asc', id: 'asc' } });
+  return findDevices(ctx, { target });
 }
 
 /**
@@ -199,7 +198,7 @@ export async function accessibleExecution(ctx: RequestContext, id: string, permi
 async function onVisibleSite(ctx: RequestContext, em: RequestContext['em'], execution: Pick<ScriptExecution, 'orgId' | 'deviceId'>): Promise<boolean> {
   const sites = visibleSiteIds(ctx, execution.orgId);
   if (!sites) return true;
-  const device = await em.findOne(Device, { id: execution.deviceId }, { fields: ['siteId'] });
+  const [device] = await findDevices(RequestContext.system(ctx.runtime, 'execution site').withEm(em), { ids: [execution.deviceId] }, { fields: ['siteId'] });
   return !!device?.siteId && sites.includes(device.siteId);
 }
 
@@ -289,16 +288,11 @@ async function stopExecution(tx: RequestContext, execution: ScriptExecution, han
   execution.completedAt = tx.runtime.clock.now();
   await tx.em.flush();
   if (handedOut) {
-    const device = await tx.em.findOne(Device, { id: execution.deviceId });
-    if (device && device.status !== 'decommissioned') await queueCommand(tx, device, { type: 'cancel_script', payload: { executionId: execution.id } }, requirePrincipal(tx).userId);
+    // Wherever the device is now: the caller decided on the execution.
+    const [device] = await findDevices(RequestContext.system(tx.runtime, 'cancel script').withEm(tx.em), { ids: [execution.deviceId], active: true });
+    if (device) await queueCommand(tx, device, { type: 'cancel_script', payload: { executionId: execution.id } }, requirePrincipal(tx).userId);
   }
   await emitUpdated(tx, execution.orgId, execution);
-}
-
-async function commandWasSent(tx: RequestContext, commandId: string | null): Promise<boolean> {
-  if (!commandId) return false;
-  const command = await tx.em.findOne(DeviceCommand, { id: commandId }, { fields: ['sentAt'], refresh: true });
-  return !!command?.sentAt;
 }
 
 // ── the agent's side (device-command hooks) ─────────────────────────────────────────────────────

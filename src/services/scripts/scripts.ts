@@ -1,6 +1,5 @@
 import { LockMode, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
-import { OS_TYPES } from '../../../entities/device.js';
 import { SCRIPT_LANGUAGES, SCRIPT_PARAMETER_TYPES, SCRIPT_RUN_AS, Script, ScriptVersion, type StoredScriptParameter } from '../../../entities/script.js';
 import type { RequestContext } from '../../auth/context.js';
 import type { Permission } from '../../auth/permissions.js';
@@ -12,6 +11,7 @@ import { PageQuery, listSchema, pageOptions, pageSchema, toPage, type Page } fro
 import type { Runtime } from '../../runtime.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
+import { OsTypeSchema } from '../devices/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { SYSTEM_SCRIPTS, type SystemScript } from './system-scripts.js';
 import { uniqueNameGuard } from '../shared/unique-name.js';
@@ -52,7 +52,6 @@ const ScriptParameterTypeSchema = z
     boolean: 'true or false.',
     select: 'A string that is one of the parameter’s options.',
   });
-const ScriptOsTypeSchema = z.enum(OS_TYPES).meta({ title: 'OsType' });
 
 const parameterValue = z.union([z.string().max(10_000), z.number(), z.boolean()]);
 const parameterName = z
@@ -113,7 +112,7 @@ const scriptFields = {
   parameters: parametersField.optional().describe('declared parameters; none by default'),
   runAs: ScriptRunAsSchema.optional().describe('system by default'),
   timeoutSeconds: z.number().int().min(5).max(86_400).optional().describe('5 to 86400; 300 by default'),
-  osTypes: z.array(ScriptOsTypeSchema).min(1).max(OS_TYPES.length).optional().describe('the operating systems it runs on; by default those of its language'),
+  osTypes: z.array(OsTypeSchema).min(1).max(OsTypeSchema.options.length).optional().describe('the operating systems it runs on; by default those of its language'),
   category: z.string().trim().min(1).max(100).nullable().optional().describe('a library category name'),
   tags: z.array(z.string().trim().min(1).max(50)).max(50).optional().describe('library tag names'),
 };
@@ -149,7 +148,7 @@ export const ScriptViewSchema = z
     parameters: z.array(ScriptParameterSchema).describe('the parameters executions may give'),
     runAs: ScriptRunAsSchema.describe('the account it runs as'),
     timeoutSeconds: z.number().int().describe('an execution not finished by then (plus a grace minute) turns timeout'),
-    osTypes: z.array(ScriptOsTypeSchema).describe('the operating systems it runs on; executions skip other devices'),
+    osTypes: z.array(OsTypeSchema).describe('the operating systems it runs on; executions skip other devices'),
     category: z.string().nullable().describe('a library category name'),
     tags: z.array(z.string()).describe('library tag names'),
     version: z.number().int().describe('the current version (1 for the first content)'),
@@ -282,6 +281,16 @@ export const ScriptListQuery = PageQuery.extend({
 }).strict();
 export type ScriptListInput = z.input<typeof ScriptListQuery>;
 
+/**
+ * Other domains naming scripts (an automation's steps): the names of each script's secret parameters;
+ * all must be the organization's, else 404 as another tenant's.
+ */
+export async function secretParameterNames(tx: RequestContext, orgId: string, ids: readonly string[]): Promise<Map<string, Set<string>>> {
+  const scripts = ids.length > 0 ? await tx.em.find(Script, { id: { $in: [...ids] }, orgId }, { fields: ['id', 'parameters'] }) : [];
+  if (scripts.length !== ids.length) throw notFound(RESOURCE);
+  return new Map(scripts.map((script) => [script.id, new Set(script.parameters.filter((p) => p.secret).map((p) => p.name))]));
+}
+
 export async function listScripts(ctx: RequestContext, rawQuery: ScriptListInput): Promise<Page<ScriptView>> {
   const query = parseInput(ScriptListQuery, rawQuery);
   await authorize(ctx, 'scripts:read');
@@ -408,7 +417,7 @@ export const SystemScriptSchema = z
     parameters: z.array(ScriptParameterSchema).describe('the parameters executions may give'),
     runAs: ScriptRunAsSchema.describe('the account it runs as'),
     timeoutSeconds: z.number().int().describe('seconds an execution may take'),
-    osTypes: z.array(ScriptOsTypeSchema).describe('the operating systems it runs on'),
+    osTypes: z.array(OsTypeSchema).describe('the operating systems it runs on'),
     category: z.string().describe('its library category'),
     tags: z.array(z.string()).describe('its library tags'),
   })

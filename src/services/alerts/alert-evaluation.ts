@@ -1,11 +1,10 @@
 import { AlertConditionState, AlertRule } from '../../../entities/alert.js';
-import { Device } from '../../../entities/device.js';
 import { RequestContext } from '../../auth/context.js';
 import { withTransaction } from '../../db/transaction.js';
 import { publishOnCommit } from '../../events/pubsub.js';
 import { onePer } from '../../memo.js';
 import type { Runtime } from '../../runtime.js';
-import { deviceGroupIds, factsOf, matches, type DeviceFacts } from '../devices/api.js';
+import { deviceGroupIds, factsOf, findDevices, matches, type DeviceFacts } from '../devices/api.js';
 import { dueAt, ruleHolds, ruleTarget } from './alert-conditions.js';
 import { RULES_TOPIC, enabledRules, type CachedRule } from './alert-rules.js';
 import { RULE_SOURCE, raiseAlert, resolveAlert } from './alert-raise.js';
@@ -132,7 +131,7 @@ const ruleDedupKey = (ruleId: string, deviceId: string) => `${ruleId}:${deviceId
 async function fire(runtime: Runtime, ruleId: string, deviceId: string, reason?: string): Promise<void> {
   await withTransaction(system(runtime), async (tx) => {
     await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`alert:${ruleId}:${deviceId}`]);
-    const [rule, device] = await Promise.all([tx.em.findOne(AlertRule, { id: ruleId }), tx.em.findOne(Device, { id: deviceId })]);
+    const [rule, [device]] = await Promise.all([tx.em.findOne(AlertRule, { id: ruleId }), findDevices(tx, { ids: [deviceId] }, { scope: 'all' })]);
     await standingChanged(tx, deviceId);
     const raised =
       rule?.enabled && device
@@ -178,9 +177,9 @@ const DUE_BATCH = 500;
 export async function checkDueConditions(ctx: RequestContext): Promise<number> {
   const due = await ctx.em.find(AlertConditionState, { dueAt: { $lte: ctx.runtime.clock.now() } }, { orderBy: { dueAt: 'asc' }, limit: DUE_BATCH, disableIdentityMap: true });
   for (const state of due) {
-    const [rule, device] = await Promise.all([
+    const [rule, [device]] = await Promise.all([
       ctx.em.findOne(AlertRule, { id: state.ruleId }, { disableIdentityMap: true }),
-      ctx.em.findOne(Device, { id: state.deviceId }, { disableIdentityMap: true }),
+      findDevices(ctx, { ids: [state.deviceId] }, { scope: 'all', detached: true }),
     ]);
     const holds = rule && device ? ruleHolds(rule, factsOf(device)).holds : false;
     if (holds === false) await stopHolding(ctx.runtime, state.ruleId, state.deviceId);

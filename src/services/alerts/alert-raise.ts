@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { Alert, RULE_SOURCE } from '../../../entities/alert.js';
-import { Device } from '../../../entities/device.js';
 import type { RequestContext } from '../../auth/context.js';
 import { emit } from '../../events/outbox.js';
 import { parseInput, uuid } from '../../validation.js';
+import { findDevices } from '../devices/api.js';
 import { AlertSeveritySchema } from './alert-conditions.js';
 import { correlate } from './correlation.js';
 import { alertChanged, alertEventData, alertView, type AlertView } from './alerts.js';
@@ -78,8 +78,8 @@ export async function raiseAlert(tx: RequestContext, rawInput: RaiseAlertInput):
   const { orgId, source, dedupKey } = input;
   const deviceId = input.deviceId ?? null;
   await lockKey(tx, orgId, source, dedupKey);
-  const device = deviceId ? await tx.em.findOne(Device, { id: deviceId, orgId }) : null;
-  if (deviceId && (!device || device.status === 'decommissioned')) return { outcome: 'ignored' };
+  const [device] = deviceId ? await findDevices(tx, { ids: [deviceId], active: true }, { scope: 'all' }) : [];
+  if (deviceId && device?.orgId !== orgId) return { outcome: 'ignored' };
   const open = await openAlert(tx, orgId, source, dedupKey);
   if (open) return { outcome: 'open', alert: alertView(open) };
   const now = tx.runtime.clock.now();

@@ -1,7 +1,6 @@
 import type { FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { ALERT_TARGET_TYPES, AlertConditionState, AlertRule } from '../../../entities/alert.js';
-import { Device } from '../../../entities/device.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, loadOwned, requirePrincipal, targetOrgId, tenantWhere } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
@@ -12,7 +11,7 @@ import { MAX_LIMIT, PageQuery, pageOptions, pageSchema, toPage, type Page } from
 import type { Runtime } from '../../runtime.js';
 import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../validation.js';
 import { AlertConditionViewSchema, AlertSeveritySchema, ConditionsSchema, normalizeCondition, ruleHolds, ruleTarget } from './alert-conditions.js';
-import { checkTargets, deviceWhere, factsOf, mayTarget } from '../devices/api.js';
+import { checkTargets, factsOf, findDevices, mayTarget } from '../devices/api.js';
 import { templateById } from './alert-templates.js';
 import { recordAudit } from '../audit/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
@@ -272,12 +271,9 @@ export type AlertRuleTestResult = z.output<typeof AlertRuleTestResultSchema>;
 export async function testAlertRule(ctx: RequestContext, id: string, rawInput: TestAlertRuleInput): Promise<AlertRuleTestResult> {
   const input = parseInput(TestAlertRuleSchema, rawInput);
   const rule = await accessibleRule(ctx, id, 'alerts:read');
-  const visible = (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {};
-  const where: FilterQuery<Device>[] = [visible, { orgId: rule.orgId, status: { $ne: 'decommissioned' } }];
-  if (input.deviceId) where.push({ id: input.deviceId.toLowerCase() });
-  where.push(deviceWhere(ruleTarget(rule)));
-  const devices = await ctx.em.find(Device, { $and: where }, { orderBy: { hostname: 'asc', id: 'asc' }, limit: MAX_LIMIT });
-  if (input.deviceId && devices.length === 0 && (await ctx.em.count(Device, { $and: [visible, { id: input.deviceId.toLowerCase() }] })) === 0) throw notFound('Device');
+  const ids = input.deviceId ? [input.deviceId] : undefined;
+  const devices = await findDevices(ctx, { target: ruleTarget(rule), ids, active: true }, { limit: MAX_LIMIT });
+  if (ids && devices.length === 0 && (await findDevices(ctx, { ids }, { fields: ['id'] })).length === 0) throw notFound('Device');
   const wouldFire = devices.flatMap((device) => {
     const { holds, reason } = ruleHolds(rule, factsOf(device));
     return holds ? [{ deviceId: device.id, hostname: device.hostname, reason }] : [];

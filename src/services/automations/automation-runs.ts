@@ -120,7 +120,7 @@ function resultView(row: AutomationRunResult): z.output<typeof StepResultViewSch
 async function devicesInSight(ctx: RequestContext, em: RequestContext['em'], deviceIds: string[]): Promise<Set<string> | null> {
   if (!ctx.principal || !visibleSiteIds(ctx)) return null;
   if (deviceIds.length === 0) return new Set();
-  const rows = await findDevices(ctx, { ids: deviceIds }, { em, fields: ['id'] });
+  const rows = await findDevices(ctx.withEm(em), { ids: deviceIds }, { fields: ['id'] });
   return new Set(rows.map((device) => device.id));
 }
 

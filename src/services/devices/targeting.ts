@@ -179,24 +179,36 @@ export interface DeviceSelection {
 
 type DeviceColumn = Exclude<keyof Device & string, 'groups' | 'inventory'>;
 
+interface FindDevicesOptions<F> {
+  /** `all`: every device of the selection, where the caller has already decided (a job's own reach, a row it holds); else those the caller sees */
+  scope?: 'caller' | 'all';
+  fields?: readonly F[];
+  orderBy?: 'hostname' | 'id';
+  limit?: number;
+  /** row locks in the caller's transaction, rows read afresh */
+  lock?: boolean;
+  /** rows read afresh and kept out of the identity map (long-lived contexts; always so with `fields`) */
+  detached?: boolean;
+}
+
 /**
  * Other domains' one way to read devices: those of the selection that the caller sees (tenant and
- * site limits; a system context sees all), by hostname (or id), only `fields` when given; `lock`
- * takes row locks in the caller's transaction.
+ * site limits), by hostname (or id).
  */
 export async function findDevices<F extends DeviceColumn = never>(
   ctx: RequestContext,
   selection: DeviceSelection,
-  options: { em?: EntityManager; fields?: readonly F[]; orderBy?: 'hostname' | 'id'; limit?: number; lock?: boolean } = {},
+  options: FindDevicesOptions<F> = {},
 ): Promise<([F] extends [never] ? Device : Pick<Device, F | 'id'>)[]> {
-  const where: FilterQuery<Device>[] = [(await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' })) ?? {}];
+  const where: FilterQuery<Device>[] = [(options.scope !== 'all' && (await tenantWhere<Device>(ctx, { org: 'orgId', site: 'siteId' }))) || {}];
   if (selection.target) where.push(deviceWhere(selection.target));
   if (selection.ids) where.push({ id: { $in: selection.ids.map((id) => id.toLowerCase()) } });
   if (selection.active) where.push({ status: { $ne: 'decommissioned' } });
   const orderBy = options.orderBy === 'id' ? { id: 'asc' as const } : { hostname: 'asc' as const, id: 'asc' as const };
-  const found = await (options.em ?? ctx.em).find(Device, { $and: where }, {
+  const found = await ctx.em.find(Device, { $and: where }, {
     orderBy,
-    ...(options.fields && { fields: [...options.fields] as never, disableIdentityMap: !options.lock }),
+    ...(options.fields && { fields: [...options.fields] as never }),
+    ...(!options.lock && (options.fields || options.detached) && { disableIdentityMap: true }),
     ...(options.limit !== undefined && { limit: options.limit }),
     ...(options.lock && { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true }),
   });

@@ -1,10 +1,9 @@
 import { LockMode } from '@mikro-orm/core';
-import { Device } from '../../../entities/device.js';
 import { MaintenanceOccurrence, MaintenanceWindow, type OccurrenceStatus } from '../../../entities/maintenance.js';
 import type { RequestContext } from '../../auth/context.js';
 import { requestRows, statement, type PreparedStatement } from '../../db/prepared.js';
 import { withTransaction } from '../../db/transaction.js';
-import { changeStatus } from '../devices/api.js';
+import { changeStatus, findDevices } from '../devices/api.js';
 import { startsBetween, type RecurringSchedule } from '../shared/schedule.js';
 
 /*
@@ -88,7 +87,7 @@ export async function reconcileDeviceStatuses(tx: RequestContext, orgId: string)
   const entering = new Set(rows.filter((r) => r.covered).map((r) => r.id));
   const now = tx.runtime.clock.now();
   const silentSince = now.getTime() - tx.runtime.config.devices.offlineAfterSeconds * 1000;
-  const devices = await tx.em.find(Device, { id: { $in: rows.map((r) => r.id) } }, { lockMode: LockMode.PESSIMISTIC_WRITE, orderBy: { id: 'asc' }, refresh: true });
+  const devices = await findDevices(tx, { ids: rows.map((r) => r.id) }, { scope: 'all', orderBy: 'id', lock: true });
   for (const device of devices) {
     if (entering.has(device.id)) {
       if (device.status === 'online' || device.status === 'offline') await changeStatus(tx, device, 'maintenance');

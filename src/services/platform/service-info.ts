@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { RequestContext } from '../../auth/context.js';
+import type { RequestContext } from '../../auth/context.js';
 import { authorize, canAccessOrg, permits, skipAuthorization, visibleSiteIds } from '../../auth/policy.js';
 import { DOMAIN_EVENT_TOPIC } from '../../events/dispatcher.js';
 import { selectIterable } from '../../events/subscriptions.js';
@@ -63,7 +63,7 @@ async function inSight(ctx: RequestContext, event: DomainEvent): Promise<DomainE
     case 'device': {
       if (event.type !== 'device.command_updated') return shown(await maySeeDevice(ctx, event.data as DeviceEventData));
       // A fresh EntityManager per event: the subscription lives long, its rows must not come from a cache.
-      const [device] = await findDevices(RequestContext.system(ctx.runtime, 'event sight').withEm(ctx.em.fork()), { ids: [(event.data as DomainEventMap['device.command_updated']).deviceId] }, { fields: ['orgId', 'siteId'] });
+      const [device] = await findDevices(ctx.withEm(ctx.em.fork()), { ids: [(event.data as DomainEventMap['device.command_updated']).deviceId] }, { scope: 'all', fields: ['orgId', 'siteId'] });
       return shown(!!device && (await maySeeDevice(ctx, device)));
     }
     case 'alert':

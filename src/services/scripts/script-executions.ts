@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Device } from '../../../entities/device.js';
 import type { DeviceCommand } from '../../../entities/device-command.js';
 import { EXECUTION_STATUSES, FINISHED_STATUSES, ScriptExecution, type ExecutionStatus, Script } from '../../../entities/script.js';
-import { RequestContext } from '../../auth/context.js';
+import type { RequestContext } from '../../auth/context.js';
 import { loadOwned, permits, requirePrincipal, visibleSiteIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
 import { conflict, notFound } from '../../errors.js';
@@ -198,7 +198,7 @@ export async function accessibleExecution(ctx: RequestContext, id: string, permi
 async function onVisibleSite(ctx: RequestContext, em: RequestContext['em'], execution: Pick<ScriptExecution, 'orgId' | 'deviceId'>): Promise<boolean> {
   const sites = visibleSiteIds(ctx, execution.orgId);
   if (!sites) return true;
-  const [device] = await findDevices(RequestContext.system(ctx.runtime, 'execution site').withEm(em), { ids: [execution.deviceId] }, { fields: ['siteId'] });
+  const [device] = await findDevices(ctx.withEm(em), { ids: [execution.deviceId] }, { scope: 'all', fields: ['siteId'] });
   return !!device?.siteId && sites.includes(device.siteId);
 }
 
@@ -289,7 +289,7 @@ async function stopExecution(tx: RequestContext, execution: ScriptExecution, han
   await tx.em.flush();
   if (handedOut) {
     // Wherever the device is now: the caller decided on the execution.
-    const [device] = await findDevices(RequestContext.system(tx.runtime, 'cancel script').withEm(tx.em), { ids: [execution.deviceId], active: true });
+    const [device] = await findDevices(tx, { ids: [execution.deviceId], active: true }, { scope: 'all' });
     if (device) await queueCommand(tx, device, { type: 'cancel_script', payload: { executionId: execution.id } }, requirePrincipal(tx).userId);
   }
   await emitUpdated(tx, execution.orgId, execution);

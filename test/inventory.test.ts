@@ -1,8 +1,8 @@
 import { createTestApp, type TestApp } from './support/app.js';
-import { rest } from './support/clients.js';
+import { gql, rest } from './support/clients.js';
 import { agentCall, enroll, fleet } from './support/devices.js';
 import { createTestDatabase } from './support/database.js';
-import { sql } from './support/db.js';
+import { sql, statementsOn } from './support/db.js';
 import { buildOrg, buildUser } from './support/factories.js';
 
 let app: TestApp;
@@ -56,6 +56,15 @@ describe('device inventory', () => {
     expect(after.software).toEqual([{ name: 'git', version: '2.43', publisher: null, installDate: null }]);
     expect(after.patches).toEqual(read.body.patches);
     expect(after.network).toEqual(read.body.network);
+
+    // GraphQL answers the same; one statement per part, however many rows.
+    const readerUser = await buildUser(app, { orgId: org.id, can: ['devices:read'] });
+    const INVENTORY = 'query($d: ID!) { deviceInventory(deviceId: $d) { deviceId software { name version publisher installDate } patches { id title severity installed installedAt } network { name mac ipv4 ipv6 } reportedAt } }';
+    expect((await gql(app, readerUser.as, INVENTORY, { d: agent.deviceId })).body.data?.deviceInventory).toEqual(after);
+    const many = Array.from({ length: 60 }, (_, i) => ({ name: `pkg-${String(i).padStart(2, '0')}`, version: '1' }));
+    expect((await agentCall(app, agent, '/inventory', { software: many })).status).toBe(200);
+    const { result, statements } = await statementsOn(app, 'device_software', () => reader.get(`/devices/${agent.deviceId}/inventory`));
+    expect([result.body.software.length, statements]).toEqual([60, 1]);
   });
 
   test('parts are checked by their owners (400 naming the item), an unknown part is refused, and nothing is written', async () => {
@@ -78,6 +87,8 @@ describe('device inventory', () => {
     const other = await buildOrg(app);
     const stranger = rest(app, (await buildUser(app, { orgId: other.id, can: ['devices:read'] })).as);
     expect((await stranger.get(`/devices/${agent.deviceId}/inventory`)).status).toBe(404);
+    const viaGraphql = await gql(app, (await buildUser(app, { orgId: other.id, can: ['devices:read'] })).as, 'query($d: ID!) { deviceInventory(deviceId: $d) { deviceId } }', { d: agent.deviceId });
+    expect(viaGraphql.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     const { org: own } = await fleet(app);
     const none = rest(app, (await buildUser(app, { orgId: own.id, can: ['alerts:read'] })).as);
     expect((await none.get(`/devices/${agent.deviceId}/inventory`)).status).toBe(404);

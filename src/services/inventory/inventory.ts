@@ -99,9 +99,13 @@ const dayOf = (value: string | Date | null) => (value instanceof Date ? value.to
 export async function getDeviceInventory(ctx: RequestContext, deviceId: string): Promise<DeviceInventoryView> {
   const device = await accessibleDevice(ctx, deviceId, 'devices:read');
   const where = { deviceId: device.id };
-  const software = await ctx.em.find(DeviceSoftware, where, { orderBy: { name: 'asc', version: 'asc' } });
-  const patches = await ctx.em.find(DevicePatch, where, { orderBy: { patchId: 'asc' } });
-  const network = await ctx.em.find(DeviceNetworkInterface, where, { orderBy: { name: 'asc' } });
+  // Shown, never changed: rows kept out of the identity map.
+  const read = { disableIdentityMap: true } as const;
+  const [software, patches, network] = await Promise.all([
+    ctx.em.find(DeviceSoftware, where, { ...read, orderBy: { name: 'asc', version: 'asc' } }),
+    ctx.em.find(DevicePatch, where, { ...read, orderBy: { patchId: 'asc' } }),
+    ctx.em.find(DeviceNetworkInterface, where, { ...read, orderBy: { name: 'asc' } }),
+  ]);
   const times = [...software, ...patches, ...network].map((row) => row.reportedAt.getTime());
   return {
     deviceId: device.id,

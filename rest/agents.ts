@@ -1,6 +1,6 @@
 import type { OpenApiRegistry } from '../src/http/openapi.js';
 import * as agents from '../src/services/devices/agents.js';
-import * as deviceCommands from '../src/services/devices/device-commands.js';
+import * as commandTypes from '../src/services/devices/command-types.js';
 import { call, pathId, RestRouter } from './router.js';
 
 /** The agent protocol (docs/agent-protocol.md): enrollment with an enrollment key, then calls with the agent's token (`auth: 'agent'`). */
@@ -13,7 +13,7 @@ export function agentsRouter(openapi: OpenApiRegistry): RestRouter {
     )
     .post(
       '/agents/:agentId/commands/:commandId/result',
-      { summary: "Report a command's result", params: { ...agent, commandId: pathId('Command') }, body: deviceCommands.CommandResultSchema, auth: 'agent', response: agents.AgentAckSchema },
+      { summary: "Report a command's result", params: { ...agent, commandId: pathId('Command') }, body: commandTypes.CommandResultSchema, auth: 'agent', response: agents.AgentAckSchema },
       (ctx, { params, body }) => agents.reportCommandResult(ctx, params.commandId, body),
     )
     .post('/agents/:agentId/inventory', { summary: 'Report the latest inventory', params: agent, body: agents.InventorySchema, auth: 'agent', response: agents.AgentAckSchema }, (ctx, { body }) =>

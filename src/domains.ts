@@ -17,7 +17,7 @@ import { maintenanceDomain } from './services/maintenance/index.js';
 import { scriptsDomain } from './services/scripts/index.js';
 import { automationsDomain } from './services/automations/index.js';
 import { inventoryDomain } from './services/inventory/index.js';
-import { installCommandTypes } from './services/devices/device-commands.js';
+import { installCommandTypes } from './services/devices/command-types.js';
 import { installDeviceReports } from './services/devices/device-reports.js';
 import { installGroupMembership } from './services/devices/api.js';
 import { groupMembership } from './services/groups/api.js';

@@ -6,7 +6,7 @@ import { gql, rest, type As } from './support/clients.js';
 import { sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
-import { buildSite, buildUser } from './support/factories.js';
+import { buildOrg, buildSite, buildUser } from './support/factories.js';
 
 const clock = new TestClock();
 let app: TestApp;
@@ -294,6 +294,27 @@ describe('timeouts and cancelling', () => {
     expect((await heartbeat(agent)).map((c) => c.type)).toEqual(['run_script']);
     await cancelCommandOf(queued.id);
     expect((await heartbeat(agent)).map((c) => [c.type, c.payload])).toEqual([['cancel_script', { executionId: queued.id }]]);
+  });
+
+  test('a device decommissioned or moved to another organization takes its unfinished executions with its commands', async () => {
+    const { org, key, author, operator } = await scriptFleet();
+    const script = await createScript(author.as, {});
+    const partnerTech = rest(app, (await buildUser(app, { partnerId: org.partnerId, role: 'Partner Technician' })).as);
+
+    const retired = await enroll(app, key);
+    const waiting = (await execute(operator.as, script.id, { deviceIds: [retired.deviceId] })).executions[0]!;
+    expect((await partnerTech.delete(`/devices/${retired.deviceId}`)).status).toBe(204);
+    expect(await executionOf(operator.as, waiting.id)).toMatchObject({ status: 'cancelled', completedAt: expect.any(String) });
+
+    // Moved while its agent runs the script: the execution ends, and the agent (still the machine's) is told to stop.
+    const mover = await enroll(app, key);
+    const running = (await execute(operator.as, script.id, { deviceIds: [mover.deviceId] })).executions[0]!;
+    const [command] = await heartbeat(mover);
+    await report(mover, command!.id, { status: 'running' });
+    const sibling = await buildOrg(app, { partnerId: org.partnerId });
+    expect((await partnerTech.post(`/devices/${mover.deviceId}/move-org`, { orgId: sibling.id })).status).toBe(200);
+    expect(await executionOf(operator.as, running.id)).toMatchObject({ status: 'cancelled', completedAt: expect.any(String) });
+    expect((await heartbeat(mover)).map((c) => [c.type, c.payload])).toEqual([['cancel_script', { executionId: running.id }]]);
   });
 
   test('an execution not finished by its timeout plus the grace minute turns timeout', async () => {

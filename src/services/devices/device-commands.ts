@@ -15,6 +15,7 @@ import { recordChange } from '../audit/api.js';
 import { AutoUpdateSchema, accessibleDevice, authorizeDevice, deviceDecommissioned, setAutoUpdate, type AutoUpdateInput, type DeviceView } from './devices.js';
 import { onePer } from '../../memo.js';
 import { JsonObjectSchema } from '../shared/json.js';
+import { commandTypeOf, commandTypes, type ClaimedRow, type CommandResult, type CommandTypeHooks } from './command-types.js';
 
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
@@ -60,7 +61,7 @@ export function commandView(command: DeviceCommand): CommandView {
     deviceId: command.deviceId,
     orgId: command.orgId,
     type: command.type,
-    payload: commandTypeHooks.get(command.type)?.toView?.(command.payload) ?? command.payload,
+    payload: commandTypeOf(command.type)?.toView?.(command.payload) ?? command.payload,
     status: command.status,
     createdBy: command.createdBy,
     createdAt: command.createdAt.toISOString(),
@@ -85,56 +86,6 @@ const commandFields = {
   payload: CommandPayloadSchema.optional().describe('The command’s arguments as a JSON object, at most 64 KiB (set_auto_update: `{ enabled }`).'),
 };
 
-/** A claimed command's row, before it is prepared for the agent. */
-export interface ClaimedRow {
-  id: string;
-  type: string;
-  payload: Record<string, unknown>;
-}
-
-/**
- * What a command type's owning domain says about it and does around the generic lifecycle, registered
- * by name through its manifest (`commandTypes`, installed by `installDomains`). Hooks run in the
- * transaction of the step they follow. Types no domain registers are queued and delivered as given.
- */
-export interface CommandTypeHooks {
-  /** only the owning service queues it, with payloads it makes: queueing it by hand is 400 with this message */
-  serviceOnly?: string;
-  /** not queued twice while one is pending or sent (409 ALREADY_PENDING) */
-  singleton?: boolean;
-  /** the payload a user's command must have, checked before anything is queued */
-  payload?: z.ZodType;
-  /** the command is being queued (in its transaction, before the row is written) */
-  queued?(tx: RequestContext, device: Device, payload: Record<string, unknown>): Promise<void>;
-  /**
-   * The payloads as the agent receives them, by command id (e.g. secrets unsealed from the service's
-   * own rows; the stored payloads stay as they are). A command left out cannot be delivered: it fails
-   * alone, and the others go out.
-   */
-  toAgent?(tx: RequestContext, commands: ClaimedRow[]): Promise<Map<string, Record<string, unknown>>>;
-  /** the payload as views show it (secret values masked) */
-  toView?(payload: Record<string, unknown>): Record<string, unknown>;
-  /** these commands were just handed to their agent */
-  claimed?(tx: RequestContext, commandIds: string[]): Promise<void>;
-  /** the agent reported it started the command (`status: "running"`) */
-  started?(tx: RequestContext, command: DeviceCommand): Promise<void>;
-  /** the command's final result (the agent's, or a failure to deliver it); true when the service kept the output (the command row then does not) */
-  answered?(tx: RequestContext, command: DeviceCommand, input: CommandResult): Promise<boolean>;
-  /** the command was cancelled by hand; `handedOut`: its agent may already have it */
-  cancelled?(tx: RequestContext, command: DeviceCommand, handedOut: boolean): Promise<void>;
-}
-
-let commandTypeHooks = new Map<string, CommandTypeHooks>();
-
-/** Installs every domain's command types (at start, from the manifests); a type registered twice stops start-up. */
-export function installCommandTypes(tables: Record<string, CommandTypeHooks>[]): void {
-  commandTypeHooks = new Map();
-  for (const [type, hooks] of tables.flatMap((table) => Object.entries(table))) {
-    if (commandTypeHooks.has(type)) throw new Error(`The command type ${type} is registered twice`);
-    commandTypeHooks.set(type, hooks);
-  }
-}
-
 /** The devices domain's own command types. */
 export const deviceCommandTypes: Record<string, CommandTypeHooks> = {
   // Spec Versioning 6: the command switches the device's own setting too (needs devices:write; the payload is `{enabled}`).
@@ -148,7 +99,7 @@ export const deviceCommandTypes: Record<string, CommandTypeHooks> = {
 
 /** Payloads the server itself acts on are checked before anything is queued. */
 function checkPayload(command: { type: string; payload?: Record<string, unknown> }, ctx: z.RefinementCtx): void {
-  const hooks = commandTypeHooks.get(command.type);
+  const hooks = commandTypeOf(command.type);
   if (hooks?.serviceOnly) ctx.addIssue({ code: 'custom', message: hooks.serviceOnly, path: ['type'] });
   const parsed = hooks?.payload?.safeParse(command.payload ?? {});
   for (const issue of parsed?.error?.issues ?? []) ctx.addIssue({ code: 'custom', message: issue.message, path: ['payload', ...issue.path] });
@@ -166,7 +117,7 @@ export async function queueCommand(tx: RequestContext, device: Device, input: Co
   if (device.status === 'decommissioned') throw deviceDecommissioned();
   // Serializes queueing per device, so two concurrent requests cannot both pass the pending check.
   await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`device-commands:${device.id}`]);
-  const hooks = commandTypeHooks.get(input.type);
+  const hooks = commandTypeOf(input.type);
   if (hooks?.singleton && (await tx.em.count(DeviceCommand, { deviceId: device.id, type: input.type, status: { $in: ['pending', 'sent'] } })) > 0) {
     throw alreadyPending(input.type);
   }
@@ -369,13 +320,13 @@ export async function claimCommands(ctx: RequestContext, deviceId: string): Prom
       [deviceId],
     )) as (ClaimedRow & { org_id: string })[];
     const prepared = new Map<string, Record<string, unknown>>();
-    for (const [type, hooks] of commandTypeHooks) {
+    for (const [type, hooks] of commandTypes()) {
       const own = rows.filter((row) => row.type === type);
       if (own.length > 0 && hooks.toAgent) for (const [id, payload] of await hooks.toAgent(tx, own)) prepared.set(id, payload);
     }
     const delivered: ClaimedCommand[] = [];
     for (const row of rows) {
-      const payload = commandTypeHooks.get(row.type)?.toAgent ? prepared.get(row.id) : row.payload;
+      const payload = commandTypeOf(row.type)?.toAgent ? prepared.get(row.id) : row.payload;
       if (!payload) {
         // One command the server cannot prepare must not hold back the device's others (nor fail every claim until it times out).
         await failUndeliverable(tx, row.id);
@@ -384,7 +335,7 @@ export async function claimCommands(ctx: RequestContext, deviceId: string): Prom
       delivered.push({ id: row.id, type: row.type, payload });
       await emit(tx, { type: 'device.command_updated', orgId: row.org_id, data: { commandId: row.id, deviceId, orgId: row.org_id, type: row.type, status: 'sent' } });
     }
-    for (const [type, hooks] of commandTypeHooks) {
+    for (const [type, hooks] of commandTypes()) {
       const ids = delivered.filter((command) => command.type === type).map((command) => command.id);
       if (ids.length > 0) await hooks.claimed?.(tx, ids);
     }
@@ -433,17 +384,6 @@ export async function devicesWithPendingCommands(ctx: RequestContext, deviceIds:
 const MAX_OUTPUT = 1024 * 1024;
 const capped = (text: string | undefined) => (text === undefined ? null : text.length > MAX_OUTPUT ? `${text.slice(0, MAX_OUTPUT)}\n[truncated: ${text.length - MAX_OUTPUT} more characters]` : text);
 
-export const CommandResultSchema = z
-  .object({
-    status: z.enum(['running', 'completed', 'failed', 'timeout']).describe('running: a progress report (the command started), the command stays open'),
-    exitCode: z.number().int().min(-2_147_483_648).max(2_147_483_647).optional(),
-    stdout: z.string().max(16 * 1024 * 1024).optional(),
-    stderr: z.string().max(16 * 1024 * 1024).optional(),
-    result: JsonObjectSchema.optional(),
-  })
-  .strict();
-export type CommandResultInput = z.input<typeof CommandResultSchema>;
-export type CommandResult = z.output<typeof CommandResultSchema>;
 
 /** The agent's answer to one of its own commands; answering twice, or a cancelled command, changes nothing. */
 export async function completeCommand(ctx: RequestContext, deviceId: string, commandId: string, input: CommandResult): Promise<void> {
@@ -453,7 +393,7 @@ export async function completeCommand(ctx: RequestContext, deviceId: string, com
     if (!command) throw notFound('Command');
     if (!isOpen(command)) return;
     if (input.status === 'running') {
-      await commandTypeHooks.get(command.type)?.started?.(tx, command);
+      await commandTypeOf(command.type)?.started?.(tx, command);
       return;
     }
     await answer(tx, command, input);
@@ -464,7 +404,7 @@ const isOpen = (command: DeviceCommand) => command.status === 'pending' || comma
 
 /** Records an open command's final result (and its service's, through `answered`). */
 async function answer(tx: RequestContext, command: DeviceCommand, input: CommandResult): Promise<void> {
-  const keptElsewhere = (await commandTypeHooks.get(command.type)?.answered?.(tx, command, input)) ?? false;
+  const keptElsewhere = (await commandTypeOf(command.type)?.answered?.(tx, command, input)) ?? false;
   Object.assign(command, {
     status: input.status,
     exitCode: input.exitCode ?? null,
@@ -493,7 +433,7 @@ export async function cancelCommand(ctx: RequestContext, deviceId: string, comma
     command.status = 'cancelled';
     command.completedAt = tx.runtime.clock.now();
     await tx.em.flush();
-    await commandTypeHooks.get(command.type)?.cancelled?.(tx, command, handedOut);
+    await commandTypeOf(command.type)?.cancelled?.(tx, command, handedOut);
     await recordChange(
       tx,
       { action: 'device.command.cancel', resourceType: 'device', resourceId: device.id, orgId: command.orgId, details: { commandId: command.id, type: command.type, handedOut } },

@@ -18,6 +18,7 @@ import { applyChanges } from '../shared/changes.js';
 import { checkTargetSite, issueKey } from './enrollment-keys.js';
 import { JsonObjectSchema } from '../shared/json.js';
 import { inventoryPart } from './device-reports.js';
+import { cancelOpenCommands } from './command-types.js';
 
 export const DeviceStatusSchema = z
   .enum(DEVICE_STATUSES)
@@ -351,7 +352,7 @@ export async function moveDevice(ctx: RequestContext, id: string, rawInput: Move
     if (!to) throw notFound('Organization');
     if (from.partnerId !== to.partnerId) throw badRequest('A device can only move to an organization of the same partner');
     const siteId = await checkTargetSite(tx, to.id, input.siteId);
-    if (to.id !== device.orgId) await cancelOpenCommands(tx, device);
+    if (to.id !== device.orgId) await cancelDeviceCommands(tx, device);
     const changes = applyChanges(device, { orgId: to.id, siteId });
     if (changes.length === 0) return deviceView(device, true);
     await tx.em.flush();
@@ -420,20 +421,16 @@ export async function decommissionDevice(ctx: RequestContext, id: string): Promi
     if (device.status === 'decommissioned') return;
     device.tokenHash = null;
     device.decommissionedAt = tx.runtime.clock.now();
-    await cancelOpenCommands(tx, device);
+    await cancelDeviceCommands(tx, device);
     await recordAudit(tx, { action: 'device.decommission', resourceType: 'device', resourceId: id, orgId: device.orgId, details: { hostname: device.hostname } });
     await changeStatus(tx, device, 'decommissioned');
   });
 }
 
-/** The device's open commands are cancelled (decommissioned or moved). Here rather than in device-commands.ts, which depends on this module. */
-async function cancelOpenCommands(tx: RequestContext, device: Device): Promise<void> {
-  const cancelled = (await tx.em.execute(
-    `update device_command set status = 'cancelled', completed_at = ?, updated_at = now() where device_id = ? and status in ('pending', 'sent') returning id, org_id, type`,
-    [tx.runtime.clock.now(), device.id],
-  )) as { id: string; org_id: string; type: string }[];
-  for (const command of cancelled) {
-    await emit(tx, { type: 'device.command_updated', orgId: command.org_id, data: { commandId: command.id, deviceId: device.id, orgId: command.org_id, type: command.type, status: 'cancelled' } });
+/** The device's open commands are cancelled (decommissioned or moved), each type told. */
+async function cancelDeviceCommands(tx: RequestContext, device: Device): Promise<void> {
+  for (const command of await cancelOpenCommands(tx, device.id)) {
+    await emit(tx, { type: 'device.command_updated', orgId: command.orgId, data: { commandId: command.id, deviceId: device.id, orgId: command.orgId, type: command.type, status: 'cancelled' } });
   }
 }
 

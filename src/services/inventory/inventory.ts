@@ -80,14 +80,40 @@ export const networkInventory = inventoryPart({
 
 const date = () => z.iso.date().nullable();
 
+const InstalledSoftwareSchema = z
+  .object({
+    name: z.string().describe('The application’s name.'),
+    version: z.string().nullable().describe('Its version; null when the agent did not report one.'),
+    publisher: z.string().nullable().describe('Who publishes it; null when not reported.'),
+    installDate: date().describe('When it was installed (YYYY-MM-DD); null when not reported.'),
+  })
+  .meta({ title: 'InstalledSoftware', description: 'An application installed on the device, as its agent reported it.' });
+
+const ReportedPatchSchema = z
+  .object({
+    id: z.string().describe('The patch’s identifier as the agent reported it (a KB number, a package name).'),
+    title: z.string().nullable().describe('Its title; null when not reported.'),
+    severity: z.string().nullable().describe('Its severity as reported; null when not reported.'),
+    installed: z.boolean().describe('Whether it is installed (false: missing).'),
+    installedAt: date().describe('When it was installed (YYYY-MM-DD); null when missing or not reported.'),
+  })
+  .meta({ title: 'ReportedPatch', description: 'A patch installed on or missing from the device, as its agent reported it.' });
+
+const NetworkInterfaceViewSchema = z
+  .object({
+    name: z.string().describe('The interface’s name (eth0, Ethernet 2).'),
+    mac: z.string().nullable().describe('Its hardware address; null when not reported.'),
+    ipv4: z.array(z.string()).describe('Its IPv4 addresses.'),
+    ipv6: z.array(z.string()).describe('Its IPv6 addresses.'),
+  })
+  .meta({ title: 'NetworkInterface', description: 'A network interface of the device, as its agent reported it.' });
+
 export const DeviceInventoryViewSchema = z
   .object({
-    deviceId: uuid(),
-    software: z.array(z.object({ name: z.string(), version: z.string().nullable(), publisher: z.string().nullable(), installDate: date() })).describe('Installed applications, by name.'),
-    patches: z
-      .array(z.object({ id: z.string(), title: z.string().nullable(), severity: z.string().nullable(), installed: z.boolean(), installedAt: date() }))
-      .describe('Patches installed or missing, by id.'),
-    network: z.array(z.object({ name: z.string(), mac: z.string().nullable(), ipv4: z.array(z.string()), ipv6: z.array(z.string()) })).describe('Network interfaces, by name.'),
+    deviceId: uuid().describe('The device.'),
+    software: z.array(InstalledSoftwareSchema).describe('Installed applications, by name.'),
+    patches: z.array(ReportedPatchSchema).describe('Patches installed or missing, by id.'),
+    network: z.array(NetworkInterfaceViewSchema).describe('Network interfaces, by name.'),
     reportedAt: timestamp().nullable().describe('When the latest of these parts was reported; null before any.'),
   })
   .meta({ title: 'DeviceInventory', description: 'What the device’s agent last reported of its software, patches and network interfaces.' });

@@ -2,7 +2,7 @@ import { ClassType, Field, Int, ObjectType } from 'type-graphql';
 import { z } from 'zod';
 import { objectType } from '../src/graphql/contract.js';
 import type { RequestContext } from '../src/auth/context.js';
-import { PaginationSchema, pageConnection, type Connection, type ConnectionPageInput, type Page, type PagedConnection } from '../src/pagination.js';
+import { PaginationSchema, encodeCursor, pageConnection, pageInfoOf, type Connection, type ConnectionPageInput, type CursorConnectionInput, type CursorPage, type Page, type PagedConnection } from '../src/pagination.js';
 
 // Every GraphQL list is a Relay connection: cursor lists answer a service's `Connection<T>`, page/limit lists are read through `paged`.
 
@@ -108,5 +108,24 @@ export function paged<A extends unknown[], Q extends object, T>(
     const before = rest.slice(0, -1) as A;
     const { first, after, page, limit, ...filters } = rest.at(-1) as ConnectionPageInput & Record<string, unknown>;
     return pageConnection({ first, after, page, limit }, (pageInput) => service(ctx, ...before, { ...filters, ...pageInput } as unknown as Q));
+  };
+}
+
+/**
+ * A cursor list's service (`{data, nextCursor}`) as a connection's: `first`/`after` become its
+ * `limit`/`cursor`, each item's cursor is its position in the list's order (`sortValue` of the view,
+ * the value the service's keyset sorts on, then its id), and `totalCount` runs `count` with the same
+ * filters only when selected.
+ */
+export function cursored<Q extends object, T extends { id: string }>(
+  service: (ctx: RequestContext, query: Q) => Promise<CursorPage<T>>,
+  sortValue: (item: T) => string | number,
+  count: (ctx: RequestContext, filters: Omit<Q, 'cursor' | 'limit'>) => Promise<number>,
+): (ctx: RequestContext, args: Omit<Q, 'cursor' | 'limit'> & CursorConnectionInput) => Promise<Connection<T>> {
+  return async (ctx, args) => {
+    const { first, after, ...filters } = args;
+    const page = await service(ctx, { ...filters, cursor: after, limit: first } as unknown as Q);
+    const edges = page.data.map((node) => ({ node, cursor: encodeCursor({ value: sortValue(node), id: node.id }) }));
+    return { edges, pageInfo: pageInfoOf(edges, page.nextCursor !== null, after != null), totalCount: () => count(ctx, filters as unknown as Omit<Q, 'cursor' | 'limit'>) };
   };
 }

@@ -44,6 +44,38 @@ export const CursorQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`1 to ${MAX_LIMIT}`),
 });
 
+/** A cursor list's own query fields, beside its filters (spec, Limits: `cursor` and `limit`, 100 by default). */
+export const cursorListFields = {
+  cursor: CursorQuery.shape.cursor.describe('`nextCursor` of the previous page; from the start when left out'),
+  limit: CursorQuery.shape.limit,
+};
+
+/** A page of a cursor list, as every list but the devices' answers (spec: `{data, nextCursor}`). */
+export interface CursorPage<T> {
+  data: T[];
+  nextCursor: string | null;
+}
+
+/** The schema of `CursorPage` of a view: `title` names it (`PatchPage`), `what` its items (`patches`). */
+export function cursorPageSchema<T extends z.ZodType>(item: T, title: string, what: string) {
+  return z
+    .object({
+      data: z.array(item).describe(`The page’s ${what}, in the list’s order.`),
+      nextCursor: z.string().nullable().describe('Pass back as `cursor` for the next page; null on the last.'),
+    })
+    .meta({ title, description: `A page of ${what}; more follow while \`nextCursor\` is not null.` });
+}
+
+/**
+ * GraphQL's arguments of a cursor list, a connection (`cursorArgs` in src/graphql/contract.ts,
+ * `cursored` in resolvers/shared.ts): `first` is the list's `limit`, `after` its `cursor`.
+ */
+export const CursorConnectionArgs = z.object({
+  first: z.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_LIMIT).describe(`How many items to return: 1 to ${MAX_LIMIT}, ${DEFAULT_LIMIT} by default.`),
+  after: z.string().optional().describe("Returns the items after this cursor (the previous page's `pageInfo.endCursor`, or any edge's `cursor`); from the start when left out."),
+});
+export type CursorConnectionInput = z.input<typeof CursorConnectionArgs>;
+
 /**
  * Opaque keyset cursors: the sort value and id of the last item, base64url-encoded. Stable under
  * inserts, unlike offsets.

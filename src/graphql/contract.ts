@@ -3,7 +3,7 @@ import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
 import { GraphQLJSON, GraphQLJSONObject } from 'graphql-scalars';
 import { Arg, Args, ArgsType, Ctx, Field, FieldResolver, Float, ID, InputType, Int, Mutation, ObjectType, Query, Resolver, Root, Subscription, registerEnumType, type ClassType } from 'type-graphql';
 import { z, type ZodType } from 'zod';
-import { ConnectionPageArgs, type ConnectionPageInput } from '../pagination.js';
+import { ConnectionPageArgs, CursorConnectionArgs, type ConnectionPageInput, type CursorConnectionInput } from '../pagination.js';
 import { enumValues, isDateTimeSchema, isoDateTime } from '../validation.js';
 import type { GraphqlContext } from './context.js';
 
@@ -281,6 +281,14 @@ export function args<S extends z.ZodObject>(name: string, schema: S, options: Co
  */
 export function pageArgs<S extends z.ZodObject>(name: string, schema: S, options: ContractOptions = {}): Param<Omit<z.input<S>, 'page' | 'limit'> & ConnectionPageInput> {
   return args(name, schema.omit({ page: true, limit: true } as never).extend(ConnectionPageArgs.shape), options) as unknown as Param<Omit<z.input<S>, 'page' | 'limit'> & ConnectionPageInput>;
+}
+
+/**
+ * The arguments of a cursor list read as a connection (`cursored` in resolvers/shared.ts): the list
+ * query's filters with `first`/`after` for its `limit`/`cursor`.
+ */
+export function cursorArgs<S extends z.ZodObject>(name: string, schema: S, options: ContractOptions = {}): Param<Omit<z.input<S>, 'cursor' | 'limit'> & CursorConnectionInput> {
+  return args(name, schema.omit({ cursor: true, limit: true } as never).extend(CursorConnectionArgs.shape), options) as unknown as Param<Omit<z.input<S>, 'cursor' | 'limit'> & CursorConnectionInput>;
 }
 
 /** A view schema (its `meta({ title })` names the object type), a derived or hand-written class, a list of one, Boolean, or Int (a count). */

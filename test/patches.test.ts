@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { sql } from './support/db.js';
+import { sql, statementsOn } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { buildOrg, buildSite, buildUser, unique, type BuiltUser } from './support/factories.js';
 
@@ -186,6 +186,22 @@ describe('reading patches', () => {
     expect((await rest(app, limited.as).get(`/patches?deviceId=${a.deviceId}`)).status).toBe(404);
     const viaGraphql = await gql(app, limited.as, 'query($id: ID!) { patch(id: $id) { id devices { deviceId hostname status } } }', { id });
     expect(viaGraphql.body.data.patch).toEqual({ id, devices: seen.body.devices });
+  });
+
+  test('a page costs a fixed number of statements, however many patches it holds (counts in one aggregate for the page)', async () => {
+    const { tech, api, a, b } = await patchedFleet();
+    const many = Array.from({ length: 60 }, (_, i) => patch({ externalId: `KB${String(i).padStart(3, '0')}`, status: i % 2 ? 'installed' : 'missing' }));
+    await report(a, many);
+    await report(b, many.slice(0, 10));
+    for (const [path, expected] of [
+      ['/patches?limit=60', 1],
+      [`/patches?limit=60&deviceId=${b.deviceId}`, 2],
+    ] as const) {
+      const { result, statements } = await statementsOn(app, 'patch_device_status', () => api.get(path));
+      expect([path, result.body.data.length, statements]).toEqual([path, path.includes('deviceId') ? 10 : 60, expected]);
+    }
+    const { result, statements } = await statementsOn(app, 'patch_device_status', () => gql(app, tech.as, '{ patches(first: 60) { edges { node { id counts { missing } } } } }'));
+    expect([result.body.data.patches.edges.length, statements]).toEqual([60, 1]);
   });
 
   test('sources: every source with its patch and missing counts', async () => {

@@ -182,7 +182,7 @@ export const PatchViewSchema = z
   .meta({ title: 'Patch', description: 'A patch an organization’s agents reported, with its approval and how its devices stand' });
 export type PatchView = z.output<typeof PatchViewSchema>;
 
-export const PatchDetailSchema = PatchViewSchema.extend({
+export const PatchDetailSchema = PatchViewSchema.omit({ deviceStatus: true }).extend({
   devices: z
     .array(
       z
@@ -395,7 +395,7 @@ export async function listPatchSources(ctx: RequestContext, raw: PatchSourcesInp
   return { data: PATCH_SOURCES.map((source) => ({ source, patchCount: bySource.get(source)?.patch_count ?? 0, missingCount: bySource.get(source)?.missing_count ?? 0 })) };
 }
 
-/** The patches of `ids` the caller may act on with `permission` (their organizations visible to it). */
+/** Of `ids`, the patches of the organizations the caller sees (ids that are not uuids find nothing). */
 export async function visiblePatches(ctx: RequestContext, ids: readonly string[]): Promise<Patch[]> {
   const wanted = [...new Set(ids.filter(isUuid).map((id) => id.toLowerCase()))];
   if (wanted.length === 0) return [];

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { sql, statementsOn } from './support/db.js';
+import { dispatched, sql, statementsOn } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { buildOrg, buildSite, buildUser, unique, type BuiltUser } from './support/factories.js';
 
@@ -186,6 +186,11 @@ describe('reading patches', () => {
     expect((await rest(app, limited.as).get(`/patches?deviceId=${a.deviceId}`)).status).toBe(404);
     const viaGraphql = await gql(app, limited.as, 'query($id: ID!) { patch(id: $id) { id devices { deviceId hostname status } } }', { id });
     expect(viaGraphql.body.data.patch).toEqual({ id, devices: seen.body.devices });
+    // A decision holds for the whole organization: theirs to read, not to make.
+    for (const res of [await rest(app, limited.as).post(`/patches/${id}/approve`, {}), await rest(app, limited.as).post('/patches/bulk-approve', { patchIds: [id] })]) {
+      expect([res.status, res.body.code]).toEqual([403, 'FORBIDDEN']);
+    }
+    expect((await api.get(`/patches/${id}`)).body.approvalStatus).toBe('pending');
   });
 
   test('a page costs a fixed number of statements, however many patches it holds (counts in one aggregate for the page)', async () => {
@@ -193,6 +198,11 @@ describe('reading patches', () => {
     const many = Array.from({ length: 60 }, (_, i) => patch({ externalId: `KB${String(i).padStart(3, '0')}`, status: i % 2 ? 'installed' : 'missing' }));
     await report(a, many);
     await report(b, many.slice(0, 10));
+    // One patch.available per new patch, written in one statement per batch.
+    expect((await eventsOf('patch.available', a.orgId)).length).toBe(60);
+    // The dispatcher hands them on like any other event.
+    const [last] = await sql(app, `select id from outbox_event where type = 'patch.available' and org_id = ? order by created_at desc, id desc limit 1`, [a.orgId]);
+    await dispatched(app, last.id);
     for (const [path, expected] of [
       ['/patches?limit=60', 1],
       [`/patches?limit=60&deviceId=${b.deviceId}`, 2],

@@ -2,9 +2,9 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { Patch, PatchApproval } from '../../../entities/patch.js';
 import type { RequestContext } from '../../auth/context.js';
-import { authorize, tenantWhere } from '../../auth/policy.js';
+import { authorize, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
-import { badRequest } from '../../errors.js';
+import { badRequest, forbidden } from '../../errors.js';
 import { encodeCursor, finishCursorPage, keysetWhere, pageInfoOf, type Connection } from '../../pagination.js';
 import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit, recordChange } from '../audit/api.js';
@@ -97,8 +97,17 @@ async function decide(tx: RequestContext, patch: Patch, decision: Decision, inpu
   else await recordAudit(tx, { ...entry, action: decision === 'declined' ? 'patch.decline' : 'patch.defer' });
 }
 
+/**
+ * A decision holds for every device of the patch's organization: users limited to some sites read
+ * patches but do not decide them (403, as an organization-wide target is refused them).
+ */
+function refuseSiteLimited(ctx: RequestContext): void {
+  if (visibleSiteIds(ctx) !== null) throw forbidden('Users limited to some sites cannot decide on patches of the whole organization');
+}
+
 async function decideOne(ctx: RequestContext, id: string, decision: Decision, input: { note?: string; until?: Date }): Promise<PatchView> {
   const patch = await requirePatch(ctx, id, 'patches:write');
+  refuseSiteLimited(ctx);
   await withTransaction(ctx, (tx) => decide(tx, patch, decision, input));
   return viewOf(ctx, patch);
 }
@@ -125,6 +134,7 @@ export async function deferPatch(ctx: RequestContext, id: string, raw: DeferPatc
 export async function bulkApprovePatches(ctx: RequestContext, raw: BulkApproveInput): Promise<BulkApproveResult> {
   const input = parseInput(BulkApproveSchema, raw);
   await authorize(ctx, 'patches:write');
+  refuseSiteLimited(ctx);
   const found = new Map((await visiblePatches(ctx, input.patchIds)).map((p) => [p.id, p]));
   const approved: string[] = [];
   const failed: BulkApproveResult['failed'] = [];

@@ -8,7 +8,7 @@ import { uuidArray } from '../../db/arrays.js';
 import { containsPattern } from '../../db/like.js';
 import { requestRows, statement } from '../../db/prepared.js';
 import { notFound } from '../../errors.js';
-import { emit } from '../../events/outbox.js';
+import { emitMany } from '../../events/outbox.js';
 import { encodeCursor, finishCursorPage, keysetWhere, pageInfoOf, type Connection } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { findDevices, inventoryPart } from '../devices/api.js';
@@ -116,7 +116,7 @@ const INSERT_STATUSES = `insert into patch_device_status (id, patch_id, device_i
 /**
  * Stores a device's patch report: each patch upserted in its organization by (source, externalId), its
  * catalog fields refreshed from the report; the device's statuses replaced by the reported ones. A
- * patch new to the organization emits `patch.available`.
+ * patch new to the organization emits `patch.available` (one insert of the outbox for the batch).
  */
 async function ingestPatches(tx: RequestContext, device: Device, items: ReportedPatch[]): Promise<void> {
   // One entry per patch: a patch listed twice keeps its last entry.
@@ -139,7 +139,7 @@ async function ingestPatches(tx: RequestContext, device: Device, items: Reported
     const written = (await tx.em.execute(UPSERT_PATCHES, [device.orgId, now, now, JSON.stringify(catalog)])) as { id: string; inserted: boolean }[];
     const statuses = batch.map((p) => ({ source: p.source, external_id: p.externalId, status: p.status }));
     await tx.em.execute(INSERT_STATUSES, [device.id, now, JSON.stringify(statuses), device.orgId]);
-    for (const row of written) if (row.inserted) await emit(tx, { type: 'patch.available', orgId: device.orgId, data: { patchId: row.id } });
+    await emitMany(tx, 'patch.available', written.filter((row) => row.inserted).map((row) => ({ orgId: device.orgId, data: { patchId: row.id } })));
   }
 }
 

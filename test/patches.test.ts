@@ -1,9 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { createClient, type Client } from 'graphql-ws';
+import WebSocket from 'ws';
+import { DOMAIN_EVENT_TOPIC } from '../src/events/dispatcher.js';
+import type { DomainEvent } from '../src/events/types.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
 import { dispatched, sql, statementsOn } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
+import { eventually } from './support/eventually.js';
 import { buildOrg, buildSite, buildUser, unique, type BuiltUser } from './support/factories.js';
 
 const clock = new TestClock();
@@ -391,4 +396,40 @@ describe('access', () => {
     const devicesOnly = await buildUser(app, { orgId: (await buildOrg(app)).id, can: ['devices:read'] });
     expect((await rest(app, devicesOnly.as).get('/patches')).status).toBe(403);
   });
+});
+
+test('domainEvents delivers patch events to the organization’s patch readers only', async () => {
+  const { org, api, a } = await patchedFleet();
+  const reader = await buildUser(app, { orgId: org.id, can: ['organizations:read', 'devices:read', 'patches:read'] });
+  const bystander = await buildUser(app, { orgId: org.id, can: ['organizations:read', 'devices:read'] });
+  const clients: Client[] = [];
+  try {
+    const received = new Map<string, { type: string; data: Record<string, unknown> }[]>();
+    for (const user of [reader, bystander]) {
+      const ws = createClient({ url: app.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${user.token}` } });
+      clients.push(ws);
+      received.set(user.user.id, []);
+      ws.subscribe(
+        { query: 'subscription { domainEvents(types: ["patch.available", "device.updated"]) { type data } }' },
+        { next: (msg) => void received.get(user.user.id)!.push((msg.data as { domainEvents: { type: string; data: Record<string, unknown> } }).domainEvents), error: () => {}, complete: () => {} },
+      );
+    }
+    await eventually(() => app.subscriptions(DOMAIN_EVENT_TOPIC) === 2, 10_000, 'both subscriptions to be live');
+    const published: DomainEvent[] = [];
+    app.server.runtime.pubsub.on(DOMAIN_EVENT_TOPIC, (event) => void published.push(event as DomainEvent));
+
+    await report(a, [patch()]);
+    const [{ id: patchId }] = (await api.get('/patches')).body.data;
+    await eventually(() => published.some((e) => e.type === 'patch.available'), 10_000, 'the patch event on the instance');
+    // A device event after it, which both may see: once it has arrived, the patch event was decided before it.
+    expect((await api.patch(`/devices/${a.deviceId}`, { tags: ['patched'] })).status).toBe(200);
+    await eventually(() => [...received.values()].every((events) => events.some((e) => e.type === 'device.updated')), 10_000, 'the device event');
+    expect(received.get(reader.user.id)!.map((e) => [e.type, e.data.patchId ?? e.data.deviceId])).toEqual([
+      ['patch.available', patchId],
+      ['device.updated', a.deviceId],
+    ]);
+    expect(received.get(bystander.user.id)!.map((e) => e.type)).toEqual(['device.updated']);
+  } finally {
+    for (const ws of clients) await ws.dispose();
+  }
 });

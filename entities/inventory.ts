@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Entity, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Entity, Index, ManyToOne, PrimaryKey, Property } from '@mikro-orm/core';
 import { Device } from './device.js';
 
 /*
@@ -29,36 +29,6 @@ export class DeviceSoftware {
   /** a calendar date, `YYYY-MM-DD` */
   @Property({ type: 'date', nullable: true })
   installDate: string | null = null;
-
-  @Property({ type: 'timestamptz' })
-  reportedAt!: Date;
-}
-
-/** A patch (an update such as a KB) the device's last patch report listed, installed or missing. */
-@Entity()
-@Unique({ properties: ['deviceId', 'patchId'] })
-export class DevicePatch {
-  @PrimaryKey({ type: 'uuid' })
-  id: string = randomUUID();
-
-  @ManyToOne(() => Device, { mapToPk: true, fieldName: 'device_id', deleteRule: 'cascade' })
-  deviceId!: string;
-
-  /** the agent's identifier of the patch (`KB5030211`, a package name) */
-  @Property({ type: 'string', length: 200 })
-  patchId!: string;
-
-  @Property({ type: 'string', length: 500, nullable: true })
-  title: string | null = null;
-
-  @Property({ type: 'string', length: 50, nullable: true })
-  severity: string | null = null;
-
-  @Property({ type: 'boolean' })
-  installed: boolean = false;
-
-  @Property({ type: 'date', nullable: true })
-  installedAt: string | null = null;
 
   @Property({ type: 'timestamptz' })
   reportedAt!: Date;

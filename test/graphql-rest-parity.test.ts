@@ -170,6 +170,15 @@ test('each REST read and its GraphQL counterpart answer the same records with th
   const automation = await created('/automations', { name: 'Collect logs', trigger: { type: 'manual' }, target: { type: 'organization' }, steps: [{ type: 'command', commandType: 'collect_logs' }] });
   await created(`/automations/${automation.id}/run`, {}, 202);
 
+  // Patching: the device reports two patches, one of them approved.
+  const reported = [
+    { source: 'microsoft', externalId: 'KB5030211', kbNumber: 'KB5030211', title: 'Cumulative update', severity: 'critical', releaseDate: '2024-03-12', status: 'missing' },
+    { source: 'linux', externalId: 'curl-8.5.0', title: 'curl', packageName: 'curl', version: '8.5.0', status: 'installed' },
+  ];
+  expect((await agentCall(app, agent, '/inventory', { patches: reported })).status).toBe(200);
+  const patchId = (await api.get('/patches')).body.data[0].id as string;
+  expect((await api.post(`/patches/${patchId}/approve`, { note: 'pilot ring done' })).status).toBe(200);
+
   const pairs: Pair[] = [
     { rest: '/orgs/organizations?limit=50', restItems: (b) => b.data, graphql: 'organizations(first: 50)', type: 'Organization', connection: true },
     { rest: `/orgs/organizations/${org.id}`, graphql: `organization(id: "${org.id}")`, type: 'Organization' },
@@ -218,6 +227,12 @@ test('each REST read and its GraphQL counterpart answer the same records with th
     { rest: '/automations?limit=10', restItems: (b) => b.data, graphql: 'automations(limit: 10)', type: 'Automation', page: true },
     { rest: `/automations/${automation.id}`, graphql: `automation(id: "${automation.id}")`, type: 'Automation' },
     { rest: `/automations/${automation.id}/runs?limit=10`, restItems: (b) => b.data, graphql: `automationRuns(automationId: "${automation.id}", first: 10)`, type: 'AutomationRun', connection: true },
+    // `deviceStatus` is answered (REST) or not null (GraphQL) only when the list is filtered by a device.
+    { rest: '/patches?limit=10', restItems: (b) => b.data, graphql: 'patches(first: 10)', type: 'Patch', connection: true, without: ['deviceStatus'] },
+    { rest: `/patches?limit=10&deviceId=${agent.deviceId}`, restItems: (b) => b.data, graphql: `patches(first: 10, deviceId: "${agent.deviceId}")`, type: 'Patch', connection: true },
+    { rest: `/patches/${patchId}`, graphql: `patch(id: "${patchId}")`, type: 'PatchDetail' },
+    { rest: '/patches/sources', graphql: 'patchSources', type: 'PatchSourceList' },
+    { rest: '/patches/approvals?limit=10', restItems: (b) => b.data, graphql: 'patchApprovals(first: 10)', type: 'PatchApproval', connection: true },
   ];
 
   const outcomes: Record<string, { records: number; differences: string[] }> = {};

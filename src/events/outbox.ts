@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RequestContext } from '../auth/context.js';
 import { OutboxEvent } from '../../entities/outbox.js';
@@ -32,11 +33,31 @@ export async function emit<T extends DomainEventType>(
     row.createdAt,
     row.availableAt,
   ]);
+  await notifyOnce(tx);
+  return toDomainEvent(row) as DomainEvent<T>;
+}
+
+/**
+ * `emit` for many events of one type in one transaction (a report that brings many new records): one
+ * insert for all of them, and the transaction's one NOTIFY. The events share their creation time.
+ */
+export async function emitMany<T extends DomainEventType>(tx: RequestContext, type: T, events: { orgId: string | null; data: DomainEventMap[T] }[]): Promise<void> {
+  if (!tx.em.isInTransaction()) throw new Error(`emitMany(${type}) outside a transaction: wrap the write in withTransaction()`);
+  if (events.length === 0) return;
+  const now = new Date();
+  await tx.em.execute(
+    `insert into outbox_event (id, type, org_id, data, created_at, available_at, attempts)
+      select e.id, ?, e.org_id, e.data, ?, ?, 0 from jsonb_to_recordset(?::jsonb) as e(id uuid, org_id uuid, data jsonb)`,
+    [type, now, now, JSON.stringify(events.map((event) => ({ id: randomUUID(), org_id: event.orgId, data: event.data })))],
+  );
+  await notifyOnce(tx);
+}
+
+async function notifyOnce(tx: RequestContext): Promise<void> {
   if (!notified.has(tx.em)) {
     await tx.em.execute(`select pg_notify('${OUTBOX_CHANNEL}', '')`);
     notified.add(tx.em);
   }
-  return toDomainEvent(row) as DomainEvent<T>;
 }
 
 /** What an outbox row holds of its event (the entity, or a row read as such). */

@@ -10,8 +10,6 @@ export interface DomainEventMap {
   'policy.evaluated': PendingPayload;
   'policy.violation': PendingPayload;
   'policy.compliant': PendingPayload;
-  'patch.available': PendingPayload;
-  'patch.approved': PendingPayload;
   'patch.installed': PendingPayload;
   'patch.failed': PendingPayload;
   'patch.rollback': PendingPayload;

@@ -23,13 +23,12 @@ import { CommandResultSchema, type CommandResultInput } from './command-types.js
 import { factsOf, ingestInventory, reportHeartbeat, type DeviceFacts } from './device-reports.js';
 import { changeStatus, deviceEventData } from './devices.js';
 import { enrollmentKeyStatus } from './enrollment-keys.js';
+import { requiredText as text } from '../shared/text.js';
 
 // The agent protocol (docs/agent-protocol.md). Agents are principals of their own kind (src/auth/agent.ts):
 // their routes declare `auth: 'agent'`, and the verified token decides which device they act as.
 
 const INVALID_ENROLLMENT_KEY = 'Invalid, expired or exhausted enrollment key';
-
-const text = (max: number) => z.string().trim().min(1).max(max);
 
 export const EnrollSchema = z
   .object({

@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { EntityClass } from '@mikro-orm/core';
 import { z } from 'zod';
 import type { Device } from '../../../entities/device.js';
-import { DeviceNetworkInterface, DevicePatch, DeviceSoftware } from '../../../entities/inventory.js';
+import { DeviceNetworkInterface, DeviceSoftware } from '../../../entities/inventory.js';
 import type { RequestContext } from '../../auth/context.js';
 import { timestamp, uuid } from '../../validation.js';
 import { accessibleDevice, inventoryPart } from '../devices/api.js';
 import { boundedJson } from '../shared/json.js';
+import { requiredText as text, optionalText } from '../shared/text.js';
 
-// The inventory's software, patch and network parts: each checked here, stored as rows per device
+// The inventory's software and network parts: each checked here, stored as rows per device
 // (entities/inventory.ts) and read back through `GET /devices/:id/inventory`.
 
 /** At most this many items per part and report. */
@@ -16,8 +17,6 @@ const MAX_ITEMS = 100_000;
 /** Rows written per statement (PostgreSQL takes at most 65,535 parameters). */
 const INSERT_BATCH = 1000;
 
-const text = (max: number) => z.string().trim().min(1).max(max);
-const optionalText = (max: number) => z.string().trim().max(max).nullish().transform((value) => value || null);
 
 /** A calendar date as agents send it (`2024-01-31`, `20240131` from the Windows registry, or a full ISO time), kept as `YYYY-MM-DD`. */
 const reportedDate = z
@@ -42,7 +41,6 @@ const list = <T extends z.ZodType>(item: T) => boundedJson(z.array(item).max(MAX
 
 // Items are objects with known fields; other fields an agent sends are ignored.
 const SoftwareItemSchema = z.object({ name: text(500), version: optionalText(200), publisher: optionalText(500), installDate: reportedDate });
-const PatchItemSchema = z.object({ id: text(200), title: optionalText(500), severity: optionalText(50), installed: z.boolean().default(false), installedAt: reportedDate });
 const NetworkInterfaceSchema = z.object({ mac: optionalText(50), ipv4: addresses, ipv6: addresses });
 /** A list of interfaces, or an object of them by name (`{"eth0": {...}}`). */
 const NetworkPartSchema = z.union([
@@ -64,15 +62,6 @@ export const softwareInventory = inventoryPart({
   ingest: (tx, device, items) => replaceRows(tx, DeviceSoftware, device.id, items.map((item) => ({ ...reported(tx, device), ...item }))),
 });
 
-export const patchInventory = inventoryPart({
-  schema: list(PatchItemSchema),
-  ingest: (tx, device, items) => {
-    // One row per patch: a patch listed twice keeps its last entry.
-    const byId = new Map(items.map(({ id, ...item }) => [id, { ...reported(tx, device), patchId: id, ...item }]));
-    return replaceRows(tx, DevicePatch, device.id, [...byId.values()]);
-  },
-});
-
 export const networkInventory = inventoryPart({
   schema: NetworkPartSchema,
   ingest: (tx, device, nics) => replaceRows(tx, DeviceNetworkInterface, device.id, nics.map((nic) => ({ ...reported(tx, device), ...nic }))),
@@ -89,16 +78,6 @@ const InstalledSoftwareSchema = z
   })
   .meta({ title: 'InstalledSoftware', description: 'An application installed on the device, as its agent reported it.' });
 
-const ReportedPatchSchema = z
-  .object({
-    id: z.string().describe('The patch’s identifier as the agent reported it (a KB number, a package name).'),
-    title: z.string().nullable().describe('Its title; null when not reported.'),
-    severity: z.string().nullable().describe('Its severity as reported; null when not reported.'),
-    installed: z.boolean().describe('Whether it is installed (false: missing).'),
-    installedAt: date().describe('When it was installed (YYYY-MM-DD); null when missing or not reported.'),
-  })
-  .meta({ title: 'ReportedPatch', description: 'A patch installed on or missing from the device, as its agent reported it.' });
-
 const NetworkInterfaceViewSchema = z
   .object({
     name: z.string().describe('The interface’s name (eth0, Ethernet 2).'),
@@ -112,11 +91,10 @@ export const DeviceInventoryViewSchema = z
   .object({
     deviceId: uuid().describe('The device.'),
     software: z.array(InstalledSoftwareSchema).describe('Installed applications, by name.'),
-    patches: z.array(ReportedPatchSchema).describe('Patches installed or missing, by id.'),
     network: z.array(NetworkInterfaceViewSchema).describe('Network interfaces, by name.'),
     reportedAt: timestamp().nullable().describe('When the latest of these parts was reported; null before any.'),
   })
-  .meta({ title: 'DeviceInventory', description: 'What the device’s agent last reported of its software, patches and network interfaces.' });
+  .meta({ title: 'DeviceInventory', description: 'What the device’s agent last reported of its software and network interfaces (its patches: `GET /patches?deviceId=`).' });
 export type DeviceInventoryView = z.output<typeof DeviceInventoryViewSchema>;
 
 /** A `date` column as `YYYY-MM-DD`, whichever way the driver hands it over. */
@@ -127,16 +105,14 @@ export async function getDeviceInventory(ctx: RequestContext, deviceId: string):
   const where = { deviceId: device.id };
   // Shown, never changed: rows kept out of the identity map.
   const read = { disableIdentityMap: true } as const;
-  const [software, patches, network] = await Promise.all([
+  const [software, network] = await Promise.all([
     ctx.em.find(DeviceSoftware, where, { ...read, orderBy: { name: 'asc', version: 'asc' } }),
-    ctx.em.find(DevicePatch, where, { ...read, orderBy: { patchId: 'asc' } }),
     ctx.em.find(DeviceNetworkInterface, where, { ...read, orderBy: { name: 'asc' } }),
   ]);
-  const times = [...software, ...patches, ...network].map((row) => row.reportedAt.getTime());
+  const times = [...software, ...network].map((row) => row.reportedAt.getTime());
   return {
     deviceId: device.id,
     software: software.map((s) => ({ name: s.name, version: s.version, publisher: s.publisher, installDate: dayOf(s.installDate) })),
-    patches: patches.map((p) => ({ id: p.patchId, title: p.title, severity: p.severity, installed: p.installed, installedAt: dayOf(p.installedAt) })),
     network: network.map((n) => ({ name: n.name, mac: n.mac, ipv4: n.ipv4, ipv6: n.ipv6 })),
     reportedAt: times.length > 0 ? new Date(Math.max(...times)).toISOString() : null,
   };

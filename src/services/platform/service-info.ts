@@ -41,7 +41,7 @@ export function serviceInfo(ctx: RequestContext): ServiceInfo {
 /**
  * Live committed domain events for the dashboard, limited to organizations the caller can see
  * (system-wide events, without an organization, reach system callers only), and each event about a
- * device, alert, script execution, site, enrollment key or automation run to what its domain shows the caller.
+ * device, alert, script execution, site, enrollment key, automation run or patch to what its domain shows the caller.
  */
 export async function subscribeDomainEvents(ctx: RequestContext, types: string[] | null): Promise<AsyncIterable<DomainEvent>> {
   const principal = await authorize(ctx, 'organizations:read');
@@ -82,6 +82,9 @@ async function inSight(ctx: RequestContext, event: DomainEvent): Promise<DomainE
       const sites = visibleSiteIds(ctx, event.orgId);
       return shown((await permits(ctx, 'devices:read', { orgId: event.orgId! })) && (!sites || (siteId !== null && sites.includes(siteId))));
     }
+    case 'patch':
+      // As the patch lists show patches: to the organization's patch readers (patches are organization-wide).
+      return shown(await permits(ctx, 'patches:read', { orgId: event.orgId! }));
     default:
       return event;
   }

@@ -1,0 +1,22 @@
+import type { AuditActionTable } from '../../events/types.js';
+
+/** `patch.available`: a patch an organization's agents reported for the first time. */
+export type PatchAvailableEventData = { patchId: string };
+/** `patch.approved`: a patch approved, by hand (`policyId` null) or by a patch policy. */
+export type PatchApprovedEventData = { patchId: string; policyId: string | null };
+
+/** Patching audit actions, each with the event its mutation emits (null: recorded, not published). */
+export const patchingAuditActions = {
+  'patch.approve': 'patch.approved',
+  'patch.decline': null,
+  'patch.defer': null,
+} as const satisfies AuditActionTable;
+type PatchingAuditActions = typeof patchingAuditActions;
+
+declare module '../../events/types.js' {
+  interface DomainEventMap {
+    'patch.available': PatchAvailableEventData;
+    'patch.approved': PatchApprovedEventData;
+  }
+  interface AuditActionMap extends PatchingAuditActions {}
+}

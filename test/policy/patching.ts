@@ -1,0 +1,9 @@
+import { EVERYONE, WORKERS, type PolicyRows } from './rows.js';
+
+export const rows: PolicyRows = {
+  listPatches: { orgQuery: true, permission: 'patches:read', request: () => ({ method: 'get', path: '/patches' }), ok: 200, may: EVERYONE },
+  listPatchSources: { orgQuery: true, permission: 'patches:read', request: () => ({ method: 'get', path: '/patches/sources' }), ok: 200, may: EVERYONE },
+  listPatchApprovals: { orgQuery: true, permission: 'patches:read', request: () => ({ method: 'get', path: '/patches/approvals' }), ok: 200, may: EVERYONE },
+  // An id no one has: the writers are answered 200 with it under `failed`.
+  bulkApprovePatches: { permission: 'patches:write', request: () => ({ method: 'post', path: '/patches/bulk-approve', body: { patchIds: ['00000000-0000-4000-8000-000000000000'] } }), ok: 200, may: WORKERS },
+};

@@ -150,7 +150,8 @@ describe('reading patches', () => {
     const second = await api.get(`/patches?limit=3&cursor=${first.body.nextCursor}`);
     expect([second.body.data.length, second.body.nextCursor]).toEqual([1, null]);
     expect(new Set([...ids(first.body), ...ids(second.body)]).size).toBe(4);
-    expect((await api.get('/patches?limit=201')).status).toBe(400);
+    expect((await api.get('/patches?limit=501')).status).toBe(400);
+    expect((await api.get('/patches?limit=0')).status).toBe(400);
     expect((await api.get('/patches?cursor=nonsense')).status).toBe(400);
 
     // GraphQL: the same filters, as a connection.

@@ -76,7 +76,8 @@ test('three simulated agents enroll, heartbeat and answer their commands over RE
   expect(inventory).toMatchObject({ status: 'completed', exitCode: 0, result: { software: expect.any(Number), patches: 1 } });
   const stored = (await api.get(`/devices/${first}/inventory`)).body;
   expect(stored.software.length).toBe(inventory?.result?.software);
-  expect(stored.patches).toHaveLength(1);
+  const patches = (await api.get(`/patches?deviceId=${first}`)).body.data;
+  expect(patches).toEqual([expect.objectContaining({ source: expect.stringMatching(/^(microsoft|apple|linux)$/), deviceStatus: expect.stringMatching(/^(installed|missing)$/) })]);
   expect((await api.get(`/devices/${first}`)).body.hardwareInfo).toMatchObject({ serialNumber: expect.any(String), disks: [expect.objectContaining({ sizeBytes: expect.any(Number) })] });
 
   const script = await runScript(second!, 'echo hello\necho world');

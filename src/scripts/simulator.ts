@@ -490,6 +490,15 @@ class SimulatedAgent {
     };
   }
 
+  /** The operating system's one update, missing on about one machine in five. */
+  private patch() {
+    const status = stable(`${this.machineId}:patched`) < 0.8 ? 'installed' : 'missing';
+    const kb = `KB${5030000 + Math.floor(stable(`${this.machineId}:kb`) * 1000)}`;
+    if (this.os.osType === 'windows') return { source: 'microsoft', externalId: kb, kbNumber: kb, title: 'Simulated cumulative update', severity: 'important', status };
+    if (this.os.osType === 'macos') return { source: 'apple', externalId: 'macos-14.5', title: 'Simulated macOS update', severity: 'important', status };
+    return { source: 'linux', externalId: 'openssl-3.0.13', packageName: 'openssl', version: '3.0.13', title: 'Simulated openssl update', severity: 'critical', status };
+  }
+
   private inventory() {
     const packages = ['openssl', 'curl', 'git', 'python3', 'nodejs', 'chrome', '7zip', 'vlc', 'zoom', 'slack'];
     const software = packages
@@ -498,7 +507,7 @@ class SimulatedAgent {
     return {
       hardware: { ...this.hardware(), disks: [{ mount: this.os.osType === 'windows' ? 'C:' : '/', sizeBytes: 512 * 1024 ** 3, freeBytes: Math.floor(stable(`${this.machineId}:free`) * 400) * 1024 ** 3 }] },
       software,
-      patches: [{ id: `KB${5030000 + Math.floor(stable(`${this.machineId}:kb`) * 1000)}`, title: 'Simulated cumulative update', installed: stable(`${this.machineId}:patched`) < 0.8 }],
+      patches: [this.patch()],
       network: [{ name: 'eth0', mac: `02:00:${crypto.createHash('md5').update(this.machineId).digest('hex').slice(0, 8).match(/../g)!.join(':')}`, ipv4: `10.0.${this.index >> 8}.${(this.index % 254) + 1}` }],
     };
   }

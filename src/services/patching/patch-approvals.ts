@@ -5,10 +5,10 @@ import type { RequestContext } from '../../auth/context.js';
 import { authorize, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
 import { badRequest, forbidden } from '../../errors.js';
-import { encodeCursor, finishCursorPage, keysetWhere, pageInfoOf, type Connection } from '../../pagination.js';
+import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit, recordChange } from '../audit/api.js';
-import { approvalNow, connectionShape, cursorShape, requirePatch, RESOURCE, viewOf, visiblePatches, type PatchView } from './patches.js';
+import { approvalNow, requirePatch, RESOURCE, viewOf, visiblePatches, type PatchView } from './patches.js';
 
 /*
  * Approval decisions on patches: approve, decline, defer (until a future instant, after which the patch
@@ -162,13 +162,10 @@ const filters = {
   patchId: uuid().optional().describe('only decisions on this patch'),
   status: PatchDecisionSchema.optional().describe('only decisions that said this'),
 };
-export const PatchApprovalListQuery = z.strictObject({ ...filters, ...cursorShape });
+const ApprovalFilters = z.strictObject(filters);
+export const PatchApprovalListQuery = z.strictObject({ ...filters, ...cursorListFields });
 export type PatchApprovalListInput = z.input<typeof PatchApprovalListQuery>;
-export const PatchApprovalConnectionArgs = z.strictObject({ ...filters, ...connectionShape });
-export type PatchApprovalConnectionInput = z.input<typeof PatchApprovalConnectionArgs>;
-export const PatchApprovalPageSchema = z
-  .object({ data: z.array(PatchApprovalViewSchema).describe('the page’s decisions'), nextCursor: z.string().nullable().describe('pass back as `cursor` for the next page; null on the last') })
-  .meta({ title: 'PatchApprovalPage', description: 'A page of approval decisions, newest first' });
+export const PatchApprovalPageSchema = cursorPageSchema(PatchApprovalViewSchema, 'PatchApprovalPage', 'approval decisions, newest first');
 export type PatchApprovalPage = z.output<typeof PatchApprovalPageSchema>;
 
 async function approvalFilter(ctx: RequestContext, query: z.output<z.ZodObject<typeof filters>>): Promise<FilterQuery<PatchApproval>> {
@@ -192,11 +189,7 @@ export async function listPatchApprovals(ctx: RequestContext, raw: PatchApproval
   return { data: page.items.map(approvalView), nextCursor: page.nextCursor };
 }
 
-/** `listPatchApprovals` as a Relay connection. */
-export async function patchApprovalsConnection(ctx: RequestContext, raw: PatchApprovalConnectionInput): Promise<Connection<PatchApprovalView>> {
-  const { first, after, ...rest } = parseInput(PatchApprovalConnectionArgs, raw);
-  const filter = await approvalFilter(ctx, rest);
-  const page = await approvalPage(ctx, filter, after, first);
-  const edges = page.items.map((a) => ({ node: approvalView(a), cursor: encodeCursor({ value: a.decidedAt.toISOString(), id: a.id }) }));
-  return { edges, pageInfo: pageInfoOf(edges, page.nextCursor !== null, after != null), totalCount: () => ctx.em.count(PatchApproval, filter) };
+/** How many decisions the list's filters select (its connection's `totalCount`). */
+export async function countPatchApprovals(ctx: RequestContext, raw: z.input<typeof ApprovalFilters>): Promise<number> {
+  return ctx.em.count(PatchApproval, await approvalFilter(ctx, parseInput(ApprovalFilters, raw)));
 }

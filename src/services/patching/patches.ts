@@ -9,7 +9,7 @@ import { containsPattern } from '../../db/like.js';
 import { requestRows, statement } from '../../db/prepared.js';
 import { notFound } from '../../errors.js';
 import { emitMany } from '../../events/outbox.js';
-import { encodeCursor, finishCursorPage, keysetWhere, pageInfoOf, type Connection } from '../../pagination.js';
+import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { findDevices, inventoryPart } from '../devices/api.js';
 import { boundedJson } from '../shared/json.js';
@@ -271,18 +271,6 @@ export function requirePatch(ctx: RequestContext, id: string, permission: 'patch
 
 // ── lists ───────────────────────────────────────────────────────────────────────────────────────
 
-/** Cursor lists of patches and approvals: 50 items by default, at most 200. */
-export const LIST_DEFAULT = 50;
-export const LIST_MAX = 200;
-export const cursorShape = {
-  cursor: z.string().optional().describe('`nextCursor` of the previous page'),
-  limit: z.coerce.number().int().min(1).max(LIST_MAX).default(LIST_DEFAULT).describe(`items per page, 1 to ${LIST_MAX} (${LIST_DEFAULT} by default)`),
-};
-export const connectionShape = {
-  first: z.number().int().min(1).max(LIST_MAX).default(LIST_DEFAULT).describe(`how many items, 1 to ${LIST_MAX} (${LIST_DEFAULT} by default)`),
-  after: z.string().optional().describe('`endCursor` of the previous page'),
-};
-
 const filters = {
   orgId: uuid().optional().describe('only patches of this organization'),
   source: PatchSourceSchema.optional().describe('only patches from this source'),
@@ -291,14 +279,11 @@ const filters = {
   search: z.string().trim().min(1).max(200).optional().describe('text found, in any case, in the title, externalId, kbNumber or packageName'),
   deviceId: uuid().optional().describe('only patches this device reports; each item then carries its `deviceStatus`'),
 };
-export const PatchListQuery = z.strictObject({ ...filters, ...cursorShape });
+const PatchFilters = z.strictObject(filters);
+export const PatchListQuery = z.strictObject({ ...filters, ...cursorListFields });
 export type PatchListInput = z.input<typeof PatchListQuery>;
-export const PatchConnectionArgs = z.strictObject({ ...filters, ...connectionShape });
-export type PatchConnectionInput = z.input<typeof PatchConnectionArgs>;
 
-export const PatchPageSchema = z
-  .object({ data: z.array(PatchViewSchema).describe('the page’s patches'), nextCursor: z.string().nullable().describe('pass back as `cursor` for the next page; null on the last') })
-  .meta({ title: 'PatchPage', description: 'A page of patches, newest first' });
+export const PatchPageSchema = cursorPageSchema(PatchViewSchema, 'PatchPage', 'patches, newest first');
 export type PatchPage = z.output<typeof PatchPageSchema>;
 
 type PatchFilters = z.output<z.ZodObject<typeof filters>>;
@@ -340,14 +325,9 @@ export async function listPatches(ctx: RequestContext, raw: PatchListInput): Pro
   return { data: await patchViews(ctx, page.items, query.deviceId), nextCursor: page.nextCursor };
 }
 
-/** `listPatches` as a Relay connection. */
-export async function patchesConnection(ctx: RequestContext, raw: PatchConnectionInput): Promise<Connection<PatchView>> {
-  const { first, after, ...rest } = parseInput(PatchConnectionArgs, raw);
-  const filter = await patchFilter(ctx, rest);
-  const page = await patchPage(ctx, filter, after, first);
-  const views = await patchViews(ctx, page.items, rest.deviceId);
-  const edges = views.map((node) => ({ node, cursor: encodeCursor({ value: node.createdAt, id: node.id }) }));
-  return { edges, pageInfo: pageInfoOf(edges, page.nextCursor !== null, after != null), totalCount: () => ctx.em.count(Patch, filter) };
+/** How many patches the list's filters select (its connection's `totalCount`). */
+export async function countPatches(ctx: RequestContext, raw: z.input<typeof PatchFilters>): Promise<number> {
+  return ctx.em.count(Patch, await patchFilter(ctx, parseInput(PatchFilters, raw)));
 }
 
 /** One patch, with the devices the caller can see that report it. */

@@ -127,3 +127,48 @@ export class PatchApproval {
   @Property({ type: 'timestamptz' })
   decidedAt!: Date;
 }
+
+/** An auto-approval rule: a patch matches when every field given holds. */
+export interface PatchAutoApproveRule {
+  sources?: string[];
+  severities?: string[];
+  minAgeDays?: number;
+}
+
+/** When approved patches are installed: at once, or at a cron's times in an IANA time zone. */
+export interface PatchPolicySchedule {
+  type: string;
+  cron?: string;
+  timezone?: string;
+}
+
+/**
+ * An organization's patch policy: the devices it targets (its sites, groups or devices; null: every
+ * device), the rules by which it approves their pending patches, and when and how they are installed.
+ */
+@Entity()
+@Unique({ properties: ['orgId', 'name'] })
+@Index({ properties: ['orgId', 'createdAt', 'id'] })
+export class PatchPolicy extends BaseEntity<'enabled' | 'targets'> {
+  @ManyToOne(() => Organization, { mapToPk: true, fieldName: 'org_id', deleteRule: 'cascade' })
+  orgId!: string;
+
+  @Property({ type: 'string', length: 255 })
+  name!: string;
+
+  @Property({ type: 'boolean' })
+  enabled: boolean = true;
+
+  @Property({ type: 'json', nullable: true })
+  targets: { siteIds?: string[]; groupIds?: string[]; deviceIds?: string[] } | null = null;
+
+  @Property({ type: 'json' })
+  autoApprove!: PatchAutoApproveRule[];
+
+  @Property({ type: 'json' })
+  schedule!: PatchPolicySchedule;
+
+  /** `never`, `if_required`, `always` */
+  @Property({ type: 'string', length: 20 })
+  rebootBehavior!: string;
+}

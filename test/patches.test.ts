@@ -9,7 +9,8 @@ import { TestClock } from './support/clock.js';
 import { dispatched, sql, statementsOn } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
-import { buildOrg, buildSite, buildUser, unique, type BuiltUser } from './support/factories.js';
+import { patchedFleet as fleetWithPatches, reportPatches } from './support/patches.js';
+import { buildOrg, buildSite, buildUser, unique } from './support/factories.js';
 
 const clock = new TestClock();
 let app: TestApp;
@@ -22,21 +23,11 @@ afterAll(async () => {
 });
 
 const patch = (fields: Record<string, unknown> = {}) => ({ source: 'microsoft', externalId: `KB${unique()}`, title: 'Cumulative update', status: 'missing', ...fields });
-const report = async (agent: EnrolledAgent, patches: unknown[]) => {
-  const res = await agentCall(app, agent, '/inventory', { patches });
-  expect([res.status, res.body?.details]).toEqual([200, undefined]);
-};
+const report = (agent: EnrolledAgent, patches: unknown[]) => reportPatches(app, agent, patches);
 const eventsOf = (type: string, orgId: string) => sql(app, `select data from outbox_event where type = ? and org_id = ? order by created_at, id`, [type, orgId]);
 const ids = (body: { data: { id: string }[] }) => body.data.map((p) => p.id);
 
-/** An organization with two enrolled devices, a technician (patches:*, the least seeded role that works on them) and a viewer. */
-async function patchedFleet() {
-  const f = await fleet(app);
-  const viewer = await buildUser(app, { orgId: f.org.id, role: 'Organization Viewer' });
-  const a = await enroll(app, f.key, `a-${unique()}`);
-  const b = await enroll(app, f.key, `b-${unique()}`);
-  return { ...f, viewer, a, b, tech: f.tech as BuiltUser };
-}
+const patchedFleet = () => fleetWithPatches(app);
 
 describe('the agents’ patch report', () => {
   test('upserts one patch per organization and (source, externalId), replaces the device’s statuses, refreshes the catalog fields and emits patch.available once', async () => {

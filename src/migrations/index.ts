@@ -21,6 +21,7 @@ import { Migration20261129015954_persisted_query_last_used } from './Migration20
 import { Migration20261129020913_alert_sources } from './Migration20261129020913_alert_sources.js';
 import { Migration20261129025118_owned_inventory } from './Migration20261129025118_owned_inventory.js';
 import { Migration20261129092853_patching } from './Migration20261129092853_patching.js';
+import { Migration20261129101052_patch_policies } from './Migration20261129101052_patch_policies.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -45,4 +46,5 @@ export const migrations = [
   { name: 'Migration20261129020913_alert_sources', class: Migration20261129020913_alert_sources },
   { name: 'Migration20261129025118_owned_inventory', class: Migration20261129025118_owned_inventory },
   { name: 'Migration20261129092853_patching', class: Migration20261129092853_patching },
+  { name: 'Migration20261129101052_patch_policies', class: Migration20261129101052_patch_policies },
 ];

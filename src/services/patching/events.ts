@@ -10,6 +10,10 @@ export const patchingAuditActions = {
   'patch.approve': 'patch.approved',
   'patch.decline': null,
   'patch.defer': null,
+  // Patch policies are audited, not published (the spec names no event of theirs).
+  'patch_policy.create': null,
+  'patch_policy.update': null,
+  'patch_policy.delete': null,
 } as const satisfies AuditActionTable;
 type PatchingAuditActions = typeof patchingAuditActions;
 

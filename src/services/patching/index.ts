@@ -1,7 +1,10 @@
-import { Patch, PatchApproval, PatchDeviceStatus } from '../../../entities/patch.js';
+import { Patch, PatchApproval, PatchDeviceStatus, PatchPolicy } from '../../../entities/patch.js';
+import { PatchPolicyResolver } from '../../../resolvers/patch-policies.js';
 import { PatchResolver } from '../../../resolvers/patches.js';
+import { patchPoliciesRouter } from '../../../rest/patch-policies.js';
 import { patchesRouter } from '../../../rest/patches.js';
 import { defineDomain } from '../../domain-module.js';
+import { patchingDueWork } from '../../jobs/patching.js';
 import { patchingAuditActions } from './events.js';
 import { patchReport } from './patches.js';
 
@@ -13,14 +16,15 @@ declare module '../../auth/permissions.js' {
   interface PermissionCatalog extends PatchingPermissions {}
 }
 
-/** Patches the agents report (the inventory's `patches` part), per organization and device, and their approvals. */
+/** Patches the agents report (the inventory's `patches` part), per organization and device, their approvals and the patch policies that approve them. */
 export const patchingDomain = defineDomain({
   name: 'patching',
-  entities: [Patch, PatchDeviceStatus, PatchApproval],
-  rest: [patchesRouter],
-  resolvers: [PatchResolver],
+  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy],
+  rest: [patchesRouter, patchPoliciesRouter],
+  resolvers: [PatchResolver, PatchPolicyResolver],
   deviceReports: { inventory: { patches: patchReport } },
   auditActions: patchingAuditActions,
   permissions,
   orgWork: ['patches'],
+  dueWork: patchingDueWork,
 });

@@ -12,6 +12,7 @@ import { emitMany } from '../../events/outbox.js';
 import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { findDevices, inventoryPart } from '../devices/api.js';
+import { applyPatchPoliciesToDevice } from './auto-approval.js';
 import { boundedJson } from '../shared/json.js';
 import { requiredText as text, optionalText } from '../shared/text.js';
 
@@ -116,7 +117,8 @@ const INSERT_STATUSES = `insert into patch_device_status (id, patch_id, device_i
 /**
  * Stores a device's patch report: each patch upserted in its organization by (source, externalId), its
  * catalog fields refreshed from the report; the device's statuses replaced by the reported ones. A
- * patch new to the organization emits `patch.available` (one insert of the outbox for the batch).
+ * patch new to the organization emits `patch.available` (one insert of the outbox for the batch); the
+ * patch policies targeting the device then approve its pending patches they match.
  */
 async function ingestPatches(tx: RequestContext, device: Device, items: ReportedPatch[]): Promise<void> {
   // One entry per patch: a patch listed twice keeps its last entry.
@@ -141,6 +143,8 @@ async function ingestPatches(tx: RequestContext, device: Device, items: Reported
     await tx.em.execute(INSERT_STATUSES, [device.id, now, JSON.stringify(statuses), device.orgId]);
     await emitMany(tx, 'patch.available', written.filter((row) => row.inserted).map((row) => ({ orgId: device.orgId, data: { patchId: row.id } })));
   }
+  // The organization's patch policies that target the device approve what they match, in the report's transaction.
+  await applyPatchPoliciesToDevice(tx, device);
 }
 
 export const patchReport = inventoryPart({ schema: boundedJson(z.array(ReportedPatchSchema).max(MAX_ITEMS)), ingest: ingestPatches });

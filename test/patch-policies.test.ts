@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { sql } from './support/db.js';
-import { enroll, fleet, type EnrolledAgent } from './support/devices.js';
+import { sql, statementsOn } from './support/db.js';
+import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { patchedFleet as fleetWithPatches, reportPatches } from './support/patches.js';
 import { buildOrg, buildSite, buildUser, unique } from './support/factories.js';
@@ -306,6 +306,24 @@ describe('auto-approval', () => {
     expect(decided.sort()).toEqual([[byGroup, null], [bySite, null]].sort());
     const events = (await eventsOf('patch.approved', org.id)).map((e) => e.data.policyId);
     expect(events.sort()).toEqual([byGroup, bySite].sort());
+  });
+
+  test('approval is set-based: a report of many matching patches and a policy over many patches each write the approvals in one statement; a running deferral is left alone', async () => {
+    const { org, api, a, b } = await patchedFleet();
+    await api.post('/patch-policies', policy({ targets: { deviceIds: [a.deviceId] } }));
+    const many = Array.from({ length: 40 }, (_, i) => patch({ externalId: `many-${i}` }));
+    const onReport = await statementsOn(app, 'patch_approval', () => agentCall(app, a, '/inventory', { patches: many }));
+    expect([onReport.result.status, onReport.statements]).toEqual([200, 1]);
+    expect((await api.get('/patches?approvalStatus=approved&limit=100')).body.data).toHaveLength(40);
+
+    await report(b, [...Array.from({ length: 30 }, (_, i) => patch({ externalId: `b-${i}` })), patch({ externalId: 'b-deferred' })]);
+    const deferred = (await api.get('/patches?search=b-deferred')).body.data[0].id;
+    expect((await api.post(`/patches/${deferred}/defer`, { until: new Date(clock.now().getTime() + DAY_MS).toISOString() })).status).toBe(200);
+    const onCreate = await statementsOn(app, 'patch_approval', () => api.post('/patch-policies', policy({ targets: { deviceIds: [b.deviceId] } })));
+    expect([onCreate.result.status, onCreate.statements]).toEqual([201, 1]);
+    expect((await api.get('/patches?approvalStatus=approved&limit=100')).body.data).toHaveLength(70);
+    expect((await api.get(`/patches/${deferred}`)).body.approvalStatus).toBe('deferred');
+    expect(await eventsOf('patch.approved', org.id)).toHaveLength(70);
   });
 
   test('minAgeDays: released at least that many days before today (UTC); no release date never matches; aging patches are approved by the hourly due work', async () => {

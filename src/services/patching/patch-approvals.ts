@@ -13,7 +13,8 @@ import { approvalNow, requirePatch, RESOURCE, viewOf, visiblePatches, type Patch
 /*
  * Approval decisions on patches: approve, decline, defer (until a future instant, after which the patch
  * reads as pending again), each a row of `patch_approval` (the history) and the patch's own
- * `approvalStatus` (the latest). Manual decisions have no `policyId`; patch policies will fill it.
+ * `approvalStatus` (the latest). Manual decisions have no `policyId`; patch policies' approvals
+ * (auto-approval.ts, set-based) carry theirs.
  */
 
 const DECISIONS = ['approved', 'declined', 'deferred'] as const;

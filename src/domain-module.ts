@@ -1,6 +1,7 @@
 import type { EntityClass } from '@mikro-orm/core';
 import type { RestRouter } from '../rest/router.js';
 import type { PermissionTable } from './auth/permissions.js';
+import type { EventSight } from './events/sight.js';
 import type { AuditActionTable, EventSubscriber } from './events/types.js';
 import type { OpenApiRegistry } from './http/openapi.js';
 import type { DueWork, JobDefinition } from './jobs/types.js';
@@ -29,6 +30,8 @@ export interface DomainModule {
   deviceReports?: DeviceReportListeners;
   /** the device command types the domain owns, by name, with their hooks (a command's result reaches its type's `started`/`answered`) */
   commandTypes?: Record<string, CommandTypeHooks>;
+  /** who hears the domain's events over `domainEvents`, by the first part of their names (src/events/sight.ts) */
+  eventSight?: Record<string, EventSight>;
   /** audit actions and the event each publishes (the domain's `events.ts`) */
   auditActions?: AuditActionTable;
   /** permission resources and their actions; the manifest also adds them to `PermissionCatalog` */

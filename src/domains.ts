@@ -20,6 +20,7 @@ import { inventoryDomain } from './services/inventory/index.js';
 import { patchingDomain } from './services/patching/index.js';
 import { installCommandTypes } from './services/devices/command-types.js';
 import { installDeviceReports } from './services/devices/device-reports.js';
+import { installEventSights } from './events/sight.js';
 import { installGroupMembership } from './services/devices/api.js';
 import { groupMembership } from './services/groups/api.js';
 
@@ -46,5 +47,6 @@ export function installDomains(): void {
   installAuditActions(domains.flatMap((domain) => present(domain.auditActions)));
   installDeviceReports(domains.flatMap((domain) => present(domain.deviceReports)));
   installCommandTypes(domains.flatMap((domain) => present(domain.commandTypes)));
+  installEventSights(domains.flatMap((domain) => present(domain.eventSight)));
   installGroupMembership(groupMembership);
 }

@@ -16,6 +16,7 @@ import { CursorQuery, keysetWhere, finishCursorPage, encodeCursor, pageInfoOf, t
 import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../../validation.js';
 import { AlertSeveritySchema } from './alert-conditions.js';
 import { recordChange, recordAudit } from '../audit/api.js';
+import { shownWhen } from '../../events/sight.js';
 
 /*
  * Alerts: raised by rules (alert-evaluation.ts) and any other domain through `raiseAlert`
@@ -335,3 +336,6 @@ export async function openAlertCount(ctx: RequestContext, device: { id: string; 
   if (!(await permits(ctx, 'alerts:read', { orgId: device.orgId }))) return null;
   return counted;
 }
+
+/** The alerts domain's events reach those who may read the alert. */
+export const alertEventSight = shownWhen((ctx, event) => maySeeAlert(ctx, event.data as AlertEventData));

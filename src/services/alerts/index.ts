@@ -14,6 +14,7 @@ import { alertJobs } from '../../jobs/alerts.js';
 import { alertPolicyNotifications } from '../../subscribers/alert-policies.js';
 import { evaluateDevice } from './alert-evaluation.js';
 import { alertsAuditActions } from './events.js';
+import { alertEventSight } from './alerts.js';
 
 const permissions = {
   alerts: ['read', 'write'],
@@ -26,6 +27,7 @@ declare module '../../auth/permissions.js' {
 /** Alert rules, templates and correlation, alerts, channels, policies and escalation. */
 export const alertsDomain = defineDomain({
   name: 'alerts',
+  eventSight: { alert: alertEventSight },
   entities: [AlertRule, AlertTemplate, AlertCorrelationGroup, Alert, AlertConditionState, AlertChannel, AlertChannelDelivery, AlertPolicy, AlertEscalation],
   rest: [alertChannelsRouter, alertPoliciesRouter, alertsRouter, alertTemplatesRouter],
   resolvers: [AlertChannelResolver, AlertPolicyResolver, AlertResolver],

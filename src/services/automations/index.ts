@@ -4,6 +4,7 @@ import { AutomationResolver } from '../../../resolvers/automations.js';
 import { defineDomain } from '../../domain-module.js';
 import { automationDueWork, automationJobs } from '../../jobs/automations.js';
 import { automationEventTriggers, automationScriptOutcomes } from '../../subscribers/automations.js';
+import { runEventInSight } from './automation-runs.js';
 import { automationsAuditActions } from './events.js';
 
 const permissions = {
@@ -17,6 +18,7 @@ declare module '../../auth/permissions.js' {
 /** Automations: triggers, targets, steps and runs. */
 export const automationsDomain = defineDomain({
   name: 'automations',
+  eventSight: { automation: runEventInSight },
   entities: [Automation, AutomationRun, AutomationRunResult],
   rest: [automationsRouter],
   resolvers: [AutomationResolver],

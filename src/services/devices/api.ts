@@ -2,7 +2,7 @@
 export { type CommandResult, type CommandTypeHooks } from './command-types.js';
 export { CreateCommandSchema, commandWasSent, createCommand, queueCommand } from './device-commands.js';
 export { factsOf, inventoryPart, type DeviceFacts, type DeviceReportListeners, type InventoryPart } from './device-reports.js';
-export { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, changeStatus, deviceViews, maySeeDevice, type DeviceView } from './devices.js';
+export { DeviceStatusSchema, DeviceViewSchema, OsTypeSchema, accessibleDevice, authorizeDevice, changeStatus, deviceViews, type DeviceView } from './devices.js';
 export { type DeviceEventData } from './events.js';
 export { checkTargetSite } from './enrollment-keys.js';
 export {

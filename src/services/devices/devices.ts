@@ -19,6 +19,8 @@ import { checkTargetSite, issueKey } from './enrollment-keys.js';
 import { JsonObjectSchema } from '../shared/json.js';
 import { inventoryPart } from './device-reports.js';
 import { cancelOpenCommands } from './command-types.js';
+import { shownWhen } from '../../events/sight.js';
+import type { DomainEventMap } from '../../events/types.js';
 
 export const DeviceStatusSchema = z
   .enum(DEVICE_STATUSES)
@@ -165,6 +167,14 @@ export async function authorizeDevice(ctx: RequestContext, device: Pick<Device, 
 export async function maySeeDevice(ctx: RequestContext, device: Pick<Device, 'orgId' | 'siteId'>): Promise<boolean> {
   return (await permits(ctx, 'devices:read', { orgId: device.orgId })) && inVisibleSite(ctx, device);
 }
+
+/** The devices domain's events reach those who may see the device (a command's: its device as it is now). */
+export const deviceEventSight = shownWhen(async (ctx, event) => {
+  if (event.type !== 'device.command_updated') return maySeeDevice(ctx, event.data as DeviceEventData);
+  // A fresh EntityManager per event: the subscription lives long, its rows must not come from a cache.
+  const device = await ctx.em.fork().findOne(Device, { id: (event.data as DomainEventMap['device.command_updated']).deviceId }, { fields: ['orgId', 'siteId'] });
+  return !!device && (await maySeeDevice(ctx, device));
+});
 
 // ── list ────────────────────────────────────────────────────────────────────────────────────────
 

@@ -5,7 +5,7 @@ import { EnrollmentKey } from '../../../entities/enrollment-key.js';
 import { Site } from '../../../entities/site.js';
 import type { RequestContext } from '../../auth/context.js';
 import type { Permission } from '../../auth/permissions.js';
-import { authorize, loadOwned, targetOrgId, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
+import { authorize, loadOwned, permits, targetOrgId, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
 import { badRequest, forbidden, notFound } from '../../errors.js';
 import { PageQuery, pageOptions, pageSchema, toPage, type Page } from '../../pagination.js';
@@ -13,6 +13,8 @@ import { sha256Hex } from '../../secrets.js';
 import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordChange } from '../audit/api.js';
 import { providedFields } from '../shared/changes.js';
+import { shownWhen } from '../../events/sight.js';
+import type { DomainEventMap } from '../../events/types.js';
 
 /** Keys look like `enr_<12-char prefix>_<secret>`; the prefix is stored and shown, the whole key only hashed. */
 function generateEnrollmentKey(): { key: string; prefix: string; hash: string } {
@@ -183,3 +185,10 @@ export async function deleteEnrollmentKey(ctx: RequestContext, id: string): Prom
     );
   });
 }
+
+/** As the key list shows keys: to device readers, a site-limited one only its sites' keys. */
+export const enrollmentKeyEventSight = shownWhen(async (ctx, event) => {
+  const { siteId } = event.data as DomainEventMap['enrollment_key.created'];
+  const sites = visibleSiteIds(ctx, event.orgId);
+  return (await permits(ctx, 'devices:read', { orgId: event.orgId! })) && (!sites || (siteId !== null && sites.includes(siteId)));
+});

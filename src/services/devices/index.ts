@@ -12,7 +12,8 @@ import { AgentVersionResolver } from '../../../resolvers/agent-versions.js';
 import { defineDomain } from '../../domain-module.js';
 import { deviceJobs } from '../../jobs/devices.js';
 import { deviceCommandTypes } from './device-commands.js';
-import { hardwareInventory } from './devices.js';
+import { deviceEventSight, hardwareInventory } from './devices.js';
+import { enrollmentKeyEventSight } from './enrollment-keys.js';
 import { devicesAuditActions } from './events.js';
 
 const permissions = {
@@ -26,6 +27,7 @@ declare module '../../auth/permissions.js' {
 /** Devices and their agents: enrollment, heartbeats and the dispatch of device reports, commands, the agent channel, agent releases. */
 export const devicesDomain = defineDomain({
   name: 'devices',
+  eventSight: { device: deviceEventSight, enrollment_key: enrollmentKeyEventSight },
   entities: [Device, DeviceCommand, EnrollmentKey, AgentVersion],
   rest: [enrollmentKeysRouter, agentsRouter, devicesRouter, agentVersionsRouter],
   resolvers: [DeviceResolver, EnrollmentKeyResolver, AgentVersionResolver],

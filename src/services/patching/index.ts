@@ -6,7 +6,7 @@ import { patchesRouter } from '../../../rest/patches.js';
 import { defineDomain } from '../../domain-module.js';
 import { patchingDueWork } from '../../jobs/patching.js';
 import { patchingAuditActions } from './events.js';
-import { patchReport } from './patches.js';
+import { patchEventSight, patchReport } from './patches.js';
 
 const permissions = {
   patches: ['read', 'write'],
@@ -19,6 +19,7 @@ declare module '../../auth/permissions.js' {
 /** Patches the agents report (the inventory's `patches` part), per organization and device, their approvals and the patch policies that approve them. */
 export const patchingDomain = defineDomain({
   name: 'patching',
+  eventSight: { patch: patchEventSight },
   entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy],
   rest: [patchesRouter, patchPoliciesRouter],
   resolvers: [PatchResolver, PatchPolicyResolver],

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Device } from '../../../entities/device.js';
 import { Patch, PatchDeviceStatus } from '../../../entities/patch.js';
 import type { RequestContext } from '../../auth/context.js';
-import { authorize, isUuid, loadOwned, tenantSql, tenantWhere } from '../../auth/policy.js';
+import { authorize, isUuid, loadOwned, permits, tenantSql, tenantWhere } from '../../auth/policy.js';
 import { uuidArray } from '../../db/arrays.js';
 import { containsPattern } from '../../db/like.js';
 import { requestRows, statement } from '../../db/prepared.js';
@@ -15,6 +15,7 @@ import { findDevices, inventoryPart } from '../devices/api.js';
 import { applyPatchPoliciesToDevice } from './auto-approval.js';
 import { boundedJson } from '../shared/json.js';
 import { requiredText as text, optionalText } from '../shared/text.js';
+import { shownWhen } from '../../events/sight.js';
 
 /*
  * Patches: what an organization's agents report missing or installed (the inventory's `patches` part),
@@ -386,3 +387,6 @@ export async function visiblePatches(ctx: RequestContext, ids: readonly string[]
   const tenant = (await tenantWhere<Patch>(ctx, { org: 'orgId' })) ?? {};
   return ctx.em.find(Patch, { $and: [tenant, { id: { $in: wanted } }] } as FilterQuery<Patch>);
 }
+
+/** As the patch lists show patches: to the organization's patch readers (patches are organization-wide). */
+export const patchEventSight = shownWhen((ctx, event) => permits(ctx, 'patches:read', { orgId: event.orgId! }));

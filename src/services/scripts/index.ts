@@ -5,7 +5,7 @@ import { ScriptResolver } from '../../../resolvers/scripts.js';
 import { defineDomain } from '../../domain-module.js';
 import { scriptJobs } from '../../jobs/scripts.js';
 import { scriptsAuditActions } from './events.js';
-import { scriptCommandTypes } from './script-executions.js';
+import { executionEventSight, scriptCommandTypes } from './script-executions.js';
 
 const permissions = {
   scripts: ['read', 'write', 'execute'],
@@ -18,6 +18,7 @@ declare module '../../auth/permissions.js' {
 /** Scripts, their executions on devices, and the script library. */
 export const scriptsDomain = defineDomain({
   name: 'scripts',
+  eventSight: { script: executionEventSight },
   entities: [Script, ScriptVersion, ScriptExecution, ScriptCategory, ScriptTag],
   rest: [scriptsRouter, scriptLibraryRouter],
   resolvers: [ScriptResolver],

@@ -17,6 +17,7 @@ import { recordAudit } from '../audit/api.js';
 import { checkTargets, commandWasSent, findDevices, queueCommand, toTarget, type CommandResult, type CommandTypeHooks } from '../devices/api.js';
 import { JsonObjectSchema } from '../shared/json.js';
 import { accessibleScript, maskParameters, resolveParameters, unsealParameters } from './scripts.js';
+import { shownWhen } from '../../events/sight.js';
 
 /*
  * Script executions: one per target device, each carried by exactly one `run_script` device command
@@ -450,3 +451,6 @@ export async function subscribeExecutionUpdates(ctx: RequestContext, executionId
     return { ...executionView(execution), status: data.status as ExecutionStatus };
   });
 }
+
+/** An execution's events reach those who may read it. */
+export const executionEventSight = shownWhen((ctx, event) => maySeeExecution(ctx, ctx.em.fork(), event.data as Pick<ScriptExecution, 'orgId' | 'deviceId'>));

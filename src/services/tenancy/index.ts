@@ -7,6 +7,7 @@ import { OrganizationResolver } from '../../../resolvers/organizations.js';
 import { SiteResolver } from '../../../resolvers/sites.js';
 import { defineDomain } from '../../domain-module.js';
 import { tenancyAuditActions } from './events.js';
+import { siteEventSight } from './sites.js';
 
 const permissions = {
   partners: ['read', 'write', 'delete'],
@@ -21,6 +22,7 @@ declare module '../../auth/permissions.js' {
 /** Partners (MSPs), their organizations and the organizations’ sites. */
 export const tenancyDomain = defineDomain({
   name: 'tenancy',
+  eventSight: { site: siteEventSight },
   entities: [Partner, Organization, Site],
   rest: [orgsRouter],
   resolvers: [PartnerResolver, OrganizationResolver, SiteResolver],

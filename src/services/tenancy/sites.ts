@@ -12,6 +12,8 @@ import { recordChange } from '../audit/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { searchText, tenantName } from './partners.js';
 import { containsPattern } from '../../db/like.js';
+import { shownWhen } from '../../events/sight.js';
+import type { DomainEventMap } from '../../events/types.js';
 
 function isTimeZone(value: string): boolean {
   try {
@@ -144,3 +146,9 @@ export async function deleteSite(ctx: RequestContext, id: string): Promise<void>
     );
   });
 }
+
+/** A site's events reach those of the organization who see the site. */
+export const siteEventSight = shownWhen(async (ctx, event) => {
+  const sites = visibleSiteIds(ctx, event.orgId);
+  return !sites || sites.includes((event.data as DomainEventMap['site.updated']).siteId);
+});

@@ -1,7 +1,8 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { raiseAlert } from './support/alert-events.js';
-import { dispatched } from './support/db.js';
+import { dispatched, sql } from './support/db.js';
+import { eventually } from './support/eventually.js';
 import { agentCall, enroll, fleet } from './support/devices.js';
 import { buildSite, buildUser, permissionsOf, type BuiltUser } from './support/factories.js';
 
@@ -149,6 +150,9 @@ test('each REST read and its GraphQL counterpart answer the same records with th
   await created('/alerts/policies', { name: 'High to the admin', severities: ['high'], channelIds: [channel.id], notifyUserIds: [admin.user.id] });
   const raised = await raiseAlert(app, { orgId: org.id, deviceId: agent.deviceId, severity: 'high' });
   await dispatched(app, raised.eventId!);
+  // The channel's delivery retries (no mail server here) and each attempt moves `lastDelivery`: both doors read it once it has settled.
+  const settled = async () => (await sql(app, `select count(*)::int as n from alert_channel_delivery where channel_id = ? and status not in ('delivered', 'failed')`, [channel.id]))[0].n === 0;
+  await eventually(settled, 30_000, 'the channel delivery to settle');
   const window = await created('/maintenance/windows', {
     name: 'Patch night',
     timezone: 'UTC',

@@ -179,6 +179,10 @@ describe('reading patches', () => {
     await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([siteB.id]), limited.membership.id]);
     const seen = await rest(app, limited.as).get(`/patches/${id}`);
     expect(seen.body.devices).toEqual([{ deviceId: b.deviceId, hostname: hostB, status: 'installed' }]);
+    // Its counts are of their site's devices too, in the detail and the list.
+    expect(whole.body.counts).toEqual({ installed: 1, missing: 1, failed: 0, pendingReboot: 0 });
+    expect(seen.body.counts).toEqual({ installed: 1, missing: 0, failed: 0, pendingReboot: 0 });
+    expect((await rest(app, limited.as).get('/patches')).body.data.map((p: any) => p.counts)).toEqual([seen.body.counts]);
     // A device of another site is not theirs to filter by.
     expect((await rest(app, limited.as).get(`/patches?deviceId=${a.deviceId}`)).status).toBe(404);
     const viaGraphql = await gql(app, limited.as, 'query($id: ID!) { patch(id: $id) { id devices { deviceId hostname status } } }', { id });

@@ -13,6 +13,7 @@ export {
   findDevices,
   installGroupMembership,
   matches,
+  siteLimitedDevicesSql,
   mayTarget,
   toTarget,
   type GroupMembership,

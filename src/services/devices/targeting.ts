@@ -7,6 +7,7 @@ import type { RequestContext } from '../../auth/context.js';
 import { tenantWhere, visibleSiteIds } from '../../auth/policy.js';
 import { AppError, forbidden, notFound } from '../../errors.js';
 import { uuid } from '../../validation.js';
+import { uuidArray } from '../../db/arrays.js';
 import { DeviceStatusSchema, OsTypeSchema } from './devices.js';
 
 /*
@@ -213,6 +214,17 @@ export async function findDevices<F extends DeviceColumn = never>(
     ...(options.lock && { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true }),
   });
   return found as never;
+}
+
+/**
+ * For callers limited to some sites: a condition on another table's device column keeping the devices
+ * of those sites only (`null` for everyone else, who sees the whole organization's devices). Other
+ * domains' aggregates over their per-device rows (a patch's counts) use it instead of reading `device`.
+ */
+export function siteLimitedDevicesSql(ctx: RequestContext, deviceColumn: string): { sql: string; params: unknown[] } | null {
+  const siteIds = visibleSiteIds(ctx);
+  if (siteIds === null) return null;
+  return { sql: `${deviceColumn} in (select d.id from device d where d.site_id = any(?::uuid[]))`, params: [uuidArray(siteIds)] };
 }
 
 /** What `matches` reads of a device; `id` null for something about no one device (an alert), matched by its organization and site. */

@@ -11,7 +11,7 @@ import { notFound } from '../../errors.js';
 import { emitMany } from '../../events/outbox.js';
 import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
-import { findDevices, inventoryPart } from '../devices/api.js';
+import { findDevices, inventoryPart, siteLimitedDevicesSql } from '../devices/api.js';
 import { applyPatchPoliciesToDevice } from './auto-approval.js';
 import { boundedJson } from '../shared/json.js';
 import { requiredText as text, optionalText } from '../shared/text.js';
@@ -247,13 +247,15 @@ interface CountRow {
 /** The views of a page of patches: their counts (and one device's statuses) in one statement for the page. */
 async function patchViews(ctx: RequestContext, patches: Patch[], deviceId?: string): Promise<PatchView[]> {
   if (patches.length === 0) return [];
+  // A caller limited to some sites counts their devices only.
+  const sites = siteLimitedDevicesSql(ctx, 'device_id');
   const rows = (await ctx.em.execute(
     `select patch_id,
         count(*) filter (where status = 'installed')::int as installed, count(*) filter (where status = 'missing')::int as missing,
         count(*) filter (where status = 'failed')::int as failed, count(*) filter (where status = 'pending_reboot')::int as pending_reboot,
         max(status) filter (where device_id = ?) as device_status
-      from patch_device_status where patch_id = any(?::uuid[]) group by patch_id`,
-    [deviceId ?? null, uuidArray(patches.map((p) => p.id))],
+      from patch_device_status where patch_id = any(?::uuid[]) ${sites ? `and ${sites.sql}` : ''} group by patch_id`,
+    [deviceId ?? null, uuidArray(patches.map((p) => p.id)), ...(sites?.params ?? [])],
   )) as CountRow[];
   const byPatch = new Map(rows.map((r) => [r.patch_id, r]));
   const now = ctx.runtime.clock.now();

@@ -13,7 +13,6 @@ export interface DomainEventMap {
   'patch.installed': PendingPayload;
   'patch.failed': PendingPayload;
   'patch.rollback': PendingPayload;
-  'security.score_changed': PendingPayload;
   'remote.session.started': PendingPayload;
   'remote.session.ended': PendingPayload;
   'remote.file.transferred': PendingPayload;

@@ -22,6 +22,7 @@ import { Migration20261129020913_alert_sources } from './Migration20261129020913
 import { Migration20261129025118_owned_inventory } from './Migration20261129025118_owned_inventory.js';
 import { Migration20261129092853_patching } from './Migration20261129092853_patching.js';
 import { Migration20261129101052_patch_policies } from './Migration20261129101052_patch_policies.js';
+import { Migration20261129115843_security_posture } from './Migration20261129115843_security_posture.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -47,4 +48,5 @@ export const migrations = [
   { name: 'Migration20261129025118_owned_inventory', class: Migration20261129025118_owned_inventory },
   { name: 'Migration20261129092853_patching', class: Migration20261129092853_patching },
   { name: 'Migration20261129101052_patch_policies', class: Migration20261129101052_patch_policies },
+  { name: 'Migration20261129115843_security_posture', class: Migration20261129115843_security_posture },
 ];

@@ -1,0 +1,15 @@
+import type { AuditActionTable } from '../../events/types.js';
+
+/** `security.score_changed`: a device's security score moved by at least `SECURITY_SCORE_CHANGE_THRESHOLD` points (a first score does not emit). */
+export type SecurityScoreChangedEventData = { deviceId: string; previousScore: number; score: number };
+
+/** Security audit actions, each with the event its mutation emits (null: recorded, not published). */
+export const securityAuditActions = {} as const satisfies AuditActionTable;
+type SecurityAuditActions = typeof securityAuditActions;
+
+declare module '../../events/types.js' {
+  interface DomainEventMap {
+    'security.score_changed': SecurityScoreChangedEventData;
+  }
+  interface AuditActionMap extends SecurityAuditActions {}
+}

@@ -1,0 +1,22 @@
+import { DeviceSecurityState, SecurityThreat } from '../../../entities/security.js';
+import { defineDomain } from '../../domain-module.js';
+import { securityAuditActions } from './events.js';
+import { securityReport } from './security-reports.js';
+
+const permissions = {
+  security: ['read', 'write'],
+} as const;
+type SecurityPermissions = typeof permissions;
+declare module '../../auth/permissions.js' {
+  interface PermissionCatalog extends SecurityPermissions {}
+}
+
+/** Devices' security posture (the inventory's `security` part), the threats their antivirus detects, and the scores and recommendations made of them. */
+export const securityDomain = defineDomain({
+  name: 'security',
+  entities: [DeviceSecurityState, SecurityThreat],
+  deviceReports: { inventory: { security: securityReport } },
+  auditActions: securityAuditActions,
+  permissions,
+  orgWork: ['security'],
+});

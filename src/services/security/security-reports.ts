@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import type { Device } from '../../../entities/device.js';
+import { DeviceSecurityState } from '../../../entities/security.js';
+import type { RequestContext } from '../../auth/context.js';
+import { enumValues } from '../../validation.js';
+import { inventoryPart } from '../devices/api.js';
+import { boundedJson } from '../shared/json.js';
+import { optionalText, requiredText as text } from '../shared/text.js';
+
+/*
+ * The inventory's `security` part: a device's protections (antivirus, firewall, disk encryption,
+ * password policy, local administrators) replace what its last report said, and the threats its
+ * antivirus names are added to the device's threats (a threat already known keeps what was done about it).
+ */
+
+export const THREAT_SEVERITIES = ['critical', 'high', 'medium', 'low'] as const;
+export const ThreatSeveritySchema = z
+  .enum(THREAT_SEVERITIES)
+  .meta({ title: 'ThreatSeverity', description: 'How dangerous a detected threat is, as the antivirus rates it' })
+  .register(enumValues, { critical: 'Active compromise likely.', high: 'Dangerous.', medium: 'Unwanted, of limited harm.', low: 'Potentially unwanted.' });
+
+const MAX_THREATS = 1_000;
+const MAX_ADMINS = 500;
+
+const ReportedThreatSchema = z.object({
+  externalId: text(200),
+  name: text(500),
+  severity: ThreatSeveritySchema,
+  path: optionalText(2000),
+});
+
+export const SecurityReportSchema = z.object({
+  antivirus: z.object({ product: text(200), enabled: z.boolean(), upToDate: z.boolean() }).nullish(),
+  firewall: z.object({ enabled: z.boolean() }).nullish(),
+  encryption: z.object({ enabled: z.boolean() }).nullish(),
+  passwordPolicy: z.object({ minLength: z.number().int().min(0).max(1024), complexity: z.boolean() }).nullish(),
+  localAdmins: z.array(text(200)).max(MAX_ADMINS).nullish(),
+  threats: z.array(ReportedThreatSchema).max(MAX_THREATS).nullish(),
+});
+export type SecurityReport = z.output<typeof SecurityReportSchema>;
+
+const UPSERT_THREATS = `insert into security_threat (id, org_id, device_id, external_id, name, severity, path, status, detected_at, updated_at)
+    select gen_random_uuid(), ?, ?, t.external_id, t.name, t.severity, t.path, 'detected', ?, ?
+      from jsonb_to_recordset(?::jsonb) as t(external_id text, name text, severity text, path text)
+  on conflict (device_id, external_id) do update set name = excluded.name, severity = excluded.severity, path = excluded.path`;
+
+async function ingestSecurity(tx: RequestContext, device: Device, report: SecurityReport): Promise<void> {
+  const now = tx.runtime.clock.now();
+  const state = {
+    orgId: device.orgId,
+    antivirus: report.antivirus ?? null,
+    firewallEnabled: report.firewall?.enabled ?? null,
+    encryptionEnabled: report.encryption?.enabled ?? null,
+    passwordPolicy: report.passwordPolicy ?? null,
+    localAdmins: report.localAdmins ?? [],
+    reportedAt: now,
+  };
+  await tx.em.upsert(DeviceSecurityState, { deviceId: device.id, ...state }, { onConflictFields: ['deviceId'], onConflictAction: 'merge', onConflictMergeFields: Object.keys(state) as never });
+  // A threat named twice keeps its last entry.
+  const threats = [...new Map((report.threats ?? []).map((t) => [t.externalId, t])).values()];
+  if (threats.length > 0) {
+    const rows = threats.map((t) => ({ external_id: t.externalId, name: t.name, severity: t.severity, path: t.path }));
+    await tx.em.execute(UPSERT_THREATS, [device.orgId, device.id, now, now, JSON.stringify(rows)]);
+  }
+}
+
+export const securityReport = inventoryPart({ schema: boundedJson(SecurityReportSchema), ingest: ingestSecurity });

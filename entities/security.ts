@@ -91,3 +91,43 @@ export class SecurityThreat {
   @Property({ type: 'timestamptz' })
   updatedAt!: Date;
 }
+
+/** A scan a user asked a device's antivirus for (`security_scan` command), and what it found. */
+@Entity()
+@Index({ properties: ['deviceId', 'createdAt', 'id'] })
+export class SecurityScan {
+  @PrimaryKey({ type: 'uuid' })
+  id: string = randomUUID();
+
+  @ManyToOne(() => Organization, { mapToPk: true, fieldName: 'org_id', deleteRule: 'cascade' })
+  orgId!: string;
+
+  @ManyToOne(() => Device, { mapToPk: true, fieldName: 'device_id', deleteRule: 'cascade' })
+  deviceId!: string;
+
+  /** `quick`, `full` */
+  @Property({ type: 'string', length: 20 })
+  type!: string;
+
+  /** `queued`, `running`, `completed`, `failed` */
+  @Property({ type: 'string', length: 20 })
+  status: string = 'queued';
+
+  /** the threats the scan reported (null until it completed) */
+  @Property({ type: 'integer', nullable: true })
+  threatsFound: number | null = null;
+
+  /** the security_scan device command that carries it */
+  @Property({ type: 'uuid', nullable: true })
+  @Index()
+  commandId: string | null = null;
+
+  @Property({ type: 'uuid', nullable: true })
+  createdBy: string | null = null;
+
+  @Property({ type: 'timestamptz' })
+  createdAt!: Date;
+
+  @Property({ type: 'timestamptz', nullable: true })
+  completedAt: Date | null = null;
+}

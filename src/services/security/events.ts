@@ -4,7 +4,13 @@ import type { AuditActionTable } from '../../events/types.js';
 export type SecurityScoreChangedEventData = { deviceId: string; previousScore: number; score: number };
 
 /** Security audit actions, each with the event its mutation emits (null: recorded, not published). */
-export const securityAuditActions = {} as const satisfies AuditActionTable;
+export const securityAuditActions = {
+  // Threat actions and scans are audited, not published (the webhook catalog names no event of theirs).
+  'security_threat.quarantine': null,
+  'security_threat.remove': null,
+  'security_threat.restore': null,
+  'security_scan.create': null,
+} as const satisfies AuditActionTable;
 type SecurityAuditActions = typeof securityAuditActions;
 
 declare module '../../events/types.js' {

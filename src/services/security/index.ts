@@ -1,7 +1,11 @@
-import { DeviceSecurityState, SecurityThreat } from '../../../entities/security.js';
+import { DeviceSecurityState, SecurityScan, SecurityThreat } from '../../../entities/security.js';
+import { SecurityThreatResolver } from '../../../resolvers/security-threats.js';
+import { securityThreatsRouter } from '../../../rest/security-threats.js';
 import { defineDomain } from '../../domain-module.js';
 import { securityAuditActions } from './events.js';
 import { securityReport } from './security-reports.js';
+import { scanCommandTypes } from './security-scans.js';
+import { threatCommandTypes } from './threats.js';
 
 const permissions = {
   security: ['read', 'write'],
@@ -14,7 +18,10 @@ declare module '../../auth/permissions.js' {
 /** Devices' security posture (the inventory's `security` part), the threats their antivirus detects, and the scores and recommendations made of them. */
 export const securityDomain = defineDomain({
   name: 'security',
-  entities: [DeviceSecurityState, SecurityThreat],
+  entities: [DeviceSecurityState, SecurityThreat, SecurityScan],
+  rest: [securityThreatsRouter],
+  resolvers: [SecurityThreatResolver],
+  commandTypes: { ...threatCommandTypes, ...scanCommandTypes },
   deviceReports: { inventory: { security: securityReport } },
   auditActions: securityAuditActions,
   permissions,

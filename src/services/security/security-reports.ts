@@ -22,12 +22,15 @@ export const ThreatSeveritySchema = z
 const MAX_THREATS = 1_000;
 const MAX_ADMINS = 500;
 
-const ReportedThreatSchema = z.object({
+export const ReportedThreatSchema = z.object({
   externalId: text(200),
   name: text(500),
   severity: ThreatSeveritySchema,
   path: optionalText(2000),
 });
+
+/** The threats a report or a scan names, at most this many. */
+export const ReportedThreatsSchema = z.array(ReportedThreatSchema).max(MAX_THREATS);
 
 export const SecurityReportSchema = z.object({
   antivirus: z.object({ product: text(200), enabled: z.boolean(), upToDate: z.boolean() }).nullish(),
@@ -35,14 +38,35 @@ export const SecurityReportSchema = z.object({
   encryption: z.object({ enabled: z.boolean() }).nullish(),
   passwordPolicy: z.object({ minLength: z.number().int().min(0).max(1024), complexity: z.boolean() }).nullish(),
   localAdmins: z.array(text(200)).max(MAX_ADMINS).nullish(),
-  threats: z.array(ReportedThreatSchema).max(MAX_THREATS).nullish(),
+  threats: ReportedThreatsSchema.nullish(),
 });
 export type SecurityReport = z.output<typeof SecurityReportSchema>;
+type ReportedThreat = z.output<typeof ReportedThreatSchema>;
 
+/*
+ * A threat reported again keeps what was done about it, except one that was removed or whose action
+ * failed: it is back (or still there), detected again as of now. A restored one stays restored (the
+ * user released it as a false positive), a quarantined one quarantined (antiviruses list their quarantine).
+ */
 const UPSERT_THREATS = `insert into security_threat (id, org_id, device_id, external_id, name, severity, path, status, detected_at, updated_at)
     select gen_random_uuid(), ?, ?, t.external_id, t.name, t.severity, t.path, 'detected', ?, ?
       from jsonb_to_recordset(?::jsonb) as t(external_id text, name text, severity text, path text)
-  on conflict (device_id, external_id) do update set name = excluded.name, severity = excluded.severity, path = excluded.path`;
+  on conflict (device_id, external_id) do update set name = excluded.name, severity = excluded.severity, path = excluded.path,
+    status = case when security_threat.status in ('removed', 'failed') then 'detected' else security_threat.status end,
+    detected_at = case when security_threat.status in ('removed', 'failed') then excluded.detected_at else security_threat.detected_at end,
+    updated_at = case when security_threat.status in ('removed', 'failed') then excluded.updated_at else security_threat.updated_at end`;
+
+/** Adds the threats an agent named (a report's or a scan's) to the device's; answers how many distinct ones it named. */
+export async function upsertThreats(tx: RequestContext, device: Pick<Device, 'id' | 'orgId'>, reported: readonly ReportedThreat[]): Promise<number> {
+  // A threat named twice keeps its last entry.
+  const threats = [...new Map(reported.map((t) => [t.externalId, t])).values()];
+  if (threats.length > 0) {
+    const now = tx.runtime.clock.now();
+    const rows = threats.map((t) => ({ external_id: t.externalId, name: t.name, severity: t.severity, path: t.path }));
+    await tx.em.execute(UPSERT_THREATS, [device.orgId, device.id, now, now, JSON.stringify(rows)]);
+  }
+  return threats.length;
+}
 
 async function ingestSecurity(tx: RequestContext, device: Device, report: SecurityReport): Promise<void> {
   const now = tx.runtime.clock.now();
@@ -56,12 +80,7 @@ async function ingestSecurity(tx: RequestContext, device: Device, report: Securi
     reportedAt: now,
   };
   await tx.em.upsert(DeviceSecurityState, { deviceId: device.id, ...state }, { onConflictFields: ['deviceId'], onConflictAction: 'merge', onConflictMergeFields: Object.keys(state) as never });
-  // A threat named twice keeps its last entry.
-  const threats = [...new Map((report.threats ?? []).map((t) => [t.externalId, t])).values()];
-  if (threats.length > 0) {
-    const rows = threats.map((t) => ({ external_id: t.externalId, name: t.name, severity: t.severity, path: t.path }));
-    await tx.em.execute(UPSERT_THREATS, [device.orgId, device.id, now, now, JSON.stringify(rows)]);
-  }
+  await upsertThreats(tx, device, report.threats ?? []);
 }
 
 export const securityReport = inventoryPart({ schema: boundedJson(SecurityReportSchema), ingest: ingestSecurity });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Device } from '../../../entities/device.js';
 import { DeviceSecurityState } from '../../../entities/security.js';
@@ -79,7 +80,8 @@ async function ingestSecurity(tx: RequestContext, device: Device, report: Securi
     localAdmins: report.localAdmins ?? [],
     reportedAt: now,
   };
-  await tx.em.upsert(DeviceSecurityState, { deviceId: device.id, ...state }, { onConflictFields: ['deviceId'], onConflictAction: 'merge', onConflictMergeFields: Object.keys(state) as never });
+  // A plain object's upsert gets no generated id: a new row takes this one, a known row keeps its own.
+  await tx.em.upsert(DeviceSecurityState, { id: randomUUID(), deviceId: device.id, ...state }, { onConflictFields: ['deviceId'], onConflictAction: 'merge', onConflictMergeFields: Object.keys(state) as never });
   await upsertThreats(tx, device, report.threats ?? []);
 }
 

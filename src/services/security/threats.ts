@@ -102,14 +102,16 @@ async function threatQuery(ctx: RequestContext, query: ThreatFilter) {
   if (query.severity) where.push({ severity: query.severity });
   const qb = ctx.em.createQueryBuilder(SecurityThreat, 't').where({ $and: where } as QBFilterQuery<SecurityThreat>);
   const sites = siteLimitedDevicesSql(ctx, 't.device_id');
-  return sites ? qb.andWhere(sites.sql, sites.params) : qb;
+  // Wrapped: a query builder is thenable, awaiting it would run it.
+  return { qb: sites ? qb.andWhere(sites.sql, sites.params) : qb };
 }
 
 /** The threats of the devices the caller sees, most recently detected first, in keyset pages. */
 export async function listThreats(ctx: RequestContext, raw: ThreatListInput): Promise<ThreatPage> {
   const query = parseInput(ThreatListQuery, raw);
   const keyset = keysetWhere('detectedAt', 'date', 'desc', query.cursor);
-  const qb = (await threatQuery(ctx, query)).andWhere(keyset.where as QBFilterQuery<SecurityThreat>).orderBy(keyset.orderBy).limit(query.limit + 1);
+  const { qb } = await threatQuery(ctx, query);
+  qb.andWhere(keyset.where as QBFilterQuery<SecurityThreat>).orderBy(keyset.orderBy).limit(query.limit + 1);
   const rows: SecurityThreat[] = await qb.getResultList();
   const page = finishCursorPage(rows, query.limit, (t) => t.detectedAt.toISOString());
   return { data: page.items.map(threatView), nextCursor: page.nextCursor };
@@ -122,7 +124,8 @@ export function listDeviceThreats(ctx: RequestContext, deviceId: string, raw: De
 
 /** How many threats the list's filters select (its connection's `totalCount`). */
 export async function countThreats(ctx: RequestContext, raw: z.input<typeof ThreatFilters>): Promise<number> {
-  return (await threatQuery(ctx, parseInput(ThreatFilters, raw))).getCount();
+  const { qb } = await threatQuery(ctx, parseInput(ThreatFilters, raw));
+  return qb.getCount();
 }
 
 // ── actions ─────────────────────────────────────────────────────────────────────────────────────

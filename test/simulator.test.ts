@@ -79,6 +79,11 @@ test('three simulated agents enroll, heartbeat and answer their commands over RE
   const patches = (await api.get(`/patches?deviceId=${first}`)).body.data;
   expect(patches).toEqual([expect.objectContaining({ source: expect.stringMatching(/^(microsoft|apple|linux)$/), deviceStatus: expect.stringMatching(/^(installed|missing)$/) })]);
   expect((await api.get(`/devices/${first}`)).body.hardwareInfo).toMatchObject({ serialNumber: expect.any(String), disks: [expect.objectContaining({ sizeBytes: expect.any(Number) })] });
+  // A scan runs (reported started) and completes with the device's threats, as its inventory reports them.
+  const scan = await api.post(`/security/scan/${first}`, { type: 'quick' });
+  expect(scan.status).toBe(202);
+  const scanned = await eventually(async () => (await api.get(`/security/scans/${first}`)).body.data.find((s: { id: string; status: string }) => s.id === scan.body.id && s.status === 'completed'), 15_000, 'the scan');
+  expect(scanned.threatsFound).toBe((await api.get(`/security/threats/${first}`)).body.data.length);
 
   const script = await runScript(second!, 'echo hello\necho world');
   expect(script).toMatchObject({ status: 'completed', exitCode: 0, stdout: expect.stringMatching(/^hello\nworld\n\[simulated on /) });

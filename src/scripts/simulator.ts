@@ -182,6 +182,8 @@ class SimulatedAgent {
   commands = 0;
   requests = 0;
   private readonly handled = new Set<string>();
+  /** threats a remove_threat deleted: no longer reported */
+  private readonly removedThreats = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private socket: WebSocket | null = null;
   private reconnectDelayMs = 1_000;
@@ -293,7 +295,7 @@ class SimulatedAgent {
 
   private async run(command: Command): Promise<void> {
     // A script execution (it names one) is reported started first, as a real agent does.
-    if (command.type === 'run_script' && typeof command.payload.executionId === 'string') await this.report(command, { status: 'running' });
+    if ((command.type === 'run_script' && typeof command.payload.executionId === 'string') || command.type === 'security_scan') await this.report(command, { status: 'running' });
     const result = await this.execute(command);
     if (this.state === 'stopped') return;
     this.commands += 1;
@@ -329,6 +331,14 @@ class SimulatedAgent {
         await this.selfUpdate(target);
         return { status: 'completed', exitCode: 0, stdout: `Updated ${from} -> ${target}\n`, result: { from, to: target } };
       }
+      case 'security_scan':
+        return { status: 'completed', exitCode: 0, result: { threats: this.threats() } };
+      case 'remove_threat':
+        if (typeof payload.externalId === 'string') this.removedThreats.add(payload.externalId);
+        return { status: 'completed', exitCode: 0 };
+      case 'quarantine_threat':
+      case 'restore_threat':
+        return { status: 'completed', exitCode: 0 };
       case 'set_auto_update':
         this.autoUpdate = payload.enabled !== false;
         return { status: 'completed', exitCode: 0, result: { autoUpdate: this.autoUpdate } };
@@ -499,6 +509,28 @@ class SimulatedAgent {
     return { source: 'linux', externalId: 'openssl-3.0.13', packageName: 'openssl', version: '3.0.13', title: 'Simulated openssl update', severity: 'critical', status };
   }
 
+  /** The antivirus's detections: about one machine in six has one, until it is removed. */
+  private threats() {
+    const externalId = `sim-${crypto.createHash('md5').update(this.machineId).digest('hex').slice(0, 8)}`;
+    if (stable(`${this.machineId}:infected`) >= 0.16 || this.removedThreats.has(externalId)) return [];
+    const path = this.os.osType === 'windows' ? 'C:\\Users\\Public\\Downloads\\eicar.com' : '/tmp/eicar.com';
+    return [{ externalId, name: 'EICAR-Test-File (simulated)', severity: (['critical', 'high', 'medium', 'low'] as const)[Math.floor(stable(`${this.machineId}:severity`) * 4)], path }];
+  }
+
+  /** The inventory's `security` part: plausible protections, and now and then a threat. */
+  private security() {
+    const s = (what: string) => stable(`${this.machineId}:${what}`);
+    const product = { windows: 'Microsoft Defender', macos: 'XProtect', linux: 'ClamAV' }[this.os.osType];
+    return {
+      antivirus: { product, enabled: s('av') < 0.95, upToDate: s('av-updated') < 0.85 },
+      firewall: { enabled: s('firewall') < 0.8 },
+      encryption: { enabled: s('encryption') < 0.7 },
+      passwordPolicy: { minLength: [6, 8, 12, 14][Math.floor(s('pw-length') * 4)]!, complexity: s('pw-complexity') < 0.6 },
+      localAdmins: s('admins') < 0.3 ? ['Administrator', 'support'] : ['Administrator'],
+      threats: this.threats(),
+    };
+  }
+
   private inventory() {
     const packages = ['openssl', 'curl', 'git', 'python3', 'nodejs', 'chrome', '7zip', 'vlc', 'zoom', 'slack'];
     const software = packages
@@ -508,6 +540,7 @@ class SimulatedAgent {
       hardware: { ...this.hardware(), disks: [{ mount: this.os.osType === 'windows' ? 'C:' : '/', sizeBytes: 512 * 1024 ** 3, freeBytes: Math.floor(stable(`${this.machineId}:free`) * 400) * 1024 ** 3 }] },
       software,
       patches: [this.patch()],
+      security: this.security(),
       network: [{ name: 'eth0', mac: `02:00:${crypto.createHash('md5').update(this.machineId).digest('hex').slice(0, 8).match(/../g)!.join(':')}`, ipv4: `10.0.${this.index >> 8}.${(this.index % 254) + 1}` }],
     };
   }

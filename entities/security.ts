@@ -57,6 +57,8 @@ export class DeviceSecurityState {
 @Entity()
 @Unique({ properties: ['deviceId', 'externalId'] })
 @Index({ properties: ['orgId', 'detectedAt', 'id'] })
+// the sweep of actions whose command went unanswered
+@Index({ properties: ['status', 'updatedAt'] })
 export class SecurityThreat {
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();
@@ -95,6 +97,8 @@ export class SecurityThreat {
 /** A scan a user asked a device's antivirus for (`security_scan` command), and what it found. */
 @Entity()
 @Index({ properties: ['deviceId', 'createdAt', 'id'] })
+// the sweep of scans whose command went unanswered
+@Index({ properties: ['status', 'createdAt'] })
 export class SecurityScan {
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();

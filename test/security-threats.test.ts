@@ -2,12 +2,15 @@ import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
+import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique, type BuiltUser } from './support/factories.js';
+import { TestClock } from './support/clock.js';
 
+const clock = new TestClock();
 let app: TestApp;
 
 beforeAll(async () => {
-  app = await createTestApp();
+  app = await createTestApp({ start: { clock } });
 });
 afterAll(async () => {
   await app.stop();
@@ -272,5 +275,25 @@ describe('GraphQL', () => {
     expect(scan.body.data.startSecurityScan).toEqual({ id: expect.any(String), status: 'queued' });
     const scans = await gql(app, viewer.as, 'query($d: ID!) { securityScans(deviceId: $d) { totalCount edges { node { id type status threatsFound } } } }', { d: a.deviceId });
     expect(scans.body.data.securityScans).toEqual({ totalCount: 1, edges: [{ node: { id: scan.body.data.startSecurityScan.id, type: 'full', status: 'queued', threatsFound: null } }] });
+  });
+});
+
+// Last: it moves the clock past every command's timeout.
+describe('unanswered commands', () => {
+  test('a threat action or a scan whose command timed out fails', async () => {
+    const { api, a } = await securedFleet();
+    const t = threat();
+    await reportThreats(a, [t]);
+    const { id } = await threatOf(api, a, t.externalId);
+    expect((await api.post(`/security/threats/${id}/remove`, {})).status).toBe(202);
+    const scan = await api.post(`/security/scan/${a.deviceId}`, { type: 'quick' });
+    // The default command timeout (an hour) and the grace minute.
+    clock.advance((3600 + 61) * 1000);
+    await eventually(async () => (await threatOf(api, a, t.externalId)).status === 'failed', 15_000, 'the removal to fail');
+    const scans = await eventually(async () => {
+      const [last] = (await api.get(`/security/scans/${a.deviceId}`)).body.data;
+      return last.status === 'failed' && last;
+    }, 15_000, 'the scan to fail');
+    expect(scans).toMatchObject({ id: scan.body.id, threatsFound: null, completedAt: expect.any(String) });
   });
 });

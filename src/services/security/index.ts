@@ -2,6 +2,7 @@ import { DeviceSecurityState, SecurityScan, SecurityThreat } from '../../../enti
 import { SecurityThreatResolver } from '../../../resolvers/security-threats.js';
 import { securityThreatsRouter } from '../../../rest/security-threats.js';
 import { defineDomain } from '../../domain-module.js';
+import { securityThreatsDueWork } from '../../jobs/security-threats.js';
 import { securityAuditActions } from './events.js';
 import { securityReport } from './security-reports.js';
 import { scanCommandTypes } from './security-scans.js';
@@ -26,4 +27,5 @@ export const securityDomain = defineDomain({
   auditActions: securityAuditActions,
   permissions,
   orgWork: ['security'],
+  dueWork: securityThreatsDueWork,
 });

@@ -10,7 +10,7 @@ import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { queueCommand, type CommandTypeHooks } from '../devices/api.js';
 import { ReportedThreatsSchema, upsertThreats } from './security-reports.js';
-import { ANSWER_GRACE_SECONDS, visibleDevice } from './threats.js';
+import { unansweredBefore, visibleDevice } from './threats.js';
 
 /*
  * Antivirus scans users ask of a device: each carried by one `security_scan` command (queued → running
@@ -165,6 +165,5 @@ export const scanCommandTypes: Record<string, CommandTypeHooks> = {
 
 /** Scans whose command has timed out (as `failUnansweredActions`' threats) turn `failed`. Run as due work; answers how many. */
 export async function failUnansweredScans(ctx: RequestContext, now: Date): Promise<number> {
-  const before = new Date(now.getTime() - (ctx.runtime.config.devices.commandTimeoutSeconds + ANSWER_GRACE_SECONDS) * 1000);
-  return ctx.em.nativeUpdate(SecurityScan, { status: { $in: ['queued', 'running'] }, createdAt: { $lte: before } }, { status: 'failed', completedAt: now });
+  return ctx.em.nativeUpdate(SecurityScan, { status: { $in: ['queued', 'running'] }, createdAt: { $lte: unansweredBefore(ctx, now) } }, { status: 'failed', completedAt: now });
 }

@@ -194,15 +194,14 @@ const threatCommand = (action: Action): CommandTypeHooks => ({
 
 export const threatCommandTypes: Record<string, CommandTypeHooks> = Object.fromEntries((Object.keys(ACTIONS) as Action[]).map((action) => [ACTIONS[action].command, threatCommand(action)]));
 
-/** Time a command's answer gets beyond its timeout before its action counts as failed (an answer at the deadline still settles it). */
-export const ANSWER_GRACE_SECONDS = 60;
+/** What was sent before this instant and is still waiting has had its command time out (plus a grace minute: an answer at the deadline still settles it). */
+export const unansweredBefore = (ctx: RequestContext, now: Date) => new Date(now.getTime() - (ctx.runtime.config.devices.commandTimeoutSeconds + 60) * 1000);
 
 /**
  * Threats whose action's command has timed out (queued `commandTimeoutSeconds` ago, plus a grace
  * minute: no answer can settle it any more) turn `failed`. Run as due work; answers how many.
  */
 export async function failUnansweredActions(ctx: RequestContext, now: Date): Promise<number> {
-  const before = new Date(now.getTime() - (ctx.runtime.config.devices.commandTimeoutSeconds + ANSWER_GRACE_SECONDS) * 1000);
-  const pending = (Object.values(ACTIONS) as { pending: ThreatStatus }[]).map((a) => a.pending);
-  return ctx.em.nativeUpdate(SecurityThreat, { status: { $in: pending }, updatedAt: { $lte: before } }, { status: 'failed', updatedAt: now });
+  const pending = Object.values(ACTIONS).map((a) => a.pending);
+  return ctx.em.nativeUpdate(SecurityThreat, { status: { $in: pending }, updatedAt: { $lte: unansweredBefore(ctx, now) } }, { status: 'failed', updatedAt: now });
 }

@@ -170,6 +170,8 @@ describe('scans', () => {
     const { api, view, a } = await securedFleet();
     const refused = await view.post(`/security/scan/${a.deviceId}`, { type: 'quick' });
     expect([refused.status, refused.body.code]).toEqual([403, 'FORBIDDEN']);
+    // Only the service queues the security commands.
+    for (const type of ['security_scan', 'quarantine_threat']) expect((await api.post(`/devices/${a.deviceId}/commands`, { type, payload: {} })).status).toBe(400);
 
     const started = await api.post(`/security/scan/${a.deviceId}`, { type: 'full' });
     expect([started.status, started.body]).toEqual([202, { id: expect.any(String), status: 'queued' }]);

@@ -1,3 +1,4 @@
+import { PatchJob, PatchJobDevice, PatchScheduleFire } from '../../../entities/patch-job.js';
 import { Patch, PatchApproval, PatchDeviceStatus, PatchPolicy } from '../../../entities/patch.js';
 import { PatchPolicyResolver } from '../../../resolvers/patch-policies.js';
 import { PatchResolver } from '../../../resolvers/patches.js';
@@ -20,7 +21,7 @@ declare module '../../auth/permissions.js' {
 export const patchingDomain = defineDomain({
   name: 'patching',
   eventSight: { patch: patchEventSight },
-  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy],
+  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy, PatchJob, PatchJobDevice, PatchScheduleFire],
   rest: [patchesRouter, patchPoliciesRouter],
   resolvers: [PatchResolver, PatchPolicyResolver],
   deviceReports: { inventory: { patches: patchReport } },

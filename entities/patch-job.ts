@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Entity, Index, ManyToOne, PrimaryKey, Property, Unique } from '@mikro-orm/core';
+import { Collection, Entity, Index, ManyToOne, OneToMany, PrimaryKey, Property, Unique } from '@mikro-orm/core';
 import { BaseEntity } from './base.js';
 import { Device } from './device.js';
 import { Organization } from './organization.js';
@@ -15,7 +15,7 @@ import { PatchPolicy } from './patch.js';
 @Entity()
 @Index({ properties: ['orgId', 'createdAt', 'id'] })
 @Unique({ name: 'patch_job_one_open_per_policy', expression: `create unique index "patch_job_one_open_per_policy" on "patch_job" ("policy_id") where "status" in ('scheduled', 'running')` })
-export class PatchJob extends BaseEntity<'status' | 'rerun' | 'completedAt'> {
+export class PatchJob extends BaseEntity<'status' | 'rerun' | 'completedAt' | 'devices'> {
   @ManyToOne(() => Organization, { mapToPk: true, fieldName: 'org_id', deleteRule: 'cascade' })
   orgId!: string;
 
@@ -37,6 +37,9 @@ export class PatchJob extends BaseEntity<'status' | 'rerun' | 'completedAt'> {
 
   @Property({ type: 'timestamptz', nullable: true })
   completedAt: Date | null = null;
+
+  @OneToMany(() => PatchJobDevice, (device) => device.jobId)
+  devices = new Collection<PatchJobDevice>(this);
 }
 
 /** One device of a job: the patches it was given and where its install stands. */

@@ -132,11 +132,11 @@ async function jobDeviceOf(tx: RequestContext, command: DeviceCommand): Promise<
 }
 
 /** A job device whose install is over: failed or completed, and its job ends once every device has. */
-async function finishDevice(tx: RequestContext, job: PatchJob, row: PatchJobDevice, status: 'completed' | 'failed'): Promise<void> {
+async function finishDevice(tx: RequestContext, job: PatchJob, row: PatchJobDevice, status: 'completed' | 'failed', rerun: { except?: string } = {}): Promise<void> {
   if (!OPEN.includes(row.status as JobDeviceStatus)) return;
   row.status = status;
   await tx.em.flush();
-  await settle(tx, job);
+  await settle(tx, job, rerun);
 }
 
 /** The `install_patches` command type (registered by the patching manifest): queued only by install jobs. */
@@ -170,7 +170,8 @@ export const installPatchesCommand: CommandTypeHooks = {
   // Cancelled by hand, or by the devices domain when the device is decommissioned or moved.
   async cancelled(tx, command) {
     const found = await jobDeviceOf(tx, command);
-    if (found) await finishDevice(tx, found.job, found.row, 'failed');
+    // The device is on its way out (its status changes after this): a run of the policy now leaves it out.
+    if (found) await finishDevice(tx, found.job, found.row, 'failed', { except: command.deviceId });
   },
 };
 
@@ -229,7 +230,7 @@ async function dispatch(tx: RequestContext, job: PatchJob, rows: PatchJobDevice[
 }
 
 /** Ends the job once no device is open: completed (all completed), failed (all failed) or partial; then runs its policy again if a trigger came meanwhile. */
-async function settle(tx: RequestContext, job: PatchJob): Promise<void> {
+async function settle(tx: RequestContext, job: PatchJob, rerun: { except?: string } = {}): Promise<void> {
   const rows = await tx.em.find(PatchJobDevice, { jobId: job.id }, { refresh: true });
   if (!UNFINISHED.includes(job.status as JobStatus) || rows.some((r) => OPEN.includes(r.status as JobDeviceStatus))) return;
   const now = tx.runtime.clock.now();
@@ -239,7 +240,7 @@ async function settle(tx: RequestContext, job: PatchJob): Promise<void> {
   await tx.em.flush();
   if (job.rerun && job.policyId) {
     const policy = await tx.em.findOne(PatchPolicy, { id: job.policyId });
-    if (policy) await installForPolicy(tx, policy);
+    if (policy && isImmediate(policy)) await startJob(tx, policy, { busy: 'rerun', ...rerun });
   }
 }
 
@@ -248,7 +249,7 @@ async function settle(tx: RequestContext, job: PatchJob): Promise<void> {
  * approved patches missing and have no install under way. With a job of the policy unfinished, none
  * starts: `busy: 'rerun'` marks that job to run the policy again once it ends.
  */
-async function startJob(tx: RequestContext, policy: PatchPolicy, options: { deviceIds?: string[]; busy: 'rerun' | 'skip' }): Promise<void> {
+async function startJob(tx: RequestContext, policy: PatchPolicy, options: { deviceIds?: string[]; except?: string; busy: 'rerun' | 'skip' }): Promise<void> {
   // One job at a time per policy: concurrent triggers queue here (the unique index is the backstop).
   await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`patch-job:${policy.id}`]);
   const open = await tx.em.findOne(PatchJob, { policyId: policy.id, status: { $in: UNFINISHED } }, { refresh: true });
@@ -260,7 +261,7 @@ async function startJob(tx: RequestContext, policy: PatchPolicy, options: { devi
     return;
   }
   const targeted = await findDevices(tx, { target: policyTarget(policy), ids: options.deviceIds, active: true }, { scope: 'all', fields: ['id'], orderBy: 'id' });
-  const work = await installWork(tx, policy.orgId, targeted.map((d) => d.id), { idle: true });
+  const work = await installWork(tx, policy.orgId, targeted.map((d) => d.id).filter((id) => id !== options.except), { idle: true });
   if (work.size === 0) return;
   const now = tx.runtime.clock.now();
   const job = tx.em.create(PatchJob, { orgId: policy.orgId, policyId: policy.id, rebootBehavior: policy.rebootBehavior, createdAt: now, updatedAt: now });

@@ -4,7 +4,7 @@ import { TestClock } from './support/clock.js';
 import { sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
-import { buildUser, unique } from './support/factories.js';
+import { buildSite, buildUser, unique } from './support/factories.js';
 import { patchedFleet as fleetWithPatches, reportPatches } from './support/patches.js';
 
 const clock = new TestClock();
@@ -394,5 +394,31 @@ describe('tenancy and input', () => {
     }
     const badEnum = await gql(app, theirs, '{ patchJobs(status: done) { totalCount } }');
     expect(badEnum.body.errors).toBeDefined();
+  });
+
+  test('a user limited to a site sees only their site’s devices of a job, scans only those, and may not roll back (the decline is organization-wide)', async () => {
+    const { org, api, a, b } = await patchedFleet();
+    const [siteA, siteB] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    await sql(app, 'update device set site_id = ? where id = ?', [siteA.id, a.deviceId]);
+    await sql(app, 'update device set site_id = ? where id = ?', [siteB.id, b.deviceId]);
+    await report(a, [patch({ externalId: 'one' })]);
+    await report(b, [patch({ externalId: 'one', status: 'installed' }), patch({ externalId: 'two' })]);
+    const ids = await patchIds(api);
+    await approve(api, ids.one!);
+    await approve(api, ids.two!);
+    await createPolicy(api);
+    const [job] = await jobs(api);
+    expect(job!.devices.map((d) => d.deviceId).sort()).toEqual([a.deviceId, b.deviceId].sort());
+
+    const limited = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
+    await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([siteB.id]), limited.membership.id]);
+    const theirs = rest(app, limited.as);
+    expect((await jobs(theirs)).map((j) => [j.id, j.devices.map((d) => [d.deviceId, d.patchIds])])).toEqual([[job!.id, [[b.deviceId, [ids.two]]]]]);
+    expect((await theirs.get(`/patches/jobs?deviceId=${a.deviceId}`)).status).toBe(404);
+    const scan = await theirs.post('/patches/scan', { deviceIds: [a.deviceId, b.deviceId] });
+    expect(scan.body).toEqual({ commands: [{ deviceId: b.deviceId, commandId: expect.any(String) }], skipped: [{ deviceId: a.deviceId, reason: 'not found' }] });
+    const rollback = await theirs.post(`/patches/${ids.one}/rollback`, {});
+    expect([rollback.status, rollback.body.code]).toEqual([403, 'FORBIDDEN']);
+    expect((await api.get(`/patches/${ids.one}`)).body.approvalStatus).toBe('approved');
   });
 });

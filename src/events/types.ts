@@ -10,9 +10,6 @@ export interface DomainEventMap {
   'policy.evaluated': PendingPayload;
   'policy.violation': PendingPayload;
   'policy.compliant': PendingPayload;
-  'patch.installed': PendingPayload;
-  'patch.failed': PendingPayload;
-  'patch.rollback': PendingPayload;
   'remote.session.started': PendingPayload;
   'remote.session.ended': PendingPayload;
   'remote.file.transferred': PendingPayload;

@@ -24,6 +24,7 @@ import { Migration20261129092853_patching } from './Migration20261129092853_patc
 import { Migration20261129101052_patch_policies } from './Migration20261129101052_patch_policies.js';
 import { Migration20261129115843_security_posture } from './Migration20261129115843_security_posture.js';
 import { Migration20261129120211_security_scans } from './Migration20261129120211_security_scans.js';
+import { Migration20261129120402_patch_jobs } from './Migration20261129120402_patch_jobs.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -51,4 +52,5 @@ export const migrations = [
   { name: 'Migration20261129101052_patch_policies', class: Migration20261129101052_patch_policies },
   { name: 'Migration20261129115843_security_posture', class: Migration20261129115843_security_posture },
   { name: 'Migration20261129120211_security_scans', class: Migration20261129120211_security_scans },
+  { name: 'Migration20261129120402_patch_jobs', class: Migration20261129120402_patch_jobs },
 ];

@@ -19,4 +19,9 @@ export const rows: PolicyRows = {
     ok: 201,
     may: WORKERS,
   },
+  listPatchJobs: { orgQuery: true, permission: 'patches:read', request: () => ({ method: 'get', path: '/patches/jobs' }), ok: 200, may: EVERYONE },
+  // A device no one has: the writers are answered 202 with it under `skipped`.
+  scanPatches: { permission: 'patches:write', request: () => ({ method: 'post', path: '/patches/scan', body: { deviceIds: ['00000000-0000-4000-8000-000000000000'] } }), ok: 202, may: WORKERS },
+  // The permission is decided before the patch is looked up: the writers get past it to 404 for a patch no one has.
+  rollbackPatch: { permission: 'patches:write', request: () => ({ method: 'post', path: '/patches/00000000-0000-4000-8000-000000000000/rollback', body: {} }), ok: 404, may: WORKERS },
 };

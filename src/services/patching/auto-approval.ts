@@ -85,16 +85,19 @@ const lastAging = onePer((_runtime: Runtime) => ({ at: -Infinity }));
 /**
  * The due work behind `minAgeDays`: patches that have aged into a rule since they were reported are
  * approved at most an hour (by the service's clock) after, each policy in its own transaction. Answers
- * how many were approved (0 when the last run is less than an hour ago).
+ * how many were approved (0 when the last run is less than an hour ago) and in which organizations.
  */
-export async function approveAgedPatches(ctx: RequestContext, now: Date): Promise<number> {
+export async function approveAgedPatches(ctx: RequestContext, now: Date): Promise<{ approved: number; orgIds: string[] }> {
   const last = lastAging(ctx.runtime);
-  if (now.getTime() - last.at < AGING_EVERY_MS) return 0;
+  if (now.getTime() - last.at < AGING_EVERY_MS) return { approved: 0, orgIds: [] };
   last.at = now.getTime();
   const policies = await ctx.em.find(PatchPolicy, { enabled: true }, { orderBy: { id: 'asc' }, disableIdentityMap: true });
   let approved = 0;
+  const orgIds = new Set<string>();
   for (const policy of policies.filter((p) => p.autoApprove.some((rule) => rule.minAgeDays !== undefined))) {
-    approved += await withTransaction(ctx, (tx) => applyPatchPolicy(tx, policy));
+    const count = await withTransaction(ctx, (tx) => applyPatchPolicy(tx, policy));
+    approved += count;
+    if (count > 0) orgIds.add(policy.orgId);
   }
-  return approved;
+  return { approved, orgIds: [...orgIds] };
 }

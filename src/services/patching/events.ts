@@ -4,6 +4,10 @@ import type { AuditActionTable } from '../../events/types.js';
 export type PatchAvailableEventData = { patchId: string };
 /** `patch.approved`: a patch approved, by hand (`policyId` null) or by a patch policy. */
 export type PatchApprovedEventData = { patchId: string; policyId: string | null };
+/** `patch.installed` / `patch.failed`: a device's agent reported the outcome of installing a patch an install job sent it (`installed` or `pending_reboot` / `failed`). */
+export type PatchInstallEventData = { patchId: string; deviceId: string; jobId: string };
+/** `patch.rollback`: a device's agent reported it rolled a patch back (the device reports it missing again). */
+export type PatchRollbackEventData = { patchId: string; deviceId: string };
 
 /** Patching audit actions, each with the event its mutation emits (null: recorded, not published). */
 export const patchingAuditActions = {
@@ -14,6 +18,9 @@ export const patchingAuditActions = {
   'patch_policy.create': null,
   'patch_policy.update': null,
   'patch_policy.delete': null,
+  // Scans and rollbacks queue commands; patch.rollback is published when an agent reports one done, not when it is asked for.
+  'patch.scan': null,
+  'patch.rollback': null,
 } as const satisfies AuditActionTable;
 type PatchingAuditActions = typeof patchingAuditActions;
 
@@ -21,6 +28,9 @@ declare module '../../events/types.js' {
   interface DomainEventMap {
     'patch.available': PatchAvailableEventData;
     'patch.approved': PatchApprovedEventData;
+    'patch.installed': PatchInstallEventData;
+    'patch.failed': PatchInstallEventData;
+    'patch.rollback': PatchRollbackEventData;
   }
   interface AuditActionMap extends PatchingAuditActions {}
 }

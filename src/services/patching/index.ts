@@ -1,11 +1,15 @@
+import { PatchJob, PatchJobDevice, PatchScheduleFire } from '../../../entities/patch-job.js';
 import { Patch, PatchApproval, PatchDeviceStatus, PatchPolicy } from '../../../entities/patch.js';
+import { PatchJobResolver } from '../../../resolvers/patch-jobs.js';
 import { PatchPolicyResolver } from '../../../resolvers/patch-policies.js';
 import { PatchResolver } from '../../../resolvers/patches.js';
+import { patchJobsRouter } from '../../../rest/patch-jobs.js';
 import { patchPoliciesRouter } from '../../../rest/patch-policies.js';
 import { patchesRouter } from '../../../rest/patches.js';
 import { defineDomain } from '../../domain-module.js';
 import { patchingDueWork } from '../../jobs/patching.js';
 import { patchingAuditActions } from './events.js';
+import { patchCommandTypes } from './patch-commands.js';
 import { patchEventSight, patchReport } from './patches.js';
 
 const permissions = {
@@ -16,14 +20,15 @@ declare module '../../auth/permissions.js' {
   interface PermissionCatalog extends PatchingPermissions {}
 }
 
-/** Patches the agents report (the inventory's `patches` part), per organization and device, their approvals and the patch policies that approve them. */
+/** Patches the agents report (the inventory's `patches` part), per organization and device, their approvals, the patch policies that approve them and their install jobs, scans and rollbacks. */
 export const patchingDomain = defineDomain({
   name: 'patching',
   eventSight: { patch: patchEventSight },
-  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy],
-  rest: [patchesRouter, patchPoliciesRouter],
-  resolvers: [PatchResolver, PatchPolicyResolver],
+  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy, PatchJob, PatchJobDevice, PatchScheduleFire],
+  rest: [patchJobsRouter, patchesRouter, patchPoliciesRouter],
+  resolvers: [PatchResolver, PatchPolicyResolver, PatchJobResolver],
   deviceReports: { inventory: { patches: patchReport } },
+  commandTypes: patchCommandTypes,
   auditActions: patchingAuditActions,
   permissions,
   orgWork: ['patches'],

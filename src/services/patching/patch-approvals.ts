@@ -8,6 +8,7 @@ import { badRequest, forbidden } from '../../errors.js';
 import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, isoDateTime, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit, recordChange } from '../audit/api.js';
+import { installForOrg } from './patch-jobs.js';
 import { approvalNow, requirePatch, RESOURCE, viewOf, visiblePatches, type PatchView } from './patches.js';
 
 /*
@@ -74,7 +75,7 @@ const approvalView = (a: PatchApproval): PatchApprovalView => ({
 });
 
 /** Records a decision on the patch in the caller's transaction: its row, the patch's state, the audit entry and (approvals) `patch.approved`. */
-async function decide(tx: RequestContext, patch: Patch, decision: Decision, input: { note?: string; until?: Date }): Promise<void> {
+export async function decide(tx: RequestContext, patch: Patch, decision: Decision, input: { note?: string; until?: Date }): Promise<void> {
   const now = tx.runtime.clock.now();
   // Approving or declining again what already is so changes nothing (and publishes nothing twice).
   if (decision !== 'deferred' && approvalNow(patch, now).approvalStatus === decision) return;
@@ -102,14 +103,17 @@ async function decide(tx: RequestContext, patch: Patch, decision: Decision, inpu
  * A decision holds for every device of the patch's organization: users limited to some sites read
  * patches but do not decide them (403, as an organization-wide target is refused them).
  */
-function refuseSiteLimited(ctx: RequestContext): void {
+export function refuseSiteLimited(ctx: RequestContext): void {
   if (visibleSiteIds(ctx) !== null) throw forbidden('Users limited to some sites cannot decide on patches of the whole organization');
 }
 
 async function decideOne(ctx: RequestContext, id: string, decision: Decision, input: { note?: string; until?: Date }): Promise<PatchView> {
   const patch = await requirePatch(ctx, id, 'patches:write');
   refuseSiteLimited(ctx);
-  await withTransaction(ctx, (tx) => decide(tx, patch, decision, input));
+  await withTransaction(ctx, async (tx) => {
+    await decide(tx, patch, decision, input);
+    if (decision === 'approved') await installForOrg(tx, patch.orgId);
+  });
   return viewOf(ctx, patch);
 }
 
@@ -151,6 +155,8 @@ export async function bulkApprovePatches(ctx: RequestContext, raw: BulkApproveIn
   if (approved.length > 0) {
     await withTransaction(ctx, async (tx) => {
       for (const id of approved) await decide(tx, found.get(id)!, 'approved', {});
+      // The organizations' immediate patch policies install what is now approved.
+      for (const orgId of new Set(approved.map((id) => found.get(id)!.orgId))) await installForOrg(tx, orgId);
     });
   }
   return { approved, failed };

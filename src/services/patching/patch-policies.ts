@@ -13,6 +13,7 @@ import { applyChanges } from '../shared/changes.js';
 import { cronError, isTimeZone } from '../shared/schedule.js';
 import { uniqueNameGuard } from '../shared/unique-name.js';
 import { applyPatchPolicy, policyTarget } from './auto-approval.js';
+import { installForPolicy } from './patch-jobs.js';
 import { PATCH_SEVERITIES, PATCH_SOURCES, PatchSeveritySchema, PatchSourceSchema } from './patches.js';
 
 /*
@@ -236,6 +237,7 @@ export async function createPatchPolicy(ctx: RequestContext, raw: CreatePatchPol
       });
       await tx.em.flush();
       const approved = await applyPatchPolicy(tx, policy);
+      await installForPolicy(tx, policy);
       await recordAudit(tx, { action: 'patch_policy.create', resourceType: 'patch_policy', resourceId: policy.id, orgId, details: { name: policy.name, approved } });
       return policyView(policy);
     }),
@@ -262,6 +264,7 @@ export async function updatePatchPolicy(ctx: RequestContext, id: string, raw: Up
       if (changes.length === 0) return policyView(policy);
       await tx.em.persistAndFlush(policy);
       const approved = await applyPatchPolicy(tx, policy);
+      await installForPolicy(tx, policy);
       await recordAudit(tx, { action: 'patch_policy.update', resourceType: 'patch_policy', resourceId: policy.id, orgId: policy.orgId, changes, details: { name: policy.name, approved } });
       return policyView(policy);
     }),

@@ -13,6 +13,7 @@ import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } fro
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { findDevices, inventoryPart, siteLimitedDevicesSql } from '../devices/api.js';
 import { applyPatchPoliciesToDevice } from './auto-approval.js';
+import { installForDevice } from './patch-jobs.js';
 import { boundedJson } from '../shared/json.js';
 import { requiredText as text, optionalText } from '../shared/text.js';
 import { shownWhen } from '../../events/sight.js';
@@ -144,8 +145,10 @@ async function ingestPatches(tx: RequestContext, device: Device, items: Reported
     await tx.em.execute(INSERT_STATUSES, [device.id, now, JSON.stringify(statuses), device.orgId]);
     await emitMany(tx, 'patch.available', written.filter((row) => row.inserted).map((row) => ({ orgId: device.orgId, data: { patchId: row.id } })));
   }
-  // The organization's patch policies that target the device approve what they match, in the report's transaction.
+  // The organization's patch policies that target the device approve what they match, in the report's
+  // transaction, and its immediate ones install what the device now reports missing and approved.
   await applyPatchPoliciesToDevice(tx, device);
+  await installForDevice(tx, device);
 }
 
 export const patchReport = inventoryPart({ schema: boundedJson(z.array(ReportedPatchSchema).max(MAX_ITEMS)), ingest: ingestPatches });

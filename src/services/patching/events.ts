@@ -14,6 +14,11 @@ export const patchingAuditActions = {
   'patch_policy.create': null,
   'patch_policy.update': null,
   'patch_policy.delete': null,
+  // The third-party catalog is the platform's: audited in the system chain, not published.
+  'third_party_catalog.create': null,
+  'third_party_catalog.update': null,
+  'third_party_catalog.delete': null,
+  'third_party_catalog.test': null,
 } as const satisfies AuditActionTable;
 type PatchingAuditActions = typeof patchingAuditActions;
 

@@ -1,12 +1,17 @@
 import { Patch, PatchApproval, PatchDeviceStatus, PatchPolicy } from '../../../entities/patch.js';
+import { ThirdPartyCatalogEntry, VulnerabilityCache } from '../../../entities/third-party-catalog.js';
 import { PatchPolicyResolver } from '../../../resolvers/patch-policies.js';
 import { PatchResolver } from '../../../resolvers/patches.js';
+import { ThirdPartyCatalogResolver } from '../../../resolvers/third-party-catalog.js';
 import { patchPoliciesRouter } from '../../../rest/patch-policies.js';
 import { patchesRouter } from '../../../rest/patches.js';
+import { thirdPartyCatalogRouter } from '../../../rest/third-party-catalog.js';
 import { defineDomain } from '../../domain-module.js';
+import { patchEnrichmentDueWork, patchEnrichmentJobs } from '../../jobs/patch-enrichment.js';
 import { patchingDueWork } from '../../jobs/patching.js';
 import { patchingAuditActions } from './events.js';
 import { patchEventSight, patchReport } from './patches.js';
+import { catalogCommandTypes } from './third-party-catalog.js';
 
 const permissions = {
   patches: ['read', 'write'],
@@ -16,16 +21,18 @@ declare module '../../auth/permissions.js' {
   interface PermissionCatalog extends PatchingPermissions {}
 }
 
-/** Patches the agents report (the inventory's `patches` part), per organization and device, their approvals and the patch policies that approve them. */
+/** Patches the agents report (the inventory's `patches` part), per organization and device, their approvals, the patch policies that approve them, their CVE enrichment and the platform's third-party catalog. */
 export const patchingDomain = defineDomain({
   name: 'patching',
   eventSight: { patch: patchEventSight },
-  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy],
-  rest: [patchesRouter, patchPoliciesRouter],
-  resolvers: [PatchResolver, PatchPolicyResolver],
+  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy, ThirdPartyCatalogEntry, VulnerabilityCache],
+  rest: [patchesRouter, patchPoliciesRouter, thirdPartyCatalogRouter],
+  resolvers: [PatchResolver, PatchPolicyResolver, ThirdPartyCatalogResolver],
   deviceReports: { inventory: { patches: patchReport } },
   auditActions: patchingAuditActions,
   permissions,
   orgWork: ['patches'],
-  dueWork: patchingDueWork,
+  dueWork: [...patchingDueWork, ...patchEnrichmentDueWork],
+  jobs: patchEnrichmentJobs,
+  commandTypes: catalogCommandTypes,
 });

@@ -19,4 +19,22 @@ export const rows: PolicyRows = {
     ok: 201,
     may: WORKERS,
   },
+  // The third-party catalog is the platform's: system-scope callers only (no seeded role here may), reads too.
+  listThirdPartyCatalog: { permission: 'patches:read', request: () => ({ method: 'get', path: '/third-party-catalog' }), ok: 200, may: [] },
+  createThirdPartyCatalogEntry: {
+    permission: 'patches:write',
+    request: () => ({
+      method: 'post',
+      path: '/third-party-catalog',
+      body: { name: `App ${randomUUID()}`, vendor: 'Example', versions: [{ version: '1.0', installerUrl: 'https://example.test/app.msi', sha256: 'a'.repeat(64), detection: { type: 'package', name: 'app' } }] },
+    }),
+    ok: 201,
+    may: [],
+  },
+  testThirdPartyCatalogEntry: {
+    permission: 'patches:write',
+    request: () => ({ method: 'post', path: `/third-party-catalog/${randomUUID()}/test`, body: { version: '1.0', deviceId: randomUUID() } }),
+    ok: 202,
+    may: [],
+  },
 };

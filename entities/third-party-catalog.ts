@@ -51,6 +51,7 @@ export class ThirdPartyCatalogEntry extends BaseEntity<'serviceTested' | 'lastTe
 
 /** What the vulnerability database answered for a package version (or that it failed, and when to ask again). */
 @Entity()
+@Index({ properties: ['retryAt'] })
 export class VulnerabilityCache {
   @PrimaryKey({ type: 'string', length: 300 })
   packageName!: string;

@@ -1,5 +1,5 @@
 import { RequestContext } from '../auth/context.js';
-import { enrichPatches, ENRICH_JOB } from '../services/patching/cve-enrichment.js';
+import { enrichmentDue, enrichPatches, ENRICH_JOB } from '../services/patching/cve-enrichment.js';
 import type { DueWork, JobDefinition } from './types.js';
 
 /** One enrichment run: the job a patch report schedules, and the tick's retries (with their backoff, by the service clock). */
@@ -12,4 +12,11 @@ export const patchEnrichmentJobs: JobDefinition<never>[] = [
   { name: ENRICH_JOB, concurrency: 1, lockLifetimeMs: 5 * 60_000, handler: (runtime) => enrich(RequestContext.system(runtime, ENRICH_JOB)) },
 ];
 
-export const patchEnrichmentDueWork: DueWork[] = [{ name: 'patches.enrichment', run: (ctx) => enrich(ctx) }];
+export const patchEnrichmentDueWork: DueWork[] = [
+  {
+    name: 'patches.enrichment',
+    run: async (ctx, now) => {
+      if (await enrichmentDue(ctx, now)) await enrich(ctx);
+    },
+  },
+];

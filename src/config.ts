@@ -104,6 +104,9 @@ const EnvSchema = z.object({
   AGENT_RELEASES_API_URL: url,
   AGENT_RELEASES_TOKEN: z.string().optional(),
   AGENT_BINARY_DIR: z.string().optional(),
+  VULN_DB_URL: url,
+  VULN_DB_CACHE_SECONDS: int(86400, 0),
+  THIRD_PARTY_TEST_DEVICE_ID: z.uuid({ message: 'must be a device id (uuid)' }).optional(),
 });
 
 export interface Config {
@@ -170,6 +173,12 @@ export interface Config {
    * releasesApiUrl: a GitHub-compatible `…/repos/<owner>/<repo>` API root, null when not configured
    */
   agentReleases: { source: 'github' | 'local'; autoPromote: boolean; releasesApiUrl: string | null; token: string | null; binaryDir: string };
+  /**
+   * vulnDbUrl: an OSV-compatible API root third-party patches are enriched from; vulnDbCacheSeconds: how
+   * long its answer for a package version is reused, by every organization; thirdPartyTestDeviceId: the
+   * device catalog tests install on when none is named
+   */
+  patching: { vulnDbUrl: string; vulnDbCacheSeconds: number; thirdPartyTestDeviceId: string | null };
 }
 
 export class ConfigError extends Error {}
@@ -265,6 +274,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       releasesApiUrl: (e.AGENT_RELEASES_API_URL ?? (e.AGENT_RELEASES_REPO ? `https://api.github.com/repos/${e.AGENT_RELEASES_REPO}` : null))?.replace(/\/+$/, '') ?? null,
       token: e.AGENT_RELEASES_TOKEN ?? null,
       binaryDir: path.resolve(e.AGENT_BINARY_DIR ?? path.join(dataDir, 'agent-binaries')),
+    },
+    patching: {
+      vulnDbUrl: (e.VULN_DB_URL ?? 'https://api.osv.dev').replace(/\/+$/, ''),
+      vulnDbCacheSeconds: e.VULN_DB_CACHE_SECONDS,
+      thirdPartyTestDeviceId: e.THIRD_PARTY_TEST_DEVICE_ID?.toLowerCase() ?? null,
     },
   };
 }

@@ -24,4 +24,22 @@ export const rows: PolicyRows = {
   scanPatches: { permission: 'patches:write', request: () => ({ method: 'post', path: '/patches/scan', body: { deviceIds: ['00000000-0000-4000-8000-000000000000'] } }), ok: 202, may: WORKERS },
   // The permission is decided before the patch is looked up: the writers get past it to 404 for a patch no one has.
   rollbackPatch: { permission: 'patches:write', request: () => ({ method: 'post', path: '/patches/00000000-0000-4000-8000-000000000000/rollback', body: {} }), ok: 404, may: WORKERS },
+  // The third-party catalog is the platform's: system-scope callers only (no seeded role here may), reads too.
+  listThirdPartyCatalog: { permission: 'patches:read', request: () => ({ method: 'get', path: '/third-party-catalog' }), ok: 200, may: [] },
+  createThirdPartyCatalogEntry: {
+    permission: 'patches:write',
+    request: () => ({
+      method: 'post',
+      path: '/third-party-catalog',
+      body: { name: `App ${randomUUID()}`, vendor: 'Example', versions: [{ version: '1.0', installerUrl: 'https://example.test/app.msi', sha256: 'a'.repeat(64), detection: { type: 'package', name: 'app' } }] },
+    }),
+    ok: 201,
+    may: [],
+  },
+  testThirdPartyCatalogEntry: {
+    permission: 'patches:write',
+    request: () => ({ method: 'post', path: `/third-party-catalog/${randomUUID()}/test`, body: { version: '1.0', deviceId: randomUUID() } }),
+    ok: 202,
+    may: [],
+  },
 };

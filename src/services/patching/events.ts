@@ -21,6 +21,11 @@ export const patchingAuditActions = {
   // Scans and rollbacks queue commands; patch.rollback is published when an agent reports one done, not when it is asked for.
   'patch.scan': null,
   'patch.rollback': null,
+  // The third-party catalog is the platform's: audited in the system chain, not published.
+  'third_party_catalog.create': null,
+  'third_party_catalog.update': null,
+  'third_party_catalog.delete': null,
+  'third_party_catalog.test': null,
 } as const satisfies AuditActionTable;
 type PatchingAuditActions = typeof patchingAuditActions;
 

@@ -3,14 +3,19 @@ import { Patch, PatchApproval, PatchDeviceStatus, PatchPolicy } from '../../../e
 import { PatchJobResolver } from '../../../resolvers/patch-jobs.js';
 import { PatchPolicyResolver } from '../../../resolvers/patch-policies.js';
 import { PatchResolver } from '../../../resolvers/patches.js';
+import { ThirdPartyCatalogResolver } from '../../../resolvers/third-party-catalog.js';
 import { patchJobsRouter } from '../../../rest/patch-jobs.js';
+import { ThirdPartyCatalogEntry, VulnerabilityCache } from '../../../entities/third-party-catalog.js';
 import { patchPoliciesRouter } from '../../../rest/patch-policies.js';
 import { patchesRouter } from '../../../rest/patches.js';
+import { thirdPartyCatalogRouter } from '../../../rest/third-party-catalog.js';
 import { defineDomain } from '../../domain-module.js';
+import { patchEnrichmentDueWork, patchEnrichmentJobs } from '../../jobs/patch-enrichment.js';
 import { patchingDueWork } from '../../jobs/patching.js';
 import { patchingAuditActions } from './events.js';
 import { patchCommandTypes } from './patch-commands.js';
 import { patchEventSight, patchReport } from './patches.js';
+import { catalogCommandTypes } from './third-party-catalog.js';
 
 const permissions = {
   patches: ['read', 'write'],
@@ -20,17 +25,22 @@ declare module '../../auth/permissions.js' {
   interface PermissionCatalog extends PatchingPermissions {}
 }
 
-/** Patches the agents report (the inventory's `patches` part), per organization and device, their approvals, the patch policies that approve them and their install jobs, scans and rollbacks. */
+/**
+ * Patches the agents report (the inventory's `patches` part), per organization and device, their
+ * approvals, the patch policies that approve them and their install jobs, scans and rollbacks, their
+ * CVE enrichment, and the platform's third-party catalog.
+ */
 export const patchingDomain = defineDomain({
   name: 'patching',
   eventSight: { patch: patchEventSight },
-  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy, PatchJob, PatchJobDevice, PatchScheduleFire],
-  rest: [patchJobsRouter, patchesRouter, patchPoliciesRouter],
-  resolvers: [PatchResolver, PatchPolicyResolver, PatchJobResolver],
+  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy, PatchJob, PatchJobDevice, PatchScheduleFire, ThirdPartyCatalogEntry, VulnerabilityCache],
+  rest: [patchJobsRouter, patchesRouter, patchPoliciesRouter, thirdPartyCatalogRouter],
+  resolvers: [PatchResolver, PatchPolicyResolver, PatchJobResolver, ThirdPartyCatalogResolver],
   deviceReports: { inventory: { patches: patchReport } },
-  commandTypes: patchCommandTypes,
+  commandTypes: { ...patchCommandTypes, ...catalogCommandTypes },
   auditActions: patchingAuditActions,
   permissions,
   orgWork: ['patches'],
-  dueWork: patchingDueWork,
+  dueWork: [...patchingDueWork, ...patchEnrichmentDueWork],
+  jobs: patchEnrichmentJobs,
 });

@@ -14,6 +14,7 @@ import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { findDevices, inventoryPart, siteLimitedDevicesSql } from '../devices/api.js';
 import { applyPatchPoliciesToDevice } from './auto-approval.js';
 import { installForDevice } from './patch-jobs.js';
+import { ENRICH_JOB } from './cve-enrichment.js';
 import { boundedJson } from '../shared/json.js';
 import { requiredText as text, optionalText } from '../shared/text.js';
 import { shownWhen } from '../../events/sight.js';
@@ -106,10 +107,13 @@ const UPSERT_PATCHES = `insert into patch (id, org_id, source, external_id, titl
       from jsonb_to_recordset(?::jsonb) as t(source text, external_id text, title text, severity text, kb_number text, package_name text, version text, vendor text, release_date text)
   on conflict (org_id, source, external_id) do update
     set title = excluded.title, severity = excluded.severity, kb_number = excluded.kb_number, package_name = excluded.package_name,
-        version = excluded.version, vendor = excluded.vendor, release_date = excluded.release_date, updated_at = excluded.updated_at
+        version = excluded.version, vendor = excluded.vendor, release_date = excluded.release_date, updated_at = excluded.updated_at,
+        -- another package or version is enriched anew (cve-enrichment.ts)
+        (cve_ids, cvss_score, enriched_at) = (select case when moved then '[]'::jsonb else patch.cve_ids end, case when moved then null else patch.cvss_score end, case when moved then null else patch.enriched_at end
+          from (select (patch.package_name, patch.version) is distinct from (excluded.package_name, excluded.version) as moved) m)
     where (patch.title, patch.severity, patch.kb_number, patch.package_name, patch.version, patch.vendor, patch.release_date)
       is distinct from (excluded.title, excluded.severity, excluded.kb_number, excluded.package_name, excluded.version, excluded.vendor, excluded.release_date)
-  returning id, (xmax = 0) as inserted`;
+  returning id, (xmax = 0) as inserted, (source = 'third_party' and enriched_at is null) as unenriched`;
 
 const INSERT_STATUSES = `insert into patch_device_status (id, patch_id, device_id, status, reported_at)
     select gen_random_uuid(), p.id, ?, t.status, ?
@@ -126,6 +130,7 @@ async function ingestPatches(tx: RequestContext, device: Device, items: Reported
   // One entry per patch: a patch listed twice keeps its last entry.
   const patches = [...new Map(items.map((item) => [`${item.source}\u0000${item.externalId}`, item])).values()];
   const now = tx.runtime.clock.now();
+  let unenriched = false;
   await tx.em.nativeDelete(PatchDeviceStatus, { deviceId: device.id });
   for (let i = 0; i < patches.length; i += WRITE_BATCH) {
     const batch = patches.slice(i, i + WRITE_BATCH);
@@ -140,7 +145,8 @@ async function ingestPatches(tx: RequestContext, device: Device, items: Reported
       vendor: p.vendor,
       release_date: p.releaseDate,
     }));
-    const written = (await tx.em.execute(UPSERT_PATCHES, [device.orgId, now, now, JSON.stringify(catalog)])) as { id: string; inserted: boolean }[];
+    const written = (await tx.em.execute(UPSERT_PATCHES, [device.orgId, now, now, JSON.stringify(catalog)])) as { id: string; inserted: boolean; unenriched: boolean }[];
+    unenriched ||= written.some((row) => row.unenriched);
     const statuses = batch.map((p) => ({ source: p.source, external_id: p.externalId, status: p.status }));
     await tx.em.execute(INSERT_STATUSES, [device.id, now, JSON.stringify(statuses), device.orgId]);
     await emitMany(tx, 'patch.available', written.filter((row) => row.inserted).map((row) => ({ orgId: device.orgId, data: { patchId: row.id } })));
@@ -149,6 +155,8 @@ async function ingestPatches(tx: RequestContext, device: Device, items: Reported
   // transaction, and its immediate ones install what the device now reports missing and approved.
   await applyPatchPoliciesToDevice(tx, device);
   await installForDevice(tx, device);
+  // Enriched from the vulnerability database outside the agent's request (the due-work tick retries what this misses).
+  if (unenriched) tx.afterCommit(() => tx.runtime.jobs.schedule(ENRICH_JOB, {}));
 }
 
 export const patchReport = inventoryPart({ schema: boundedJson(z.array(ReportedPatchSchema).max(MAX_ITEMS)), ingest: ingestPatches });

@@ -98,6 +98,7 @@ const EnvSchema = z.object({
   DEVICE_UPDATING_TIMEOUT_SECONDS: int(300, 1),
   DEVICE_COMMAND_TIMEOUT_SECONDS: int(3600, 1),
   AGENT_HEARTBEAT_INTERVAL_SECONDS: int(60, 5),
+  SECURITY_SCORE_CHANGE_THRESHOLD: int(5, 1),
   BINARY_SOURCE: z.enum(['github', 'local']).default('github'),
   AGENT_AUTO_PROMOTE: bool(true),
   AGENT_RELEASES_REPO: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'must be owner/name').optional(),
@@ -170,6 +171,8 @@ export interface Config {
    * releasesApiUrl: a GitHub-compatible `…/repos/<owner>/<repo>` API root, null when not configured
    */
   agentReleases: { source: 'github' | 'local'; autoPromote: boolean; releasesApiUrl: string | null; token: string | null; binaryDir: string };
+  /** scoreChangeThreshold: a device's score moving by at least this many points emits `security.score_changed` */
+  security: { scoreChangeThreshold: number };
 }
 
 export class ConfigError extends Error {}
@@ -266,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       token: e.AGENT_RELEASES_TOKEN ?? null,
       binaryDir: path.resolve(e.AGENT_BINARY_DIR ?? path.join(dataDir, 'agent-binaries')),
     },
+    security: { scoreChangeThreshold: e.SECURITY_SCORE_CHANGE_THRESHOLD },
   };
 }
 

@@ -1,3 +1,4 @@
+import { DeviceSecurityScore, SecurityPolicy, SecurityRecommendation, SecurityScoreSample } from '../../../entities/security-posture.js';
 import { DeviceSecurityState, SecurityThreat } from '../../../entities/security.js';
 import { defineDomain } from '../../domain-module.js';
 import { securityAuditActions } from './events.js';
@@ -14,7 +15,7 @@ declare module '../../auth/permissions.js' {
 /** Devices' security posture (the inventory's `security` part), the threats their antivirus detects, and the scores and recommendations made of them. */
 export const securityDomain = defineDomain({
   name: 'security',
-  entities: [DeviceSecurityState, SecurityThreat],
+  entities: [DeviceSecurityState, SecurityThreat, SecurityPolicy, DeviceSecurityScore, SecurityScoreSample, SecurityRecommendation],
   deviceReports: { inventory: { security: securityReport } },
   auditActions: securityAuditActions,
   permissions,

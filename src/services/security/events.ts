@@ -4,7 +4,13 @@ import type { AuditActionTable } from '../../events/types.js';
 export type SecurityScoreChangedEventData = { deviceId: string; previousScore: number; score: number };
 
 /** Security audit actions, each with the event its mutation emits (null: recorded, not published). */
-export const securityAuditActions = {} as const satisfies AuditActionTable;
+export const securityAuditActions = {
+  // Policies and recommendations are audited, not published (the spec names no event of theirs).
+  'security_policy.create': null,
+  'security_policy.update': null,
+  'security_recommendation.complete': null,
+  'security_recommendation.dismiss': null,
+} as const satisfies AuditActionTable;
 type SecurityAuditActions = typeof securityAuditActions;
 
 declare module '../../events/types.js' {

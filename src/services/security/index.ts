@@ -1,7 +1,10 @@
 import { DeviceSecurityScore, SecurityPolicy, SecurityRecommendation, SecurityScoreSample } from '../../../entities/security-posture.js';
 import { DeviceSecurityState, SecurityThreat } from '../../../entities/security.js';
+import { SecurityPostureResolver } from '../../../resolvers/security-posture.js';
+import { securityPostureRouter } from '../../../rest/security-posture.js';
 import { defineDomain } from '../../domain-module.js';
 import { securityAuditActions } from './events.js';
+import { securityEventSight } from './posture.js';
 import { securityReport } from './security-reports.js';
 
 const permissions = {
@@ -16,6 +19,9 @@ declare module '../../auth/permissions.js' {
 export const securityDomain = defineDomain({
   name: 'security',
   entities: [DeviceSecurityState, SecurityThreat, SecurityPolicy, DeviceSecurityScore, SecurityScoreSample, SecurityRecommendation],
+  eventSight: { security: securityEventSight },
+  rest: [securityPostureRouter],
+  resolvers: [SecurityPostureResolver],
   deviceReports: { inventory: { security: securityReport } },
   auditActions: securityAuditActions,
   permissions,

@@ -6,6 +6,7 @@ import { enumValues } from '../../validation.js';
 import { inventoryPart } from '../devices/api.js';
 import { boundedJson } from '../shared/json.js';
 import { optionalText, requiredText as text } from '../shared/text.js';
+import { recomputeDeviceScores } from './security-scores.js';
 
 /*
  * The inventory's `security` part: a device's protections (antivirus, firewall, disk encryption,
@@ -62,6 +63,7 @@ async function ingestSecurity(tx: RequestContext, device: Device, report: Securi
     const rows = threats.map((t) => ({ external_id: t.externalId, name: t.name, severity: t.severity, path: t.path }));
     await tx.em.execute(UPSERT_THREATS, [device.orgId, device.id, now, now, JSON.stringify(rows)]);
   }
+  await recomputeDeviceScores(tx, [device.id]);
 }
 
 export const securityReport = inventoryPart({ schema: boundedJson(SecurityReportSchema), ingest: ingestSecurity });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Device } from '../../../entities/device.js';
 import { DeviceSecurityState } from '../../../entities/security.js';
@@ -56,7 +57,8 @@ async function ingestSecurity(tx: RequestContext, device: Device, report: Securi
     localAdmins: report.localAdmins ?? [],
     reportedAt: now,
   };
-  await tx.em.upsert(DeviceSecurityState, { deviceId: device.id, ...state }, { onConflictFields: ['deviceId'], onConflictAction: 'merge', onConflictMergeFields: Object.keys(state) as never });
+  // A data upsert takes no property initializers: the id is given (a known row keeps its own).
+  await tx.em.upsert(DeviceSecurityState, { id: randomUUID(), deviceId: device.id, ...state }, { onConflictFields: ['deviceId'], onConflictAction: 'merge', onConflictMergeFields: Object.keys(state) as never });
   // A threat named twice keeps its last entry.
   const threats = [...new Map((report.threats ?? []).map((t) => [t.externalId, t])).values()];
   if (threats.length > 0) {

@@ -8,6 +8,7 @@ import { parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { checkTargets, toTarget } from '../devices/api.js';
 import { applyChanges } from '../shared/changes.js';
+import { policyTargetsInput, policyTargetsView, storedTargets, targetsView } from '../shared/policy-targets.js';
 import { DEFAULT_POLICY_SETTINGS } from './security-factors.js';
 import { recomputeOrganization, securityPolicyTarget } from './security-scores.js';
 
@@ -20,14 +21,7 @@ import { recomputeOrganization, securityPolicyTarget } from './security-scores.j
 
 const RESOURCE = 'Security policy';
 
-const Ids = z.array(uuid()).max(500);
-const TargetsInput = z
-  .strictObject({
-    siteIds: Ids.optional().describe('devices of these sites'),
-    groupIds: Ids.optional().describe('current members of these device groups'),
-    deviceIds: Ids.optional().describe('these devices'),
-  })
-  .meta({ title: 'SecurityPolicyTargetsInput', description: 'A device is targeted through its site, its groups or its id; none given: every device of the organization' });
+const TargetsInput = policyTargetsInput('SecurityPolicyTargetsInput');
 
 const SettingsInput = z
   .strictObject({
@@ -56,9 +50,7 @@ export const SecurityPolicyViewSchema = z
     id: uuid().describe('the policy'),
     orgId: uuid().describe('the organization it belongs to'),
     name: z.string().describe('its name'),
-    targets: z
-      .object({ siteIds: z.array(uuid()).describe('devices of these sites'), groupIds: z.array(uuid()).describe('members of these groups'), deviceIds: z.array(uuid()).describe('these devices') })
-      .meta({ title: 'SecurityPolicyTargets', description: 'A device is targeted through its site, its groups or its id; all empty: every device of the organization' }),
+    targets: policyTargetsView('SecurityPolicyTargets'),
     settings: z
       .object({
         passwordMinLength: z.number().int().describe('passwords must be at least this long'),
@@ -73,12 +65,11 @@ export const SecurityPolicyViewSchema = z
 export type SecurityPolicyView = z.output<typeof SecurityPolicyViewSchema>;
 
 function policyView(policy: SecurityPolicy): SecurityPolicyView {
-  const t = policy.targets;
   return {
     id: policy.id,
     orgId: policy.orgId,
     name: policy.name,
-    targets: { siteIds: t?.siteIds ?? [], groupIds: t?.groupIds ?? [], deviceIds: t?.deviceIds ?? [] },
+    targets: targetsView(policy.targets),
     settings: { ...policy.settings },
     createdAt: policy.createdAt.toISOString(),
     updatedAt: policy.updatedAt.toISOString(),
@@ -87,9 +78,7 @@ function policyView(policy: SecurityPolicy): SecurityPolicyView {
 
 /** The targets in the common normal form; naming nothing: null, the whole organization. */
 function normalizeTargets(orgId: string, targets: z.output<typeof TargetsInput>): SecurityPolicy['targets'] {
-  const { siteIds, groupIds, deviceIds } = toTarget({ orgId, ...targets });
-  const named = { ...(siteIds && { siteIds }), ...(groupIds && { groupIds }), ...(deviceIds && { deviceIds }) };
-  return Object.keys(named).length > 0 ? named : null;
+  return storedTargets(toTarget({ orgId, ...targets }));
 }
 
 const settingsOf = (input: z.output<typeof SettingsInput> | undefined): SecurityPolicySettings => ({

@@ -264,6 +264,63 @@ describe('recommendations', () => {
   });
 });
 
+describe('GraphQL', () => {
+  test('every query and the policy mutations answer as their REST routes', async () => {
+    const { org, tech, viewer, view, a } = await securedFleet();
+    await reportSecurity(a, { ...GOOD, localAdmins: ['a', 'b', 'c'] });
+    const created = await gql(app, tech.as, 'mutation($input: CreateSecurityPolicyInput!) { createSecurityPolicy(input: $input) { id name targets { deviceIds } settings { passwordMinLength maxLocalAdmins autoQuarantine } } }', {
+      input: { name: 'Admins', targets: { deviceIds: [a.deviceId] }, settings: { maxLocalAdmins: 3 } },
+    });
+    expect(created.body.data?.createSecurityPolicy).toEqual({ id: expect.any(String), name: 'Admins', targets: { deviceIds: [a.deviceId] }, settings: { passwordMinLength: 12, maxLocalAdmins: 3, autoQuarantine: false } });
+    const id = created.body.data!.createSecurityPolicy.id;
+    const replaced = await gql(app, tech.as, 'mutation($id: ID!, $input: ReplaceSecurityPolicyInput!) { replaceSecurityPolicy(id: $id, input: $input) { id name settings { maxLocalAdmins } } }', {
+      id,
+      input: { name: 'Admins 2', targets: {} },
+    });
+    expect(replaced.body.data?.replaceSecurityPolicy).toEqual({ id, name: 'Admins 2', settings: { maxLocalAdmins: 2 } });
+
+    const read = await gql(
+      app,
+      viewer.as,
+      `query($d: ID!, $o: ID) {
+        securityPolicies(first: 5) { edges { node { id } } totalCount }
+        securityScoreBreakdown(orgId: $o) { score factors { key weight earned } }
+        securityStatus(first: 5) { edges { node { deviceId hostname firewallEnabled antivirus { product enabled upToDate } passwordPolicy { minLength complexity } localAdmins activeThreats score reportedAt } } totalCount }
+        deviceSecurityStatus(deviceId: $d) { deviceId score }
+        securityPosture(first: 5) { edges { node { deviceId score factors { key earned } } } }
+        deviceSecurityPosture(deviceId: $d) { score }
+        securityFirewall(first: 5) { edges { node { deviceId enabled } } }
+        securityEncryption(first: 5) { edges { node { enabled } } }
+        securityPasswordPolicies(first: 5) { edges { node { minLength complexity compliant } } }
+        securityAdminAudit(first: 5) { edges { node { localAdmins count compliant } } }
+        securityDashboard(orgId: $o) { score devices activeThreats openRecommendations factors { key earned } }
+        securityRecommendations(first: 5, factor: localAdmins) { edges { node { factor status title } } }
+      }`,
+      { d: a.deviceId, o: org.id },
+    );
+    expect(read.body.errors).toBeUndefined();
+    const data = read.body.data!;
+    expect(data.securityPolicies).toEqual({ edges: [{ node: { id } }], totalCount: 1 });
+    expect(data.securityScoreBreakdown).toEqual((await view.get(`/security/score-breakdown?orgId=${org.id}`)).body);
+    expect(data.securityScoreBreakdown.score).toBe(90);
+    expect(data.securityStatus.edges.map((e: any) => e.node)).toEqual((await view.get('/security/status')).body.data.map(({ encryptionEnabled: _, ...rest }: any) => rest));
+    expect(data.deviceSecurityStatus).toEqual({ deviceId: a.deviceId, score: 90 });
+    expect(data.securityPosture.edges[0].node.factors.find((f: any) => f.key === 'localAdmins')).toEqual({ key: 'localAdmins', earned: 0 });
+    expect(data.deviceSecurityPosture).toEqual({ score: 90 });
+    expect(data.securityFirewall.edges).toEqual([{ node: { deviceId: a.deviceId, enabled: true } }]);
+    expect(data.securityEncryption.edges).toEqual([{ node: { enabled: true } }]);
+    expect(data.securityPasswordPolicies.edges).toEqual([{ node: { minLength: 14, complexity: true, compliant: true } }]);
+    expect(data.securityAdminAudit.edges).toEqual([{ node: { localAdmins: ['a', 'b', 'c'], count: 3, compliant: false } }]);
+    expect(data.securityDashboard).toMatchObject({ score: 90, devices: 1, activeThreats: 0, openRecommendations: 1 });
+    expect(data.securityRecommendations.edges).toEqual([{ node: { factor: 'localAdmins', status: 'open', title: 'Reduce local administrators' } }]);
+
+    const bad = await gql(app, viewer.as, '{ securityRecommendations(status: closed) { totalCount } }');
+    expect(bad.body.errors?.[0]?.extensions?.code).toBe('VALIDATION_ERROR');
+    const days = await gql(app, viewer.as, 'query($d: ID!) { securityTrends(deviceId: $d, days: 400) { data { score } } }', { d: a.deviceId });
+    expect(days.body.errors?.[0]?.extensions?.code).toBe('VALIDATION_ERROR');
+  });
+});
+
 describe('access', () => {
   test("another organization's policies, devices, recommendations and organization are NOT_FOUND, REST and GraphQL", async () => {
     const mine = await securedFleet();

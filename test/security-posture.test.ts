@@ -19,6 +19,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await app.stop();
 });
+// Tests that move the service clock leave it at real time for the next (live subscriptions check tokens against it).
+afterEach(() => clock.set(new Date()));
 
 const DAY_MS = 86_400_000;
 

@@ -1,11 +1,9 @@
-import { createClient, type Client } from 'graphql-ws';
-import WebSocket from 'ws';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { DOMAIN_EVENT_TOPIC } from '../src/events/dispatcher.js';
 import { auditOf, sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
+import { listenToDomainEvents } from './support/domain-events.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
 import { reportPatches } from './support/patches.js';
@@ -236,19 +234,8 @@ test('domainEvents delivers security.score_changed to security readers who see t
   await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([siteB.id]), elsewhere.membership.id]);
   const bystander = await buildUser(app, { orgId: org.id, can: ['organizations:read', 'devices:read'] });
   await reportSecurity(a, GOOD);
-  const clients: Client[] = [];
+  const { received, dispose } = await listenToDomainEvents(app, [reader, elsewhere, bystander], ['security.score_changed', 'device.updated']);
   try {
-    const received = new Map<string, { type: string; data: Record<string, unknown> }[]>();
-    for (const user of [reader, elsewhere, bystander]) {
-      const ws = createClient({ url: app.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${user.token}` } });
-      clients.push(ws);
-      received.set(user.user.id, []);
-      ws.subscribe(
-        { query: 'subscription { domainEvents(types: ["security.score_changed", "device.updated"]) { type data } }' },
-        { next: (msg) => void received.get(user.user.id)!.push((msg.data as { domainEvents: { type: string; data: Record<string, unknown> } }).domainEvents), error: () => {}, complete: () => {} },
-      );
-    }
-    await eventually(() => app.subscriptions(DOMAIN_EVENT_TOPIC) === 3, 10_000, 'the subscriptions to be live');
     await reportSecurity(a, { ...GOOD, encryption: { enabled: false } });
     // A device event after it that all three see: once it has arrived, the score event was decided before it.
     expect((await api.patch(`/devices/${b.deviceId}`, { tags: ['barrier'] })).status).toBe(200);
@@ -256,7 +243,7 @@ test('domainEvents delivers security.score_changed to security readers who see t
     expect(received.get(reader.user.id)!.filter((e) => e.type === 'security.score_changed').map((e) => e.data)).toEqual([{ deviceId: a.deviceId, previousScore: 100, score: 80 }]);
     for (const user of [elsewhere, bystander]) expect(received.get(user.user.id)!.map((e) => e.type)).toEqual(['device.updated']);
   } finally {
-    for (const ws of clients) await ws.dispose();
+    await dispose();
   }
 });
 

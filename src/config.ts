@@ -98,6 +98,7 @@ const EnvSchema = z.object({
   DEVICE_UPDATING_TIMEOUT_SECONDS: int(300, 1),
   DEVICE_COMMAND_TIMEOUT_SECONDS: int(3600, 1),
   AGENT_HEARTBEAT_INTERVAL_SECONDS: int(60, 5),
+  SECURITY_SCORE_CHANGE_THRESHOLD: int(5, 1),
   BINARY_SOURCE: z.enum(['github', 'local']).default('github'),
   AGENT_AUTO_PROMOTE: bool(true),
   AGENT_RELEASES_REPO: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'must be owner/name').optional(),
@@ -179,6 +180,8 @@ export interface Config {
    * device catalog tests install on when none is named
    */
   patching: { vulnDbUrl: string; vulnDbCacheSeconds: number; thirdPartyTestDeviceId: string | null };
+  /** scoreChangeThreshold: a device's score moving by at least this many points emits `security.score_changed` */
+  security: { scoreChangeThreshold: number };
 }
 
 export class ConfigError extends Error {}
@@ -280,6 +283,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       vulnDbCacheSeconds: e.VULN_DB_CACHE_SECONDS,
       thirdPartyTestDeviceId: e.THIRD_PARTY_TEST_DEVICE_ID?.toLowerCase() ?? null,
     },
+    security: { scoreChangeThreshold: e.SECURITY_SCORE_CHANGE_THRESHOLD },
   };
 }
 

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { createClient, type Client } from 'graphql-ws';
-import WebSocket from 'ws';
 import { DOMAIN_EVENT_TOPIC } from '../src/events/dispatcher.js';
 import type { DomainEvent } from '../src/events/types.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
 import { dispatched, sql, statementsOn } from './support/db.js';
+import { listenToDomainEvents } from './support/domain-events.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { patchedFleet as fleetWithPatches, reportPatches } from './support/patches.js';
@@ -398,19 +397,8 @@ test('domainEvents delivers patch events to the organization’s patch readers o
   const { org, api, a } = await patchedFleet();
   const reader = await buildUser(app, { orgId: org.id, can: ['organizations:read', 'devices:read', 'patches:read'] });
   const bystander = await buildUser(app, { orgId: org.id, can: ['organizations:read', 'devices:read'] });
-  const clients: Client[] = [];
+  const { received, dispose } = await listenToDomainEvents(app, [reader, bystander], ['patch.available', 'device.updated']);
   try {
-    const received = new Map<string, { type: string; data: Record<string, unknown> }[]>();
-    for (const user of [reader, bystander]) {
-      const ws = createClient({ url: app.url.replace('http', 'ws') + '/graphql', webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${user.token}` } });
-      clients.push(ws);
-      received.set(user.user.id, []);
-      ws.subscribe(
-        { query: 'subscription { domainEvents(types: ["patch.available", "device.updated"]) { type data } }' },
-        { next: (msg) => void received.get(user.user.id)!.push((msg.data as { domainEvents: { type: string; data: Record<string, unknown> } }).domainEvents), error: () => {}, complete: () => {} },
-      );
-    }
-    await eventually(() => app.subscriptions(DOMAIN_EVENT_TOPIC) === 2, 10_000, 'both subscriptions to be live');
     const published: DomainEvent[] = [];
     app.server.runtime.pubsub.on(DOMAIN_EVENT_TOPIC, (event) => void published.push(event as DomainEvent));
 
@@ -426,6 +414,6 @@ test('domainEvents delivers patch events to the organization’s patch readers o
     ]);
     expect(received.get(bystander.user.id)!.map((e) => e.type)).toEqual(['device.updated']);
   } finally {
-    for (const ws of clients) await ws.dispose();
+    await dispose();
   }
 });

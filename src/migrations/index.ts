@@ -26,6 +26,7 @@ import { Migration20261129115843_security_posture } from './Migration20261129115
 import { Migration20261129120211_security_scans } from './Migration20261129120211_security_scans.js';
 import { Migration20261129120402_patch_jobs } from './Migration20261129120402_patch_jobs.js';
 import { Migration20261129121451_third_party_catalog } from './Migration20261129121451_third_party_catalog.js';
+import { Migration20261129120225_security_scores } from './Migration20261129120225_security_scores.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -55,4 +56,5 @@ export const migrations = [
   { name: 'Migration20261129120211_security_scans', class: Migration20261129120211_security_scans },
   { name: 'Migration20261129120402_patch_jobs', class: Migration20261129120402_patch_jobs },
   { name: 'Migration20261129121451_third_party_catalog', class: Migration20261129121451_third_party_catalog },
+  { name: 'Migration20261129120225_security_scores', class: Migration20261129120225_security_scores },
 ];

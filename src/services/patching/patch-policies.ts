@@ -10,6 +10,7 @@ import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../val
 import { recordAudit } from '../audit/api.js';
 import { checkTargets, toTarget } from '../devices/api.js';
 import { applyChanges } from '../shared/changes.js';
+import { policyTargetsInput, policyTargetsView, storedTargets, targetsView } from '../shared/policy-targets.js';
 import { cronError, isTimeZone } from '../shared/schedule.js';
 import { uniqueNameGuard } from '../shared/unique-name.js';
 import { applyPatchPolicy, policyTarget } from './auto-approval.js';
@@ -36,14 +37,7 @@ export const PatchScheduleTypeSchema = z
   .meta({ title: 'PatchScheduleType', description: 'When approved patches are installed' })
   .register(enumValues, { immediate: 'As soon as they are approved.', cron: 'At the times a cron expression names, in a time zone.' });
 
-const Ids = z.array(uuid()).max(500);
-const TargetsInput = z
-  .strictObject({
-    siteIds: Ids.optional().describe('devices of these sites'),
-    groupIds: Ids.optional().describe('current members of these device groups'),
-    deviceIds: Ids.optional().describe('these devices'),
-  })
-  .meta({ title: 'PatchPolicyTargetsInput', description: 'A device is targeted through its site, its groups or its id; none given: every device of the organization' });
+const TargetsInput = policyTargetsInput('PatchPolicyTargetsInput');
 
 const RuleInput = z
   .strictObject({
@@ -107,9 +101,7 @@ export const PatchPolicyViewSchema = z
     orgId: uuid().describe('the organization it belongs to'),
     name: z.string().describe('unique in the organization'),
     enabled: z.boolean().describe('a disabled policy approves nothing'),
-    targets: z
-      .object({ siteIds: z.array(uuid()).describe('devices of these sites'), groupIds: z.array(uuid()).describe('members of these groups'), deviceIds: z.array(uuid()).describe('these devices') })
-      .meta({ title: 'PatchPolicyTargets', description: 'A device is targeted through its site, its groups or its id; all empty: every device of the organization' }),
+    targets: policyTargetsView('PatchPolicyTargets'),
     autoApprove: z
       .array(
         z
@@ -136,13 +128,12 @@ export const PatchPolicyViewSchema = z
 export type PatchPolicyView = z.output<typeof PatchPolicyViewSchema>;
 
 function policyView(policy: PatchPolicy): PatchPolicyView {
-  const t = policy.targets;
   return {
     id: policy.id,
     orgId: policy.orgId,
     name: policy.name,
     enabled: policy.enabled,
-    targets: { siteIds: t?.siteIds ?? [], groupIds: t?.groupIds ?? [], deviceIds: t?.deviceIds ?? [] },
+    targets: targetsView(policy.targets),
     autoApprove: policy.autoApprove as PatchPolicyView['autoApprove'],
     schedule: policy.schedule as PatchPolicyView['schedule'],
     rebootBehavior: policy.rebootBehavior as PatchPolicyView['rebootBehavior'],
@@ -153,9 +144,7 @@ function policyView(policy: PatchPolicy): PatchPolicyView {
 
 /** The targets in the common normal form (`toTarget`: ids lower-cased, deduplicated, sorted, empty lists dropped); naming nothing: null, the whole organization. */
 function normalizeTargets(orgId: string, targets: z.output<typeof TargetsInput>): PatchPolicy['targets'] {
-  const { siteIds, groupIds, deviceIds } = toTarget({ orgId, ...targets });
-  const named = { ...(siteIds && { siteIds }), ...(groupIds && { groupIds }), ...(deviceIds && { deviceIds }) };
-  return Object.keys(named).length > 0 ? named : null;
+  return storedTargets(toTarget({ orgId, ...targets }));
 }
 
 const normalizeRules = (rules: z.output<typeof Rules>): PatchAutoApproveRule[] => rules.map((rule) => Object.fromEntries(Object.entries(rule).filter(([, v]) => v !== undefined)));

@@ -10,6 +10,11 @@ export const securityAuditActions = {
   'security_threat.remove': null,
   'security_threat.restore': null,
   'security_scan.create': null,
+  // Policies and recommendations are audited, not published (the spec names no event of theirs).
+  'security_policy.create': null,
+  'security_policy.update': null,
+  'security_recommendation.complete': null,
+  'security_recommendation.dismiss': null,
 } as const satisfies AuditActionTable;
 type SecurityAuditActions = typeof securityAuditActions;
 

@@ -7,6 +7,7 @@ import { enumValues } from '../../validation.js';
 import { inventoryPart } from '../devices/api.js';
 import { boundedJson } from '../shared/json.js';
 import { optionalText, requiredText as text } from '../shared/text.js';
+import { recomputeDeviceScores } from './security-scores.js';
 
 /*
  * The inventory's `security` part: a device's protections (antivirus, firewall, disk encryption,
@@ -83,6 +84,7 @@ async function ingestSecurity(tx: RequestContext, device: Device, report: Securi
   // A plain object's upsert gets no generated id: a new row takes this one, a known row keeps its own.
   await tx.em.upsert(DeviceSecurityState, { id: randomUUID(), deviceId: device.id, ...state }, { onConflictFields: ['deviceId'], onConflictAction: 'merge', onConflictMergeFields: Object.keys(state) as never });
   await upsertThreats(tx, device, report.threats ?? []);
+  await recomputeDeviceScores(tx, [device.id]);
 }
 
 export const securityReport = inventoryPart({ schema: boundedJson(SecurityReportSchema), ingest: ingestSecurity });

@@ -10,6 +10,7 @@ import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { queueCommand, type CommandTypeHooks } from '../devices/api.js';
 import { ReportedThreatsSchema, upsertThreats } from './security-reports.js';
+import { recomputeDeviceScores } from './security-scores.js';
 import { unansweredBefore, visibleDevice } from './threats.js';
 
 /*
@@ -154,6 +155,7 @@ export const scanCommandTypes: Record<string, CommandTypeHooks> = {
       const result = input.status === 'completed' ? ScanResultSchema.safeParse(input.result ?? {}) : null;
       if (result && !result.success) tx.runtime.log.warn({ commandId: command.id, scanId: scan.id }, 'security_scan result is not a list of threats');
       await finish(tx, scan, result?.success ? await upsertThreats(tx, { id: scan.deviceId, orgId: scan.orgId }, result.data.threats) : null);
+      if (result?.success) await recomputeDeviceScores(tx, [scan.deviceId]);
       return false;
     },
     async cancelled(tx, command) {

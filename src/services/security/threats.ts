@@ -12,6 +12,7 @@ import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { findDevices, queueCommand, siteLimitedDevicesSql, type CommandTypeHooks } from '../devices/api.js';
 import { ThreatSeveritySchema } from './security-reports.js';
+import { recomputeDeviceScores } from './security-scores.js';
 
 /*
  * Threats the devices' antiviruses detected (reported with the inventory's `security` part or found by
@@ -160,6 +161,8 @@ async function act(ctx: RequestContext, id: string, action: Action): Promise<Thr
     threat.updatedAt = tx.runtime.clock.now();
     const command = await queueCommand(tx, device, { type: spec.command, payload: { threatId: threat.id, externalId: threat.externalId, path: threat.path } }, requirePrincipal(tx).userId);
     await tx.em.flush();
+    // A threat being dealt with no longer counts against the device's score.
+    await recomputeDeviceScores(tx, [threat.deviceId]);
     await recordAudit(tx, { action: `security_threat.${action}`, resourceType: 'security_threat', resourceId: threat.id, orgId: threat.orgId, details: { deviceId: threat.deviceId, commandId: command.id } });
     return { threat: threatView(threat), commandId: command.id };
   });
@@ -180,6 +183,7 @@ async function settle(tx: RequestContext, command: DeviceCommand, action: Action
   threat.status = succeeded ? ACTIONS[action].done : 'failed';
   threat.updatedAt = tx.runtime.clock.now();
   await tx.em.flush();
+  await recomputeDeviceScores(tx, [threat.deviceId]);
 }
 
 const threatCommand = (action: Action): CommandTypeHooks => ({
@@ -203,5 +207,12 @@ export const unansweredBefore = (ctx: RequestContext, now: Date) => new Date(now
  */
 export async function failUnansweredActions(ctx: RequestContext, now: Date): Promise<number> {
   const pending = Object.values(ACTIONS).map((a) => a.pending);
-  return ctx.em.nativeUpdate(SecurityThreat, { status: { $in: pending }, updatedAt: { $lte: unansweredBefore(ctx, now) } }, { status: 'failed', updatedAt: now });
+  return withTransaction(ctx, async (tx) => {
+    const failed = (await tx.em.execute(
+      `update security_threat set status = 'failed', updated_at = ? where status = any(?::text[]) and updated_at <= ? returning device_id`,
+      [now, `{${pending.join(',')}}`, unansweredBefore(tx, now)],
+    )) as { device_id: string }[];
+    await recomputeDeviceScores(tx, failed.map((row) => row.device_id));
+    return failed.length;
+  });
 }

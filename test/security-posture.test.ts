@@ -186,6 +186,19 @@ describe('device score', () => {
     expect(posture.body).toMatchObject({ deviceId: b.deviceId, hostname: expect.stringMatching(/^b-/), score: 75 });
     expect((await view.get('/security/posture')).body.data).toHaveLength(2);
   });
+
+  test('a threat being dealt with stops counting: quarantining it, its failure and its removal rescore the device', async () => {
+    const { api, view, a } = await securedFleet();
+    await reportSecurity(a, { ...GOOD, threats: [{ externalId: 'T-9', name: 'Worm', severity: 'critical' }] });
+    expect(earned(await scoreOf(view, a.deviceId)).threats).toBe(0);
+    const [threat] = (await view.get(`/security/threats/${a.deviceId}`)).body.data;
+    const sent = await api.post(`/security/threats/${threat.id}/quarantine`, {});
+    expect(sent.status).toBe(202);
+    expect(earned(await scoreOf(view, a.deviceId)).threats).toBe(10);
+    // The agent could not quarantine it: a failed threat counts again.
+    expect((await agentCall(app, a, `/commands/${sent.body.commandId}/result`, { status: 'failed', stderr: 'locked' })).status).toBe(200);
+    expect(earned(await scoreOf(view, a.deviceId)).threats).toBe(0);
+  });
 });
 
 describe('trends and score_changed', () => {

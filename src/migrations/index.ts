@@ -24,9 +24,9 @@ import { Migration20261129092853_patching } from './Migration20261129092853_patc
 import { Migration20261129101052_patch_policies } from './Migration20261129101052_patch_policies.js';
 import { Migration20261129115843_security_posture } from './Migration20261129115843_security_posture.js';
 import { Migration20261129120211_security_scans } from './Migration20261129120211_security_scans.js';
+import { Migration20261129120225_security_scores } from './Migration20261129120225_security_scores.js';
 import { Migration20261129120402_patch_jobs } from './Migration20261129120402_patch_jobs.js';
 import { Migration20261129121451_third_party_catalog } from './Migration20261129121451_third_party_catalog.js';
-import { Migration20261129120225_security_scores } from './Migration20261129120225_security_scores.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -54,7 +54,7 @@ export const migrations = [
   { name: 'Migration20261129101052_patch_policies', class: Migration20261129101052_patch_policies },
   { name: 'Migration20261129115843_security_posture', class: Migration20261129115843_security_posture },
   { name: 'Migration20261129120211_security_scans', class: Migration20261129120211_security_scans },
+  { name: 'Migration20261129120225_security_scores', class: Migration20261129120225_security_scores },
   { name: 'Migration20261129120402_patch_jobs', class: Migration20261129120402_patch_jobs },
   { name: 'Migration20261129121451_third_party_catalog', class: Migration20261129121451_third_party_catalog },
-  { name: 'Migration20261129120225_security_scores', class: Migration20261129120225_security_scores },
 ];

@@ -23,6 +23,7 @@ import { Migration20261129025118_owned_inventory } from './Migration202611290251
 import { Migration20261129092853_patching } from './Migration20261129092853_patching.js';
 import { Migration20261129101052_patch_policies } from './Migration20261129101052_patch_policies.js';
 import { Migration20261129115843_security_posture } from './Migration20261129115843_security_posture.js';
+import { Migration20261129120251_patch_reports } from './Migration20261129120251_patch_reports.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -49,4 +50,5 @@ export const migrations = [
   { name: 'Migration20261129092853_patching', class: Migration20261129092853_patching },
   { name: 'Migration20261129101052_patch_policies', class: Migration20261129101052_patch_policies },
   { name: 'Migration20261129115843_security_posture', class: Migration20261129115843_security_posture },
+  { name: 'Migration20261129120251_patch_reports', class: Migration20261129120251_patch_reports },
 ];

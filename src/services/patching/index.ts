@@ -1,4 +1,5 @@
 import { Patch, PatchApproval, PatchDeviceStatus, PatchPolicy } from '../../../entities/patch.js';
+import { PatchReport } from '../../../entities/patch-report.js';
 import { PatchPolicyResolver } from '../../../resolvers/patch-policies.js';
 import { PatchResolver } from '../../../resolvers/patches.js';
 import { patchPoliciesRouter } from '../../../rest/patch-policies.js';
@@ -20,7 +21,7 @@ declare module '../../auth/permissions.js' {
 export const patchingDomain = defineDomain({
   name: 'patching',
   eventSight: { patch: patchEventSight },
-  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy],
+  entities: [Patch, PatchDeviceStatus, PatchApproval, PatchPolicy, PatchReport],
   rest: [patchesRouter, patchPoliciesRouter],
   resolvers: [PatchResolver, PatchPolicyResolver],
   deviceReports: { inventory: { patches: patchReport } },

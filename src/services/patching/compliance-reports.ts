@@ -175,7 +175,7 @@ async function renderCsv(ctx: RequestContext, rows: ScopeCompliance, scope: Comp
   const lines = [csvLine(CSV_COLUMNS)];
   for (const { device } of rows) {
     const own = byDevice.get(device.id);
-    if (!own) lines.push(csvLine([device.hostname, device.id, device.siteId]));
+    if (!own) lines.push(csvLine([device.hostname, device.id, device.siteId, ...CSV_COLUMNS.slice(3).map(() => null)]));
     for (const p of own ?? []) {
       const { approvalStatus } = approvalNow({ approvalStatus: p.approval_status, deferUntil: p.defer_until && new Date(p.defer_until) }, now);
       lines.push(csvLine([device.hostname, device.id, device.siteId, p.source, p.external_id, p.title, p.severity, approvalStatus, p.status, p.release_date, p.cve_ids.join(' '), p.cvss_score]));

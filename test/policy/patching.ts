@@ -19,4 +19,6 @@ export const rows: PolicyRows = {
     ok: 201,
     may: WORKERS,
   },
+  getPatchCompliance: { orgQuery: true, permission: 'patches:read', request: () => ({ method: 'get', path: '/patches/compliance' }), ok: 200, may: EVERYONE },
+  requestPatchComplianceReport: { orgQuery: true, permission: 'patches:read', request: () => ({ method: 'get', path: '/patches/compliance/report' }), ok: 202, may: EVERYONE },
 };

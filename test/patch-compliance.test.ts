@@ -1,6 +1,7 @@
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
+import { parseCsv } from './support/csv.js';
 import { sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
@@ -154,26 +155,6 @@ async function download(as: As, id: string, contentType: string): Promise<string
   expect([res.status, res.headers.get('content-type')?.split(';')[0]]).toEqual([200, contentType]);
   expect(res.headers.get('content-disposition')).toMatch(/^attachment; filename="patch-compliance-\d{4}-\d{2}-\d{2}-[0-9a-f]{8}\.(csv|pdf)"$/);
   return contentType === 'application/pdf' ? Buffer.from(await res.arrayBuffer()).toString('base64') : res.text();
-}
-
-/** RFC 4180 rows (quoted cells, doubled quotes). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') (cell += '"'), i++;
-      else if (c === '"') quoted = false;
-      else cell += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') row.push(cell), (cell = '');
-    else if (c === '\r' && text[i + 1] === '\n') row.push(cell), rows.push(row), (row = []), (cell = ''), i++;
-    else cell += c;
-  }
-  return rows;
 }
 
 async function pdfText(base64: string): Promise<string> {

@@ -170,7 +170,11 @@ async function renderCsv(ctx: RequestContext, rows: ScopeCompliance, scope: Comp
         [uuidArray(rows.map((r) => r.device.id)), scope.source ?? null, scope.source ?? null, scope.severity ?? null, scope.severity ?? null],
       )) as PatchRow[];
   const byDevice = new Map<string, PatchRow[]>();
-  for (const row of patchRows) byDevice.set(row.device_id, [...(byDevice.get(row.device_id) ?? []), row]);
+  for (const row of patchRows) {
+    const own = byDevice.get(row.device_id);
+    if (own) own.push(row);
+    else byDevice.set(row.device_id, [row]);
+  }
   const now = ctx.runtime.clock.now();
   const lines = [csvLine(CSV_COLUMNS)];
   for (const { device } of rows) {
@@ -221,7 +225,9 @@ function renderPdf(rows: ScopeCompliance, scope: ComplianceScope, now: Date): Pr
   const bySite = new Map<string, ScopeCompliance>();
   for (const row of rows) {
     const key = row.device.siteId ?? '';
-    bySite.set(key, [...(bySite.get(key) ?? []), row]);
+    const site = bySite.get(key);
+    if (site) site.push(row);
+    else bySite.set(key, [row]);
   }
   const labelWidth = 150;
   const barWidth = width - labelWidth - 50;

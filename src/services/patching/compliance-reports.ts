@@ -6,7 +6,7 @@ import { loadOwned } from '../../auth/policy.js';
 import { uuidArray } from '../../db/arrays.js';
 import { withTransaction } from '../../db/transaction.js';
 import { AppError, notFound } from '../../errors.js';
-import { parseInput, timestamp, uuid } from '../../validation.js';
+import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { csvLine } from '../shared/csv.js';
 import { complianceFilters, complianceScope, scopeCompliance, summarize, type ComplianceScope, type ScopeCompliance } from './patch-compliance.js';
 import { approvalNow, PatchSeveritySchema, PatchSourceSchema } from './patches.js';
@@ -23,10 +23,18 @@ const TTL_MS = 7 * 86_400_000;
 /** A report larger than this fails (narrow its filters) rather than fill the table. */
 export const MAX_REPORT_BYTES = 20 * 1024 * 1024;
 
-const ReportFormatSchema = z.enum(['csv', 'pdf']).describe('`csv` (a row per device and patch) or `pdf` (a summary, a chart per site, the devices)');
-const ReportStatusSchema = z.enum(['queued', 'running', 'completed', 'failed']).describe('`queued`, `running`, `completed` (ready to download) or `failed`');
+const ReportFormatSchema = z
+  .enum(['csv', 'pdf'])
+  .meta({ title: 'PatchComplianceReportFormat', description: 'The report’s file format' })
+  .register(enumValues, { csv: 'A row per device and patch it reports.', pdf: 'A summary, a chart per site and the devices.' });
+const ReportStatusSchema = z
+  .enum(['queued', 'running', 'completed', 'failed'])
+  .meta({ title: 'PatchComplianceReportStatus', description: 'How far a report’s build is' })
+  .register(enumValues, { queued: 'Waiting for its build.', running: 'Being built.', completed: 'Built: ready to download.', failed: 'Its build failed (`error` says why).' });
 
-export const PatchComplianceReportQuery = z.strictObject({ ...complianceFilters, format: ReportFormatSchema.default('csv') });
+export const PatchComplianceReportQuery = z
+  .strictObject({ ...complianceFilters, format: ReportFormatSchema.default('csv').describe('the file format (default csv)') })
+  .describe('Which devices and patches a compliance report covers, and its format');
 export type PatchComplianceReportInput = z.input<typeof PatchComplianceReportQuery>;
 
 export const PatchComplianceReportSchema = z

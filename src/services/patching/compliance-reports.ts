@@ -85,10 +85,11 @@ export async function requestComplianceReport(ctx: RequestContext, raw: PatchCom
   const { format, ...filters } = parseInput(PatchComplianceReportQuery, raw);
   const { orgId, ...scope } = await complianceScope(ctx, filters);
   const now = ctx.runtime.clock.now();
-  const report = ctx.em.create(PatchReport, { orgId, requestedBy: ctx.principal!.id, format, scope, createdAt: now, expiresAt: new Date(now.getTime() + TTL_MS) });
-  await withTransaction(ctx, async (tx) => {
-    await tx.em.persist(report).flush();
-    tx.afterCommit(() => tx.runtime.jobs.schedule(BUILD_JOB, { reportId: report.id }));
+  const report = await withTransaction(ctx, async (tx) => {
+    const row = tx.em.create(PatchReport, { orgId, requestedBy: ctx.principal!.id, format, scope, createdAt: now, expiresAt: new Date(now.getTime() + TTL_MS) });
+    await tx.em.flush();
+    tx.afterCommit(() => tx.runtime.jobs.schedule(BUILD_JOB, { reportId: row.id }));
+    return row;
   });
   return reportView(report);
 }

@@ -127,6 +127,8 @@ export async function downloadComplianceReport(ctx: RequestContext, id: string):
 
 // ── the build (BUILD_JOB) ─────────────────────────────────────────────────────────────────────────
 
+class TooLarge extends Error {}
+
 /** Builds a queued report (again, if a build died while running) with the system context of the job. */
 export async function buildComplianceReport(ctx: RequestContext, reportId: string): Promise<void> {
   const now = ctx.runtime.clock.now();
@@ -137,11 +139,13 @@ export async function buildComplianceReport(ctx: RequestContext, reportId: strin
     const scope: ComplianceScope = { ...report.scope, orgId: report.orgId };
     const rows = await scopeCompliance(ctx, scope);
     const body = report.format === 'pdf' ? await renderPdf(rows, scope, now) : await renderCsv(ctx, rows, scope);
-    if (body.length > MAX_REPORT_BYTES) throw new Error(`The report exceeds ${MAX_REPORT_BYTES / 1024 / 1024} MiB; narrow its filters`);
+    if (body.length > MAX_REPORT_BYTES) throw new TooLarge(`The report exceeds ${MAX_REPORT_BYTES / 1024 / 1024} MiB; narrow its filters`);
     await ctx.em.nativeUpdate(PatchReport, { id: reportId }, { status: 'completed', content: body, sizeBytes: body.length, completedAt: ctx.runtime.clock.now() });
   } catch (error) {
     ctx.runtime.log.warn({ reportId, err: (error as Error).message }, 'patch compliance report failed');
-    await ctx.em.nativeUpdate(PatchReport, { id: reportId }, { status: 'failed', error: (error as Error).message.slice(0, 500), completedAt: ctx.runtime.clock.now() });
+    // The requester reads `error`: only what is theirs to act on, never an internal message.
+    const reason = error instanceof TooLarge ? error.message : 'The report could not be built';
+    await ctx.em.nativeUpdate(PatchReport, { id: reportId }, { status: 'failed', error: reason, completedAt: ctx.runtime.clock.now() });
   }
 }
 

@@ -7,6 +7,7 @@ import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import type { Permission } from '../src/auth/permissions.js';
 import { buildOrg, buildPartner, buildUser, systemRole } from './support/factories.js';
+import { parseCsv } from './support/csv.js';
 
 let app: TestApp;
 
@@ -35,35 +36,6 @@ async function tenant(target = app, { exports = false } = {}) {
   const second = (await api.post('/api-keys', { name: `report "q3", draft\n${tag}`, scopes: ['audit:read'] })).body;
   expect((await api.delete(`/api-keys/${first.id}`)).status).toBe(204);
   return { org, member, api, tag, first, second };
-}
-
-/** RFC 4180 reader: quoted cells may hold commas, doubled quotes and line breaks. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else cell += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(cell);
-      cell = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = '';
-      i++;
-    } else cell += c;
-  }
-  return rows;
 }
 
 describe('listing', () => {

@@ -237,6 +237,7 @@ test('each REST read and its GraphQL counterpart answer the same records with th
     { rest: `/patches/${patchId}`, graphql: `patch(id: "${patchId}")`, type: 'PatchDetail' },
     { rest: '/patches/sources', graphql: 'patchSources', type: 'PatchSourceList' },
     { rest: '/patches/approvals?limit=10', restItems: (b) => b.data, graphql: 'patchApprovals(first: 10)', type: 'PatchApproval', connection: true },
+    { rest: '/patches/compliance', graphql: 'patchCompliance', type: 'PatchCompliance' },
   ];
 
   const outcomes: Record<string, { records: number; differences: string[] }> = {};

@@ -25,6 +25,7 @@ const WITHOUT_SCHEMA: Record<string, string> = {
   'post /api/v1/audit/export': 'a CSV or JSON file, streamed',
   'get /api/v1/sso/saml/metadata': 'SAML metadata, XML',
   'get /api/v1/agents/install.sh': 'a shell script',
+  'get /api/v1/patches/compliance/report/{id}/download': 'a CSV or PDF file',
   'post /api/v1/sso/exchange': 'answers { accessToken, refreshToken }; SessionTokensSchema also requires expiresIn',
   'get /api/v1/webhooks/{id}': 'WebhookDetailView (the webhook with its deliveryStats) is a type, not a schema',
 };

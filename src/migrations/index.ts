@@ -25,6 +25,7 @@ import { Migration20261129101052_patch_policies } from './Migration2026112910105
 import { Migration20261129115843_security_posture } from './Migration20261129115843_security_posture.js';
 import { Migration20261129120211_security_scans } from './Migration20261129120211_security_scans.js';
 import { Migration20261129120225_security_scores } from './Migration20261129120225_security_scores.js';
+import { Migration20261129120251_patch_reports } from './Migration20261129120251_patch_reports.js';
 import { Migration20261129120402_patch_jobs } from './Migration20261129120402_patch_jobs.js';
 import { Migration20261129121451_third_party_catalog } from './Migration20261129121451_third_party_catalog.js';
 
@@ -55,6 +56,7 @@ export const migrations = [
   { name: 'Migration20261129115843_security_posture', class: Migration20261129115843_security_posture },
   { name: 'Migration20261129120211_security_scans', class: Migration20261129120211_security_scans },
   { name: 'Migration20261129120225_security_scores', class: Migration20261129120225_security_scores },
+  { name: 'Migration20261129120251_patch_reports', class: Migration20261129120251_patch_reports },
   { name: 'Migration20261129120402_patch_jobs', class: Migration20261129120402_patch_jobs },
   { name: 'Migration20261129121451_third_party_catalog', class: Migration20261129121451_third_party_catalog },
 ];

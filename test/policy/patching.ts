@@ -42,4 +42,6 @@ export const rows: PolicyRows = {
     ok: 202,
     may: [],
   },
+  getPatchCompliance: { orgQuery: true, permission: 'patches:read', request: () => ({ method: 'get', path: '/patches/compliance' }), ok: 200, may: EVERYONE },
+  requestPatchComplianceReport: { orgQuery: true, permission: 'patches:read', request: () => ({ method: 'get', path: '/patches/compliance/report' }), ok: 202, may: EVERYONE },
 };

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AuditLog } from '../../../entities/audit-log.js';
 import type { RequestContext } from '../../auth/context.js';
 import { parseInput } from '../../validation.js';
+import { csvLine } from '../shared/csv.js';
 import { AuditFilters, auditLogView, auditWhere, authorizeRead, plain, recordRead, type AuditLogView, type ParsedFilters } from './audit-log.js';
 
 const ExportFormat = z.enum(['csv', 'json']);
@@ -79,16 +80,4 @@ async function* exportRows(ctx: RequestContext, tenant: FilterQuery<AuditLog>, f
     bound = { $lt: String(rows[rows.length - 1]!.seq) };
   }
   if (format === 'json') yield separator === '\n' ? ']' : '\n]';
-}
-
-/** RFC 4180 line: cells with quotes, commas or line breaks are quoted, quotes doubled. */
-function csvLine(cells: unknown[]): string {
-  return `${cells.map(csvCell).join(',')}\r\n`;
-}
-
-function csvCell(value: unknown): string {
-  let text = value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  // Spreadsheets run cells that start with these as formulas (CSV injection); a leading quote keeps them text.
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }

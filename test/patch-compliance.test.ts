@@ -200,7 +200,9 @@ describe('compliance reports', () => {
   });
 
   test('PDF: a summary, a chart per site and the devices’ hostnames, read back; requested over GraphQL', async () => {
-    const { viewer, hostA, hostB } = await compliantFleet();
+    const { org, a, viewer, hostA, hostB } = await compliantFleet();
+    const site = await buildSite(app, org.id, { name: `Head office ${unique()}` });
+    await sql(app, 'update device set site_id = ? where id = ?', [site.id, a.deviceId]);
     const asked = await gql(app, viewer.as, 'mutation { requestPatchComplianceReport(input: { format: pdf }) { id status format } }');
     expect(asked.body.data?.requestPatchComplianceReport).toEqual({ id: expect.any(String), status: 'queued', format: 'pdf' });
     const { id } = asked.body.data!.requestPatchComplianceReport;
@@ -208,7 +210,7 @@ describe('compliance reports', () => {
     const view = await gql(app, viewer.as, 'query($id: ID!) { patchComplianceReport(id: $id) { id format status downloadUrl } }', { id });
     expect(view.body.data?.patchComplianceReport).toEqual({ id, format: 'pdf', status: 'completed', downloadUrl: `/api/v1/patches/compliance/report/${id}/download` });
     const text = await pdfText(await download(viewer.as, id, 'application/pdf'));
-    for (const expected of [hostA, hostB, 'Patch compliance report', `Compliance: ${SUMMARY.compliancePercent} %`, `Devices: ${SUMMARY.devices}`, `Critical missing: ${SUMMARY.criticalMissing}`, 'No site (2)']) {
+    for (const expected of [hostA, hostB, 'Patch compliance report', `Compliance: ${SUMMARY.compliancePercent} %`, `Devices: ${SUMMARY.devices}`, `Critical missing: ${SUMMARY.criticalMissing}`, `${site.name} (1)`, 'No site (1)']) {
       expect(text).toContain(expected);
     }
   });

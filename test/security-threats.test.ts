@@ -87,6 +87,25 @@ describe('threats', () => {
     expect([badScan.status, badScan.body.code]).toEqual([400, 'VALIDATION_ERROR']);
   });
 
+  test('a security policy with autoQuarantine sends threats reported detected to quarantine at once; devices it does not target keep theirs detected', async () => {
+    const { org, api, view, a, b } = await securedFleet();
+    const policy = await api.post('/security/policies', { orgId: org.id, name: `Quarantine ${unique()}`, targets: { deviceIds: [a.deviceId] }, settings: { autoQuarantine: true } });
+    expect(policy.status).toBe(201);
+    const [onA, onB] = [threat(), threat()];
+    await reportThreats(a, [onA]);
+    await reportThreats(b, [onB]);
+    expect((await threatOf(view, a, onA.externalId)).status).toBe('quarantining');
+    expect((await threatOf(view, b, onB.externalId)).status).toBe('detected');
+    const [command] = await heartbeat(a);
+    const quarantining = await threatOf(view, a, onA.externalId);
+    expect(command).toMatchObject({ type: 'quarantine_threat', payload: { threatId: quarantining.id, externalId: onA.externalId, path: onA.path } });
+    expect((await answer(a, command!.id, { status: 'completed' })).status).toBe(200);
+    expect((await threatOf(view, a, onA.externalId)).status).toBe('quarantined');
+    // Reported again while quarantined: nothing more is sent.
+    await reportThreats(a, [onA]);
+    expect(await heartbeat(a)).toEqual([]);
+  });
+
   test('quarantine: the agent gets quarantine_threat, its result settles the threat; restore, remove, their 409s, and a failed result', async () => {
     const { api, view, a } = await securedFleet();
     const t = threat();

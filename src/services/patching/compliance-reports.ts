@@ -8,6 +8,7 @@ import { withTransaction } from '../../db/transaction.js';
 import { AppError, notFound } from '../../errors.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { csvLine } from '../shared/csv.js';
+import { siteNames } from '../tenancy/api.js';
 import { complianceFilters, complianceScope, scopeCompliance, summarize, type ComplianceScope, type ScopeCompliance } from './patch-compliance.js';
 import { approvalNow, PatchSeveritySchema, PatchSourceSchema } from './patches.js';
 
@@ -138,7 +139,7 @@ export async function buildComplianceReport(ctx: RequestContext, reportId: strin
   try {
     const scope: ComplianceScope = { ...report.scope, orgId: report.orgId };
     const rows = await scopeCompliance(ctx, scope);
-    const body = report.format === 'pdf' ? await renderPdf(rows, scope, now) : await renderCsv(ctx, rows, scope);
+    const body = report.format === 'pdf' ? await renderPdf(rows, scope, now, await siteNames(ctx, rows.flatMap((r) => (r.device.siteId ? [r.device.siteId] : [])))) : await renderCsv(ctx, rows, scope);
     if (body.length > MAX_REPORT_BYTES) throw new TooLarge(`The report exceeds ${MAX_REPORT_BYTES / 1024 / 1024} MiB; narrow its filters`);
     await ctx.em.nativeUpdate(PatchReport, { id: reportId }, { status: 'completed', content: body, sizeBytes: body.length, completedAt: ctx.runtime.clock.now() });
   } catch (error) {
@@ -202,7 +203,7 @@ async function renderCsv(ctx: RequestContext, rows: ScopeCompliance, scope: Comp
 }
 
 /** A summary, a bar per site (its devices' compliance, drawn as vector shapes), then the devices. */
-function renderPdf(rows: ScopeCompliance, scope: ComplianceScope, now: Date): Promise<Buffer> {
+function renderPdf(rows: ScopeCompliance, scope: ComplianceScope, now: Date, sites: ReadonlyMap<string, string>): Promise<Buffer> {
   const doc = new PDFDocument({ size: 'A4', margin: 50, info: { Title: 'Patch compliance report' } });
   const chunks: Buffer[] = [];
   doc.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -248,7 +249,7 @@ function renderPdf(rows: ScopeCompliance, scope: ComplianceScope, now: Date): Pr
     const percent = summarize(siteRows, now).compliancePercent;
     if (doc.y + 18 > bottom()) doc.addPage();
     const y = doc.y + 4;
-    doc.fillColor('#000000').text(siteId ? `Site ${siteId.slice(0, 8)} (${siteRows.length})` : `No site (${siteRows.length})`, left, y, { width: labelWidth - 5, lineBreak: false });
+    doc.fillColor('#000000').text(siteId ? `${sites.get(siteId) ?? 'Site'} (${siteRows.length})` : `No site (${siteRows.length})`, left, y, { width: labelWidth - 5, lineBreak: false });
     doc.rect(left + labelWidth, y, barWidth, 10).fill('#e5e7eb');
     if (percent > 0) doc.rect(left + labelWidth, y, (barWidth * percent) / 100, 10).fill(percent === 100 ? '#16a34a' : percent >= 80 ? '#ca8a04' : '#dc2626');
     doc.fillColor('#000000').text(`${percent} %`, left + labelWidth + barWidth + 5, y, { lineBreak: false });

@@ -16,7 +16,7 @@ import { recomputeOrganization, securityPolicyTarget } from './security-scores.j
  * Security policies: which devices of an organization (sites, groups, devices; none: all of them) and
  * the thresholds their scores are measured against. When several target a device, the most recently
  * updated one applies. Saving one recomputes the organization's scores in the same transaction.
- * `autoQuarantine` is stored for the threats side; nothing here quarantines.
+ * `autoQuarantine` is acted on where threats are added (threats.ts `autoQuarantine`).
  */
 
 const RESOURCE = 'Security policy';
@@ -27,7 +27,7 @@ const SettingsInput = z
   .strictObject({
     passwordMinLength: z.number().int().min(0).max(1024).optional().describe(`passwords must be at least this long (default ${DEFAULT_POLICY_SETTINGS.passwordMinLength})`),
     maxLocalAdmins: z.number().int().min(0).max(500).optional().describe(`at most this many local administrators (default ${DEFAULT_POLICY_SETTINGS.maxLocalAdmins})`),
-    autoQuarantine: z.boolean().optional().describe('detected threats are quarantined at once (default false; acted on by the threats side)'),
+    autoQuarantine: z.boolean().optional().describe('threats reported detected are sent to quarantine at once (default false)'),
   })
   .meta({ title: 'SecurityPolicySettingsInput', description: 'The thresholds; each left out takes its default' });
 
@@ -55,7 +55,7 @@ export const SecurityPolicyViewSchema = z
       .object({
         passwordMinLength: z.number().int().describe('passwords must be at least this long'),
         maxLocalAdmins: z.number().int().describe('at most this many local administrators'),
-        autoQuarantine: z.boolean().describe('detected threats are quarantined at once (the threats side acts on it)'),
+        autoQuarantine: z.boolean().describe('threats reported detected are sent to quarantine at once'),
       })
       .meta({ title: 'SecurityPolicySettings', description: 'The thresholds a targeted device’s score is measured against' }),
     createdAt: timestamp().describe('when it was created'),

@@ -3,23 +3,17 @@ import { z } from 'zod';
 import type { Device } from '../../../entities/device.js';
 import { DeviceSecurityState } from '../../../entities/security.js';
 import type { RequestContext } from '../../auth/context.js';
-import { enumValues } from '../../validation.js';
 import { inventoryPart } from '../devices/api.js';
 import { boundedJson } from '../shared/json.js';
 import { optionalText, requiredText as text } from '../shared/text.js';
 import { recomputeDeviceScores } from './security-scores.js';
+import { autoQuarantine, ThreatSeveritySchema } from './threats.js';
 
 /*
  * The inventory's `security` part: a device's protections (antivirus, firewall, disk encryption,
  * password policy, local administrators) replace what its last report said, and the threats its
  * antivirus names are added to the device's threats (a threat already known keeps what was done about it).
  */
-
-export const THREAT_SEVERITIES = ['critical', 'high', 'medium', 'low'] as const;
-export const ThreatSeveritySchema = z
-  .enum(THREAT_SEVERITIES)
-  .meta({ title: 'ThreatSeverity', description: 'How dangerous a detected threat is, as the antivirus rates it' })
-  .register(enumValues, { critical: 'Active compromise likely.', high: 'Dangerous.', medium: 'Unwanted, of limited harm.', low: 'Potentially unwanted.' });
 
 const MAX_THREATS = 1_000;
 const MAX_ADMINS = 500;
@@ -56,7 +50,8 @@ const UPSERT_THREATS = `insert into security_threat (id, org_id, device_id, exte
   on conflict (device_id, external_id) do update set name = excluded.name, severity = excluded.severity, path = excluded.path,
     status = case when security_threat.status in ('removed', 'failed') then 'detected' else security_threat.status end,
     detected_at = case when security_threat.status in ('removed', 'failed') then excluded.detected_at else security_threat.detected_at end,
-    updated_at = case when security_threat.status in ('removed', 'failed') then excluded.updated_at else security_threat.updated_at end`;
+    updated_at = case when security_threat.status in ('removed', 'failed') then excluded.updated_at else security_threat.updated_at end
+  returning id, status`;
 
 /** Adds the threats an agent named (a report's or a scan's) to the device's; answers how many distinct ones it named. */
 export async function upsertThreats(tx: RequestContext, device: Pick<Device, 'id' | 'orgId'>, reported: readonly ReportedThreat[]): Promise<number> {
@@ -65,7 +60,8 @@ export async function upsertThreats(tx: RequestContext, device: Pick<Device, 'id
   if (threats.length > 0) {
     const now = tx.runtime.clock.now();
     const rows = threats.map((t) => ({ external_id: t.externalId, name: t.name, severity: t.severity, path: t.path }));
-    await tx.em.execute(UPSERT_THREATS, [device.orgId, device.id, now, now, JSON.stringify(rows)]);
+    const written = (await tx.em.execute(UPSERT_THREATS, [device.orgId, device.id, now, now, JSON.stringify(rows)])) as { id: string; status: string }[];
+    await autoQuarantine(tx, device, written.filter((row) => row.status === 'detected').map((row) => row.id));
   }
   return threats.length;
 }

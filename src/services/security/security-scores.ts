@@ -22,7 +22,7 @@ export const securityPolicyTarget = (policy: Pick<SecurityPolicy, 'orgId' | 'tar
  * The settings that apply to each device: of the policies targeting it, the most recently updated
  * one's; none: the defaults. One statement per policy that names sites, groups or devices.
  */
-async function applyingSettings(tx: RequestContext, devices: readonly { deviceId: string; orgId: string }[]): Promise<Map<string, SecurityPolicySettings>> {
+export async function applyingSettings(tx: RequestContext, devices: readonly { deviceId: string; orgId: string }[]): Promise<Map<string, SecurityPolicySettings>> {
   const applying = new Map<string, SecurityPolicySettings>();
   const orgIds = [...new Set(devices.map((d) => d.orgId))];
   const policies = await tx.em.find(SecurityPolicy, { orgId: { $in: orgIds } }, { orderBy: { updatedAt: 'desc', id: 'desc' }, disableIdentityMap: true });

@@ -11,8 +11,7 @@ import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } fro
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { findDevices, queueCommand, siteLimitedDevicesSql, type CommandTypeHooks } from '../devices/api.js';
-import { ThreatSeveritySchema } from './security-reports.js';
-import { recomputeDeviceScores } from './security-scores.js';
+import { applyingSettings, recomputeDeviceScores } from './security-scores.js';
 
 /*
  * Threats the devices' antiviruses detected (reported with the inventory's `security` part or found by
@@ -21,6 +20,12 @@ import { recomputeDeviceScores } from './security-scores.js';
  */
 
 const RESOURCE = 'Security threat';
+
+export const THREAT_SEVERITIES = ['critical', 'high', 'medium', 'low'] as const;
+export const ThreatSeveritySchema = z
+  .enum(THREAT_SEVERITIES)
+  .meta({ title: 'ThreatSeverity', description: 'How dangerous a detected threat is, as the antivirus rates it' })
+  .register(enumValues, { critical: 'Active compromise likely.', high: 'Dangerous.', medium: 'Unwanted, of limited harm.', low: 'Potentially unwanted.' });
 
 export const THREAT_STATUSES = ['detected', 'quarantining', 'quarantined', 'removing', 'removed', 'restoring', 'restored', 'failed'] as const;
 type ThreatStatus = (typeof THREAT_STATUSES)[number];
@@ -171,6 +176,27 @@ async function act(ctx: RequestContext, id: string, action: Action): Promise<Thr
 export const quarantineThreat = (ctx: RequestContext, id: string) => act(ctx, id, 'quarantine');
 export const removeThreat = (ctx: RequestContext, id: string) => act(ctx, id, 'remove');
 export const restoreThreat = (ctx: RequestContext, id: string) => act(ctx, id, 'restore');
+
+/**
+ * Threats just reported `detected` on a device a security policy with `autoQuarantine` covers are sent
+ * to quarantine at once, as a user's quarantine would be (no audit entry: no one asked; the command is
+ * the record). Called where threats are added (a report, a scan's result), in its transaction.
+ */
+export async function autoQuarantine(tx: RequestContext, device: { id: string; orgId: string }, detectedIds: readonly string[]): Promise<void> {
+  if (detectedIds.length === 0) return;
+  const settings = (await applyingSettings(tx, [{ deviceId: device.id, orgId: device.orgId }])).get(device.id);
+  if (!settings?.autoQuarantine) return;
+  const [target] = await findDevices(tx, { ids: [device.id], active: true }, { scope: 'all' });
+  if (!target) return;
+  const spec = ACTIONS.quarantine;
+  const threats = await tx.em.find(SecurityThreat, { id: { $in: [...detectedIds] }, status: 'detected' });
+  for (const threat of threats) {
+    threat.status = spec.pending;
+    threat.updatedAt = tx.runtime.clock.now();
+    await queueCommand(tx, target, { type: spec.command, payload: { threatId: threat.id, externalId: threat.externalId, path: threat.path } }, null);
+  }
+  await tx.em.flush();
+}
 
 // ── the agent's side (device-command hooks) ─────────────────────────────────────────────────────
 

@@ -85,6 +85,26 @@ test('three simulated agents enroll, heartbeat and answer their commands over RE
   const scanned = await eventually(async () => (await api.get(`/security/scans/${first}`)).body.data.find((s: { id: string; status: string }) => s.id === scan.body.id && s.status === 'completed'), 15_000, 'the scan');
   expect(scanned.threatsFound).toBe((await api.get(`/security/threats/${first}`)).body.data.length);
 
+  // Patching end to end: a patch scan; a rollback where the update is installed; an immediate policy's job installs it.
+  const statusOf = async () => (await api.get(`/patches?deviceId=${first}`)).body.data[0] as { id: string; deviceStatus: string };
+  const commandDone = (commandId: string) =>
+    eventually(async () => ['completed', 'failed'].includes((await api.get(`/devices/${first}/commands`)).body.data.find((c: { id: string }) => c.id === commandId)?.status), 15_000, `command ${commandId}`);
+  const patchScan = await api.post('/patches/scan', { deviceIds: [first] });
+  expect([patchScan.status, patchScan.body.skipped]).toEqual([202, []]);
+  await commandDone(patchScan.body.commands[0].commandId);
+  const osUpdate = await statusOf();
+  if (osUpdate.deviceStatus === 'installed') {
+    const rolledBack = await api.post(`/patches/${osUpdate.id}/rollback`, { deviceIds: [first], reason: 'simulated' });
+    expect(rolledBack.status).toBe(202);
+    await commandDone(rolledBack.body.commands[0].commandId);
+    expect((await statusOf()).deviceStatus).toBe('missing');
+  }
+  expect((await api.post(`/patches/${osUpdate.id}/approve`, {})).status).toBe(200);
+  const policy = await api.post('/patch-policies', { name: `Sim ${Date.now()}`, targets: { deviceIds: [first] }, autoApprove: [], schedule: { type: 'immediate' }, rebootBehavior: 'never' });
+  expect(policy.status).toBe(201);
+  await eventually(async () => (await api.get(`/patches/jobs?policyId=${policy.body.id}`)).body.data[0]?.status === 'completed', 15_000, 'the install job');
+  expect((await statusOf()).deviceStatus).toBe('installed');
+
   const script = await runScript(second!, 'echo hello\necho world');
   expect(script).toMatchObject({ status: 'completed', exitCode: 0, stdout: expect.stringMatching(/^hello\nworld\n\[simulated on /) });
   // `exit N` fails it.

@@ -184,6 +184,8 @@ class SimulatedAgent {
   private readonly handled = new Set<string>();
   /** threats a remove_threat deleted: no longer reported */
   private readonly removedThreats = new Set<string>();
+  /** The update's state once an install or a rollback changed it (else as the machine came). */
+  private patchInstalled: boolean | null = null;
   private timer: NodeJS.Timeout | null = null;
   private socket: WebSocket | null = null;
   private reconnectDelayMs = 1_000;
@@ -331,6 +333,18 @@ class SimulatedAgent {
         await this.selfUpdate(target);
         return { status: 'completed', exitCode: 0, stdout: `Updated ${from} -> ${target}\n`, result: { from, to: target } };
       }
+      case 'patch_scan':
+        return { status: 'completed', exitCode: 0, result: { patches: [this.patch()] } };
+      case 'install_patches': {
+        const patches = Array.isArray(payload.patches) ? (payload.patches as { patchId: string }[]) : [];
+        this.patchInstalled = true;
+        return { status: 'completed', exitCode: 0, result: { patches: patches.map((p) => ({ patchId: p.patchId, status: 'installed' })) } };
+      }
+      case 'rollback_patch':
+        this.patchInstalled = false;
+        return { status: 'completed', exitCode: 0 };
+      case 'install_software':
+        return { status: 'completed', exitCode: 0, stdout: `Installed ${String(payload.version)}\n` };
       case 'security_scan':
         return { status: 'completed', exitCode: 0, result: { threats: this.threats() } };
       case 'remove_threat':
@@ -502,7 +516,7 @@ class SimulatedAgent {
 
   /** The operating system's one update, missing on about one machine in five. */
   private patch() {
-    const status = stable(`${this.machineId}:patched`) < 0.8 ? 'installed' : 'missing';
+    const status = (this.patchInstalled ?? stable(`${this.machineId}:patched`) < 0.8) ? 'installed' : 'missing';
     const kb = `KB${5030000 + Math.floor(stable(`${this.machineId}:kb`) * 1000)}`;
     if (this.os.osType === 'windows') return { source: 'microsoft', externalId: kb, kbNumber: kb, title: 'Simulated cumulative update', severity: 'important', status };
     if (this.os.osType === 'macos') return { source: 'apple', externalId: 'macos-14.5', title: 'Simulated macOS update', severity: 'important', status };

@@ -18,6 +18,7 @@ export interface PatchReportScope {
  */
 @Entity()
 @Index({ properties: ['expiresAt'] })
+@Index({ properties: ['status', 'createdAt'] })
 @Index({ properties: ['orgId', 'requestedBy'] })
 export class PatchReport extends BaseEntity<'status' | 'error' | 'content' | 'sizeBytes' | 'startedAt' | 'completedAt'> {
   @ManyToOne(() => Organization, { mapToPk: true, fieldName: 'org_id', deleteRule: 'cascade' })

@@ -2,18 +2,20 @@ import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
 import { parseCsv } from './support/csv.js';
-import { sql } from './support/db.js';
+import { auditOf, sql } from './support/db.js';
+import { TestClock } from './support/clock.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
 import { patchedFleet, reportPatches } from './support/patches.js';
 
+const clock = new TestClock();
 let app: TestApp;
 /** Report builds asked while held, released by the test: the queued state is read before any job runs. */
 const held: (() => Promise<void>)[] = [];
 let holding = false;
 
 beforeAll(async () => {
-  app = await createTestApp();
+  app = await createTestApp({ start: { clock } });
   const { jobs } = app.server.runtime;
   const schedule = jobs.schedule.bind(jobs);
   jobs.schedule = async (name, data, when) => {
@@ -212,6 +214,23 @@ describe('compliance reports', () => {
     const text = await pdfText(await download(viewer.as, id, 'application/pdf'));
     for (const expected of [hostA, hostB, 'Patch compliance report', `Compliance: ${SUMMARY.compliancePercent} %`, `Devices: ${SUMMARY.devices}`, `Critical missing: ${SUMMARY.criticalMissing}`, `${site.name} (1)`, 'No site (1)']) {
       expect(text).toContain(expected);
+    }
+  });
+
+  test('asking is audited; a report whose build was lost is built by the due work ten minutes later', async () => {
+    const { viewer } = await compliantFleet();
+    holding = true;
+    const asked = await rest(app, viewer.as).get('/patches/compliance/report?format=csv&source=microsoft');
+    holding = false;
+    // The build's job is never scheduled.
+    held.splice(0);
+    expect([asked.status, asked.body.status]).toEqual([202, 'queued']);
+    expect(await auditOf(app, asked.body.id, ['action', 'actor_id', 'result'])).toEqual([{ action: 'patch_compliance_report.request', actor_id: viewer.user.id, result: 'success' }]);
+    try {
+      clock.set(new Date(Date.now() + 11 * 60_000));
+      await eventually(async () => (await rest(app, viewer.as).get(`/patches/compliance/report/${asked.body.id}`)).body.status === 'completed', 30_000, 'the report built again');
+    } finally {
+      clock.set(new Date());
     }
   });
 

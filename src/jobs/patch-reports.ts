@@ -1,5 +1,5 @@
 import { RequestContext } from '../auth/context.js';
-import { BUILD_JOB, BuildJobSchema, buildComplianceReport, deleteExpiredReports } from '../services/patching/compliance-reports.js';
+import { BUILD_JOB, BuildJobSchema, buildComplianceReport, deleteExpiredReports, requeueStalledReports } from '../services/patching/compliance-reports.js';
 import type { DueWork, JobDefinition } from './types.js';
 
 export const patchReportJobs: JobDefinition<never>[] = [
@@ -13,6 +13,14 @@ export const patchReportJobs: JobDefinition<never>[] = [
 ];
 
 export const patchReportDueWork: DueWork[] = [
+  {
+    // Every tick: an indexed probe of the unfinished reports (few: a build takes seconds).
+    name: 'patch-reports.requeue',
+    run: async (ctx, now) => {
+      const requeued = await requeueStalledReports(ctx, now);
+      if (requeued > 0) ctx.runtime.log.warn({ requeued }, 'stalled patch compliance reports queued again');
+    },
+  },
   {
     name: 'patch-reports.expiry',
     everySeconds: 3600,

@@ -28,6 +28,7 @@ import { Migration20261129120225_security_scores } from './Migration202611291202
 import { Migration20261129120251_patch_reports } from './Migration20261129120251_patch_reports.js';
 import { Migration20261129120402_patch_jobs } from './Migration20261129120402_patch_jobs.js';
 import { Migration20261129121451_third_party_catalog } from './Migration20261129121451_third_party_catalog.js';
+import { Migration20261129125652_patch_report_status } from './Migration20261129125652_patch_report_status.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -59,4 +60,5 @@ export const migrations = [
   { name: 'Migration20261129120251_patch_reports', class: Migration20261129120251_patch_reports },
   { name: 'Migration20261129120402_patch_jobs', class: Migration20261129120402_patch_jobs },
   { name: 'Migration20261129121451_third_party_catalog', class: Migration20261129121451_third_party_catalog },
+  { name: 'Migration20261129125652_patch_report_status', class: Migration20261129125652_patch_report_status },
 ];

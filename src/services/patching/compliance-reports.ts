@@ -7,6 +7,7 @@ import { uuidArray } from '../../db/arrays.js';
 import { withTransaction } from '../../db/transaction.js';
 import { AppError, notFound } from '../../errors.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
+import { recordAudit } from '../audit/api.js';
 import { csvLine } from '../shared/csv.js';
 import { siteNames } from '../tenancy/api.js';
 import { complianceFilters, complianceScope, scopeCompliance, summarize, type ComplianceScope, type ScopeCompliance } from './patch-compliance.js';
@@ -89,6 +90,7 @@ export async function requestComplianceReport(ctx: RequestContext, raw: PatchCom
   const report = await withTransaction(ctx, async (tx) => {
     const row = tx.em.create(PatchReport, { orgId, requestedBy: ctx.principal!.id, format, scope, createdAt: now, expiresAt: new Date(now.getTime() + TTL_MS) });
     await tx.em.flush();
+    await recordAudit(tx, { action: 'patch_compliance_report.request', resourceType: 'patch_report', resourceId: row.id, orgId, details: { format, ...scope } });
     tx.afterCommit(() => tx.runtime.jobs.schedule(BUILD_JOB, { reportId: row.id }));
     return row;
   });
@@ -148,6 +150,17 @@ export async function buildComplianceReport(ctx: RequestContext, reportId: strin
     const reason = error instanceof TooLarge ? error.message : 'The report could not be built';
     await ctx.em.nativeUpdate(PatchReport, { id: reportId }, { status: 'failed', error: reason, completedAt: ctx.runtime.clock.now() });
   }
+}
+
+/** A build that never started (its job lost) or died running is queued again: these minutes after its request or start. */
+const STALLED_MS = 10 * 60_000;
+
+/** Schedules the build of reports whose build stalled; answers how many. */
+export async function requeueStalledReports(ctx: RequestContext, now: Date): Promise<number> {
+  const before = new Date(now.getTime() - STALLED_MS);
+  const stalled = await ctx.em.find(PatchReport, { $or: [{ status: 'queued', createdAt: { $lte: before } }, { status: 'running', startedAt: { $lte: before } }], expiresAt: { $gt: now } }, { fields: ['id'], disableIdentityMap: true, limit: 100 });
+  for (const report of stalled) await ctx.runtime.jobs.schedule(BUILD_JOB, { reportId: report.id });
+  return stalled.length;
 }
 
 /** Expired reports go, files and all. */

@@ -19,6 +19,8 @@ export const patchingAuditActions = {
   'patch_policy.update': null,
   'patch_policy.delete': null,
   // Scans and rollbacks queue commands; patch.rollback is published when an agent reports one done, not when it is asked for.
+  // A compliance report is audited when asked for (no event: it belongs to whoever asked).
+  'patch_compliance_report.request': null,
   'patch.scan': null,
   'patch.rollback': null,
   // The third-party catalog is the platform's: audited in the system chain, not published.

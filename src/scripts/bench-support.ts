@@ -198,6 +198,66 @@ export function statementShapes(queries: Statement[], units: number): { perUnit:
   };
 }
 
+/** The statements the server sent for `GET path` that `pick` matches (a list's own SQL, without authentication's); at least one. */
+export async function serverQueries(pool: pg.Pool, port: number, path: string, headers: Record<string, string>, pick: RegExp): Promise<Statement[]> {
+  const { result, queries } = await captureQueries(() => request(port, { method: 'GET', path, headers }), pool);
+  if (result.status !== 200) throw new Error(`GET ${path}: ${result.status} ${JSON.stringify(result.body)}`);
+  const picked = queries.filter((q) => pick.test(q.text));
+  if (picked.length === 0) throw new Error(`no statement matching ${pick} among ${queries.length} statements of GET ${path}`);
+  return picked;
+}
+
+/** `statements` sent one after another by a bare `pg` client (the ceiling of a read), up to 100 times after 10 unmeasured: p50 and p99 of the whole. */
+export async function timeSql(pool: pg.Pool, statements: Statement[], samples: number) {
+  const client = await pool.connect();
+  try {
+    const latencies: number[] = [];
+    for (let i = 0; i < 10 + Math.min(samples, 100); i++) {
+      const sentAt = performance.now();
+      for (const query of statements) await client.query(query.text, query.values);
+      if (i >= 10) latencies.push(performance.now() - sentAt);
+    }
+    const { p50, p99 } = percentiles(latencies);
+    return { statements: statements.length, p50Ms: p50, p99Ms: p99 };
+  } finally {
+    client.release();
+  }
+}
+
+/** The plan's top node and the node that reads the table, and the execution time. */
+export async function explain(pool: pg.Pool, query: Statement) {
+  const { rows } = await pool.query(`explain (analyze, buffers, format json) ${query.text}`, query.values);
+  const [plan] = rows[0]['QUERY PLAN'] as { Plan: PlanNode; 'Execution Time': number; 'Planning Time': number }[];
+  const nodes: string[] = [];
+  for (let node: PlanNode | undefined = plan!.Plan; node; node = node.Plans?.[0]) {
+    nodes.push(
+      [
+        node['Node Type'],
+        node['Index Name'] ? `using ${node['Index Name']}` : node['Relation Name'] ? `on ${node['Relation Name']}` : '',
+        `(rows ${node['Actual Rows']}${node['Rows Removed by Filter'] ? `, removed by filter ${node['Rows Removed by Filter']}` : ''}, shared buffers hit ${node['Shared Hit Blocks'] ?? 0} read ${node['Shared Read Blocks'] ?? 0})`,
+        node['Index Cond'] ? `index cond ${node['Index Cond']}` : '',
+        node.Filter ? `filter ${node.Filter}` : '',
+      ]
+        .filter(Boolean)
+        .join(' '),
+    );
+  }
+  return { plan: nodes, executionTimeMs: plan!['Execution Time'], planningTimeMs: plan!['Planning Time'] };
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  Filter?: string;
+  'Actual Rows': number;
+  'Rows Removed by Filter'?: number;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+  Plans?: PlanNode[];
+}
+
 // ── CPU ─────────────────────────────────────────────────────────────────────────────────────────
 
 /**

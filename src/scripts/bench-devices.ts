@@ -42,6 +42,7 @@ import {
   benchOrg,
   bounded,
   captureQueries,
+  cursorAfterRow,
   explain,
   failures,
   loadFigures,
@@ -53,6 +54,7 @@ import {
   round,
   serverQueries,
   shapeOf,
+  signedInGetter,
   signedInUser,
   statementShapes,
   timeSql,
@@ -230,12 +232,7 @@ const DEVICE_SELECT = /^\s*select\b[\s\S]*\bfrom "?device"? as "?d0"?/i;
 async function deviceList(server: RunningServer, pool: pg.Pool): Promise<boolean> {
   const port = portOf(server);
   const orgId = await benchOrg(server.runtime, 'Bench fleet');
-  const headers = { authorization: `Bearer ${await signedInUser(server.runtime, port, orgId, 'Organization Technician')}` };
-  const get = async (path: string) => {
-    const answer = await request(port, { method: 'GET', path, headers });
-    if (answer.status !== 200) throw new Error(`bench: GET ${path}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
-    return answer.body as DevicePage;
-  };
+  const { headers, get } = await signedInGetter(server.runtime, port, orgId, 'Organization Technician');
   const seedStarted = performance.now();
   await seedFleet(pool, orgId, LIST_DEVICES);
   console.log(`bench: device-list — ${LIST_DEVICES} devices seeded and analyzed in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s; ${LIST_SAMPLES} requests per figure, one at a time`);
@@ -246,18 +243,11 @@ async function deviceList(server: RunningServer, pool: pg.Pool): Promise<boolean
   for (const sort of LIST_SORTS) {
     const order = `sort=${sort.name}&sortDir=${sort.dir}`;
     const base = `/api/v1/devices?limit=${PAGE}&${order}`;
-    // The cursor the server hands out with the page that ends on row DEEP_ROW.
-    let cursor: string | null = null;
-    for (let seen = 0; seen < DEEP_ROW; ) {
-      const page: DevicePage = await get(`/api/v1/devices?limit=${Math.min(1000, DEEP_ROW - seen)}&${order}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-      seen += page.devices.length;
-      cursor = page.nextCursor;
-      if (!cursor) throw new Error(`bench: the list (${sort.name}) ends after ${seen} rows, before row ${DEEP_ROW}`);
-    }
-    const deep = `${base}&cursor=${encodeURIComponent(cursor!)}`;
+    const cursor = await cursorAfterRow(get<DevicePage>, `/api/v1/devices?${order}`, DEEP_ROW, 1000, (page) => page.devices);
+    const deep = `${base}&cursor=${encodeURIComponent(cursor)}`;
     // Row DEEP_ROW + 1 of the same order, by the bench's own SQL: the deep page must start there.
     const { rows } = await pool.query(`select id from device where org_id = $1 and status <> 'decommissioned' order by ${sort.column} ${sort.dir}, id ${sort.dir} offset $2 limit 1`, [orgId, DEEP_ROW]);
-    const firstOfDeep = (await get(deep)).devices[0]?.id;
+    const firstOfDeep = (await get<DevicePage>(deep)).devices[0]?.id;
     if (firstOfDeep !== (rows[0] as { id: string } | undefined)?.id) {
       console.error(`bench: the page after row ${DEEP_ROW} (${sort.name}) starts at ${firstOfDeep}, not at row ${DEEP_ROW + 1} (${(rows[0] as { id: string } | undefined)?.id})`);
       ok = false;

@@ -28,36 +28,20 @@ import { createPatchPolicy } from '../services/patching/patch-policies.js';
 import type { RunningServer } from '../server.js';
 import { percentiles, runLoad, type LoadRequest } from './bench-load.js';
 import { replayStatements, seedAgents, typicalCapture, type SeededAgent } from './bench-devices.js';
-import {
-  Meter,
-  benchOrg,
-  bounded,
-  captureQueries,
-  explain,
-  failures,
-  loadFigures,
-  metered,
-  portOf,
-  print,
-  request,
-  serverQueries,
-  signedInUser,
-  statementShapes,
-  timeSql,
-  withPool,
-  type BenchSection,
-  type Statement,
-} from './bench-support.js';
+import { Meter, benchOrg, bounded, captureQueries, cursorAfterRow, explain, failures, loadFigures, metered, portOf, print, request, serverQueries, signedInGetter, statementShapes, timeSql, withPool, type BenchSection, type Statement } from './bench-support.js';
 
 const DEVICES = bounded('BENCH_PATCH_DEVICES', 200, 10_000);
 const REPORT_SIZE = bounded('BENCH_PATCH_REPORT_SIZE', 500, 5000);
-const SECONDS = bounded('BENCH_PATCH_SECONDS', 5, 300);
-const LIST_PATCHES = bounded('BENCH_PATCH_LIST_PATCHES', 5000, 200_000);
-const LIST_SAMPLES = bounded('BENCH_PATCH_LIST_SAMPLES', 200, 10_000);
+/** every device reports once at this many connections, then again and again at each of these */
 const FIRST_CONNECTIONS = 4;
 const STEADY_CONNECTIONS = [1, 4, 16];
+const SECONDS = bounded('BENCH_PATCH_SECONDS', 5, 300);
+
+const LIST_PATCHES = bounded('BENCH_PATCH_LIST_PATCHES', 5000, 200_000);
 const PAGE = 100;
+/** the deep page starts after the middle row */
 const DEEP_ROW = Math.max(PAGE, Math.floor(LIST_PATCHES / 2));
+const LIST_SAMPLES = bounded('BENCH_PATCH_LIST_SAMPLES', 200, 10_000);
 
 export const runPatchSection: BenchSection = (server) =>
   withPool(server.runtime, async (pool) => {
@@ -211,12 +195,7 @@ type PatchPage = { data: { id: string }[]; nextCursor: string | null };
 async function patchList(server: RunningServer, pool: pg.Pool): Promise<boolean> {
   const port = portOf(server);
   const orgId = await benchOrg(server.runtime, 'Bench patch list');
-  const headers = { authorization: `Bearer ${await signedInUser(server.runtime, port, orgId, 'Organization Viewer')}` };
-  const get = async (path: string) => {
-    const answer = await request(port, { method: 'GET', path, headers });
-    if (answer.status !== 200) throw new Error(`bench: GET ${path}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
-    return answer.body as PatchPage;
-  };
+  const { headers, get } = await signedInGetter(server.runtime, port, orgId, 'Organization Viewer');
   const seedStarted = performance.now();
   await seedAgents(pool, orgId, DEVICES);
   const statuses = await seedPatches(pool, orgId, LIST_PATCHES);
@@ -225,17 +204,12 @@ async function patchList(server: RunningServer, pool: pg.Pool): Promise<boolean>
   );
 
   const base = `/api/v1/patches?limit=${PAGE}`;
-  let cursor: string | null = null;
-  for (let seen = 0; seen < DEEP_ROW; ) {
-    const page: PatchPage = await get(`/api/v1/patches?limit=${Math.min(500, DEEP_ROW - seen)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    seen += page.data.length;
-    cursor = page.nextCursor;
-    if (!cursor) throw new Error(`bench: the patch list ends after ${seen} rows, before row ${DEEP_ROW}`);
-  }
-  const deep = `${base}&cursor=${encodeURIComponent(cursor!)}`;
+  // the largest page the list answers
+  const cursor = await cursorAfterRow(get<PatchPage>, '/api/v1/patches', DEEP_ROW, 500, (page) => page.data);
+  const deep = `${base}&cursor=${encodeURIComponent(cursor)}`;
   const { rows } = await pool.query(`select id from patch where org_id = $1 order by created_at desc, id desc offset $2 limit 1`, [orgId, DEEP_ROW]);
   const expected = (rows[0] as { id: string } | undefined)?.id;
-  const firstOfDeep = (await get(deep)).data[0]?.id;
+  const firstOfDeep = (await get<PatchPage>(deep)).data[0]?.id;
   let ok = firstOfDeep === expected;
   if (!ok) console.error(`bench: the patch page after row ${DEEP_ROW} starts at ${firstOfDeep}, not at row ${DEEP_ROW + 1} (${expected})`);
 

@@ -84,6 +84,36 @@ export function request(port: number, req: LoadRequest): Promise<{ status: numbe
 }
 
 /**
+ * A user of `orgId` with the seeded role `role`, signed in (`signedInUser`): their Bearer header, and
+ * GETs with it on the server on `port`, each of which must answer 200 (answers the body).
+ */
+export async function signedInGetter(runtime: Runtime, port: number, orgId: string, role: string) {
+  const headers = { authorization: `Bearer ${await signedInUser(runtime, port, orgId, role)}` };
+  const get = async <T>(path: string): Promise<T> => {
+    const answer = await request(port, { method: 'GET', path, headers });
+    if (answer.status !== 200) throw new Error(`bench: GET ${path}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+    return answer.body as T;
+  };
+  return { headers, get };
+}
+
+/**
+ * The cursor the server hands out with the page that ends on row `row` of the cursor list at `path`
+ * (with its filters and order, without limit and cursor), reached by walking it `step` rows at a time;
+ * `items` picks a page's rows out of its body.
+ */
+export async function cursorAfterRow<P extends { nextCursor: string | null }>(get: (path: string) => Promise<P>, path: string, row: number, step: number, items: (page: P) => unknown[]): Promise<string> {
+  let cursor: string | null = null;
+  for (let seen = 0; seen < row; ) {
+    const page: P = await get(`${path}${path.includes('?') ? '&' : '?'}limit=${Math.min(step, row - seen)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    seen += items(page).length;
+    cursor = page.nextCursor;
+    if (!cursor) throw new Error(`bench: ${path} ends after ${seen} rows, before row ${row}`);
+  }
+  return cursor!;
+}
+
+/**
  * A plain `node:http` server, the HTTP ceiling: each request's body is read whole, `answer` turns it
  * (and the request's headers, for a ceiling that authenticates) into a JSON text, sent with 200 (500
  * if `answer` throws). Runs `fn` with its port, then closes.

@@ -273,7 +273,7 @@ async function seedPatches(pool: pg.Pool, orgId: string, count: number): Promise
   );
   const { rowCount } = await pool.query(
     `insert into patch_device_status (id, patch_id, device_id, status, reported_at)
-     select gen_random_uuid(), p.id, d.id, (array['installed', 'installed', 'installed', 'installed', 'installed', 'installed', 'missing', 'missing', 'failed', 'pending_reboot'])[1 + (p.n / 10 + d.n / 10) % 10], now()
+     select gen_random_uuid(), p.id, d.id, (array['installed', 'installed', 'installed', 'installed', 'installed', 'installed', 'missing', 'missing', 'failed', 'pending_reboot'])[1 + ((p.n / 10 + d.n / 10) % 10)::int], now()
        from (select id, row_number() over (order by created_at, id) as n from patch where org_id = $1) as p
        join (select id, row_number() over (order by id) as n from device where org_id = $1) as d on p.n % 10 = d.n % 10`,
     [orgId],

@@ -254,6 +254,9 @@ export async function timeSql(pool: pg.Pool, statements: Statement[], samples: n
   }
 }
 
+/** A condition as printed, cut short (a page's ids in `= any(...)` would fill the screen). */
+const clipped = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text);
+
 /** The plan's top node and the node that reads the table, and the execution time. */
 export async function explain(pool: pg.Pool, query: Statement) {
   const { rows } = await pool.query(`explain (analyze, buffers, format json) ${query.text}`, query.values);
@@ -265,8 +268,8 @@ export async function explain(pool: pg.Pool, query: Statement) {
         node['Node Type'],
         node['Index Name'] ? `using ${node['Index Name']}` : node['Relation Name'] ? `on ${node['Relation Name']}` : '',
         `(rows ${node['Actual Rows']}${node['Rows Removed by Filter'] ? `, removed by filter ${node['Rows Removed by Filter']}` : ''}, shared buffers hit ${node['Shared Hit Blocks'] ?? 0} read ${node['Shared Read Blocks'] ?? 0})`,
-        node['Index Cond'] ? `index cond ${node['Index Cond']}` : '',
-        node.Filter ? `filter ${node.Filter}` : '',
+        node['Index Cond'] ? `index cond ${clipped(node['Index Cond'])}` : '',
+        node.Filter ? `filter ${clipped(node.Filter)}` : '',
       ]
         .filter(Boolean)
         .join(' '),

@@ -42,6 +42,8 @@ import {
   benchOrg,
   bounded,
   captureQueries,
+  cursorAfterRow,
+  explain,
   failures,
   loadFigures,
   metered,
@@ -50,9 +52,12 @@ import {
   print,
   request,
   round,
+  serverQueries,
   shapeOf,
+  signedInGetter,
   signedInUser,
   statementShapes,
+  timeSql,
   withPlainServer,
   withPool,
   type BenchSection,
@@ -100,7 +105,7 @@ async function heartbeats(server: RunningServer, pool: pg.Pool): Promise<boolean
   const captured: Statement[][] = [];
   for (const agent of sample) captured.push((await captureQueries(() => request(port, heartbeatRequest(agent)), pool)).queries);
   const shapes = statementShapes(captured.flat(), sample.length);
-  const unbatched = await replayHeartbeats(pool, typicalHeartbeat(sample, captured), agents, HEARTBEAT_CONNECTIONS, 5000);
+  const unbatched = await replayStatements(pool, typicalCapture(sample, captured), agents, HEARTBEAT_CONNECTIONS, 5000);
   const measured = await metered(pool, (onWindow) => runLoad({ ...load, port }, onWindow));
   await seedAlertRules(server, orgId);
   // One heartbeat per device first: each instance reads a device's alert standing once, on its first heartbeat after start-up.
@@ -158,8 +163,8 @@ export function heartbeatRequest(agent: SeededAgent): LoadRequest {
   };
 }
 
-/** The statements the most heartbeats of the sample sent (the same shapes in the same order), with the agent they were sent for. */
-function typicalHeartbeat(sample: SeededAgent[], captured: Statement[][]): { agent: SeededAgent; statements: Statement[] } {
+/** The statements the most requests of the sample sent (the same shapes in the same order; a job's or the outbox poll's meanwhile differ), with the agent they were sent for. */
+export function typicalCapture(sample: SeededAgent[], captured: Statement[][]): { agent: SeededAgent; statements: Statement[] } {
   const counts = new Map<string, number>();
   const keys = captured.map((statements) => statements.map((q) => shapeOf(q.text)).join('\n'));
   for (const key of keys) counts.set(key, (counts.get(key) ?? 0) + 1);
@@ -168,12 +173,12 @@ function typicalHeartbeat(sample: SeededAgent[], captured: Statement[][]): { age
 }
 
 /**
- * What PostgreSQL alone costs per heartbeat: the statements the route sent for one heartbeat
- * (captured above), sent again by a bare `pg` pool as large as the ORM's from `connections` closed
+ * What PostgreSQL alone costs per request of an agent (a heartbeat, a report): the statements the route sent for one
+ * (`typicalCapture`), sent again by a bare `pg` pool as large as the ORM's from `connections` closed
  * loops, each time with another device's agent id, device id and token hash in place of the
  * captured ones. No HTTP, no ORM; prepared statements keep their names.
  */
-async function replayHeartbeats(pool: pg.Pool, template: { agent: SeededAgent; statements: Statement[] }, agents: SeededAgent[], connections: number, durationMs: number) {
+export async function replayStatements(pool: pg.Pool, template: { agent: SeededAgent; statements: Statement[] }, agents: SeededAgent[], connections: number, durationMs: number) {
   const from = [template.agent.agentId, template.agent.deviceId, sha256Hex(template.agent.token)];
   const swap = (value: unknown, to: string[]): unknown => (typeof value === 'string' ? from.reduce((text, id, i) => text.split(id).join(to[i]!), value) : value);
   const latencies: number[] = [];
@@ -221,15 +226,13 @@ const LIST_SORTS = [
 
 type DevicePage = { devices: { id: string }[]; nextCursor: string | null };
 
+/** The list's own statement among those of a request (the ORM's select of devices). */
+const DEVICE_SELECT = /^\s*select\b[\s\S]*\bfrom "?device"? as "?d0"?/i;
+
 async function deviceList(server: RunningServer, pool: pg.Pool): Promise<boolean> {
   const port = portOf(server);
   const orgId = await benchOrg(server.runtime, 'Bench fleet');
-  const headers = { authorization: `Bearer ${await signedInUser(server.runtime, port, orgId, 'Organization Technician')}` };
-  const get = async (path: string) => {
-    const answer = await request(port, { method: 'GET', path, headers });
-    if (answer.status !== 200) throw new Error(`bench: GET ${path}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
-    return answer.body as DevicePage;
-  };
+  const { headers, get } = await signedInGetter(server.runtime, port, orgId, 'Organization Technician');
   const seedStarted = performance.now();
   await seedFleet(pool, orgId, LIST_DEVICES);
   console.log(`bench: device-list — ${LIST_DEVICES} devices seeded and analyzed in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s; ${LIST_SAMPLES} requests per figure, one at a time`);
@@ -240,35 +243,28 @@ async function deviceList(server: RunningServer, pool: pg.Pool): Promise<boolean
   for (const sort of LIST_SORTS) {
     const order = `sort=${sort.name}&sortDir=${sort.dir}`;
     const base = `/api/v1/devices?limit=${PAGE}&${order}`;
-    // The cursor the server hands out with the page that ends on row DEEP_ROW.
-    let cursor: string | null = null;
-    for (let seen = 0; seen < DEEP_ROW; ) {
-      const page: DevicePage = await get(`/api/v1/devices?limit=${Math.min(1000, DEEP_ROW - seen)}&${order}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-      seen += page.devices.length;
-      cursor = page.nextCursor;
-      if (!cursor) throw new Error(`bench: the list (${sort.name}) ends after ${seen} rows, before row ${DEEP_ROW}`);
-    }
-    const deep = `${base}&cursor=${encodeURIComponent(cursor!)}`;
+    const cursor = await cursorAfterRow(get<DevicePage>, `/api/v1/devices?${order}`, DEEP_ROW, 1000, (page) => page.devices);
+    const deep = `${base}&cursor=${encodeURIComponent(cursor)}`;
     // Row DEEP_ROW + 1 of the same order, by the bench's own SQL: the deep page must start there.
     const { rows } = await pool.query(`select id from device where org_id = $1 and status <> 'decommissioned' order by ${sort.column} ${sort.dir}, id ${sort.dir} offset $2 limit 1`, [orgId, DEEP_ROW]);
-    const firstOfDeep = (await get(deep)).devices[0]?.id;
+    const firstOfDeep = (await get<DevicePage>(deep)).devices[0]?.id;
     if (firstOfDeep !== (rows[0] as { id: string } | undefined)?.id) {
       console.error(`bench: the page after row ${DEEP_ROW} (${sort.name}) starts at ${firstOfDeep}, not at row ${DEEP_ROW + 1} (${(rows[0] as { id: string } | undefined)?.id})`);
       ok = false;
     }
 
     // The SQL the server runs for each page, to time it bare and to explain the deep one.
-    const firstSql = await serverQuery(pool, port, base, headers);
-    const deepSql = await serverQuery(pool, port, deep, headers);
+    const firstSql = await serverQueries(pool, port, base, headers, DEVICE_SELECT);
+    const deepSql = await serverQueries(pool, port, deep, headers, DEVICE_SELECT);
     const one = { port, connections: 1, warmupMs: 300, durationMs: 60_000, maxCount: LIST_SAMPLES };
     const first = await runLoad({ ...one, requests: [{ method: 'GET', path: base, headers }] });
     const deepPage = await runLoad({ ...one, requests: [{ method: 'GET', path: deep, headers }] });
     ok = ok && failures(first) === 0 && failures(deepPage) === 0;
     figures[`${sort.name} ${sort.dir}`] = {
-      firstPage: { ...loadFigures(first, false), ceilingBareSql: await timeSql(pool, firstSql) },
-      [`pageAfterRow${DEEP_ROW}`]: { ...loadFigures(deepPage, false), ceilingBareSql: await timeSql(pool, deepSql) },
+      firstPage: { ...loadFigures(first, false), ceilingBareSql: await timeSql(pool, firstSql, LIST_SAMPLES) },
+      [`pageAfterRow${DEEP_ROW}`]: { ...loadFigures(deepPage, false), ceilingBareSql: await timeSql(pool, deepSql, LIST_SAMPLES) },
     };
-    plans.push({ sort: `${sort.name} ${sort.dir}`, ...(await explain(pool, deepSql)) });
+    plans.push({ sort: `${sort.name} ${sort.dir}`, ...(await explain(pool, deepSql[0]!)) });
   }
   // What one list request sends to PostgreSQL (the first page by hostname, 20 times).
   const { queries } = await captureQueries(async () => {
@@ -279,65 +275,6 @@ async function deviceList(server: RunningServer, pool: pg.Pool): Promise<boolean
     deviceList: { devices: LIST_DEVICES, limit: PAGE, ...figures, statementsPerRequest: shapes.perUnit, statements: shapes.list, explainPageAfterRow: { row: DEEP_ROW, plans } },
   });
   return ok;
-}
-
-/** The device-list SELECT the server sent for `path`. */
-async function serverQuery(pool: pg.Pool, port: number, path: string, headers: Record<string, string>): Promise<Statement> {
-  const { result, queries } = await captureQueries(() => request(port, { method: 'GET', path, headers }), pool);
-  if (result.status !== 200) throw new Error(`GET ${path}: ${result.status} ${JSON.stringify(result.body)}`);
-  const query = queries.find((q) => /^\s*select\b[\s\S]*\bfrom "?device"? as "?d0"?/i.test(q.text));
-  if (!query) throw new Error(`no device select among ${queries.length} statements of GET ${path}`);
-  return query;
-}
-
-async function timeSql(pool: pg.Pool, query: Statement) {
-  const client = await pool.connect();
-  try {
-    const latencies: number[] = [];
-    for (let i = 0; i < 10 + Math.min(LIST_SAMPLES, 100); i++) {
-      const sentAt = performance.now();
-      await client.query(query.text, query.values);
-      if (i >= 10) latencies.push(performance.now() - sentAt);
-    }
-    const { p50, p99 } = percentiles(latencies);
-    return { p50Ms: p50, p99Ms: p99 };
-  } finally {
-    client.release();
-  }
-}
-
-/** The plan's top node and the node that reads the table, and the execution time. */
-async function explain(pool: pg.Pool, query: Statement) {
-  const { rows } = await pool.query(`explain (analyze, buffers, format json) ${query.text}`, query.values);
-  const [plan] = rows[0]['QUERY PLAN'] as { Plan: PlanNode; 'Execution Time': number; 'Planning Time': number }[];
-  const nodes: string[] = [];
-  for (let node: PlanNode | undefined = plan!.Plan; node; node = node.Plans?.[0]) {
-    nodes.push(
-      [
-        node['Node Type'],
-        node['Index Name'] ? `using ${node['Index Name']}` : node['Relation Name'] ? `on ${node['Relation Name']}` : '',
-        `(rows ${node['Actual Rows']}${node['Rows Removed by Filter'] ? `, removed by filter ${node['Rows Removed by Filter']}` : ''}, shared buffers hit ${node['Shared Hit Blocks'] ?? 0} read ${node['Shared Read Blocks'] ?? 0})`,
-        node['Index Cond'] ? `index cond ${node['Index Cond']}` : '',
-        node.Filter ? `filter ${node.Filter}` : '',
-      ]
-        .filter(Boolean)
-        .join(' '),
-    );
-  }
-  return { plan: nodes, executionTimeMs: plan!['Execution Time'], planningTimeMs: plan!['Planning Time'] };
-}
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  Filter?: string;
-  'Actual Rows': number;
-  'Rows Removed by Filter'?: number;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
 }
 
 // ── device status events ────────────────────────────────────────────────────────────────────────

@@ -84,6 +84,36 @@ export function request(port: number, req: LoadRequest): Promise<{ status: numbe
 }
 
 /**
+ * A user of `orgId` with the seeded role `role`, signed in (`signedInUser`): their Bearer header, and
+ * GETs with it on the server on `port`, each of which must answer 200 (answers the body).
+ */
+export async function signedInGetter(runtime: Runtime, port: number, orgId: string, role: string) {
+  const headers = { authorization: `Bearer ${await signedInUser(runtime, port, orgId, role)}` };
+  const get = async <T>(path: string): Promise<T> => {
+    const answer = await request(port, { method: 'GET', path, headers });
+    if (answer.status !== 200) throw new Error(`bench: GET ${path}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+    return answer.body as T;
+  };
+  return { headers, get };
+}
+
+/**
+ * The cursor the server hands out with the page that ends on row `row` of the cursor list at `path`
+ * (with its filters and order, without limit and cursor), reached by walking it `step` rows at a time;
+ * `items` picks a page's rows out of its body.
+ */
+export async function cursorAfterRow<P extends { nextCursor: string | null }>(get: (path: string) => Promise<P>, path: string, row: number, step: number, items: (page: P) => unknown[]): Promise<string> {
+  let cursor: string | null = null;
+  for (let seen = 0; seen < row; ) {
+    const page: P = await get(`${path}${path.includes('?') ? '&' : '?'}limit=${Math.min(step, row - seen)}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    seen += items(page).length;
+    cursor = page.nextCursor;
+    if (!cursor) throw new Error(`bench: ${path} ends after ${seen} rows, before row ${row}`);
+  }
+  return cursor!;
+}
+
+/**
  * A plain `node:http` server, the HTTP ceiling: each request's body is read whole, `answer` turns it
  * (and the request's headers, for a ceiling that authenticates) into a JSON text, sent with 200 (500
  * if `answer` throws). Runs `fn` with its port, then closes.
@@ -196,6 +226,69 @@ export function statementShapes(queries: Statement[], units: number): { perUnit:
     perUnit: round(queries.length / units),
     list: [...counts.entries()].sort((a, b) => b[1] - a[1]).map(([shape, n]) => `${round(n / units)}× ${shape.length > 300 ? `${shape.slice(0, 300)}…` : shape}`),
   };
+}
+
+/** The statements the server sent for `GET path` that `pick` matches (a list's own SQL, without authentication's); at least one. */
+export async function serverQueries(pool: pg.Pool, port: number, path: string, headers: Record<string, string>, pick: RegExp): Promise<Statement[]> {
+  const { result, queries } = await captureQueries(() => request(port, { method: 'GET', path, headers }), pool);
+  if (result.status !== 200) throw new Error(`GET ${path}: ${result.status} ${JSON.stringify(result.body)}`);
+  const picked = queries.filter((q) => pick.test(q.text));
+  if (picked.length === 0) throw new Error(`no statement matching ${pick} among ${queries.length} statements of GET ${path}`);
+  return picked;
+}
+
+/** `statements` sent one after another by a bare `pg` client (the ceiling of a read), up to 100 times after 10 unmeasured: p50 and p99 of the whole. */
+export async function timeSql(pool: pg.Pool, statements: Statement[], samples: number) {
+  const client = await pool.connect();
+  try {
+    const latencies: number[] = [];
+    for (let i = 0; i < 10 + Math.min(samples, 100); i++) {
+      const sentAt = performance.now();
+      for (const query of statements) await client.query(query.text, query.values);
+      if (i >= 10) latencies.push(performance.now() - sentAt);
+    }
+    const { p50, p99 } = percentiles(latencies);
+    return { statements: statements.length, p50Ms: p50, p99Ms: p99 };
+  } finally {
+    client.release();
+  }
+}
+
+/** A condition as printed, cut short (a page's ids in `= any(...)` would fill the screen). */
+const clipped = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text);
+
+/** The plan's top node and the node that reads the table, and the execution time. */
+export async function explain(pool: pg.Pool, query: Statement) {
+  const { rows } = await pool.query(`explain (analyze, buffers, format json) ${query.text}`, query.values);
+  const [plan] = rows[0]['QUERY PLAN'] as { Plan: PlanNode; 'Execution Time': number; 'Planning Time': number }[];
+  const nodes: string[] = [];
+  for (let node: PlanNode | undefined = plan!.Plan; node; node = node.Plans?.[0]) {
+    nodes.push(
+      [
+        node['Node Type'],
+        node['Index Name'] ? `using ${node['Index Name']}` : node['Relation Name'] ? `on ${node['Relation Name']}` : '',
+        `(rows ${node['Actual Rows']}${node['Rows Removed by Filter'] ? `, removed by filter ${node['Rows Removed by Filter']}` : ''}, shared buffers hit ${node['Shared Hit Blocks'] ?? 0} read ${node['Shared Read Blocks'] ?? 0})`,
+        node['Index Cond'] ? `index cond ${clipped(node['Index Cond'])}` : '',
+        node.Filter ? `filter ${clipped(node.Filter)}` : '',
+      ]
+        .filter(Boolean)
+        .join(' '),
+    );
+  }
+  return { plan: nodes, executionTimeMs: plan!['Execution Time'], planningTimeMs: plan!['Planning Time'] };
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  Filter?: string;
+  'Actual Rows': number;
+  'Rows Removed by Filter'?: number;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+  Plans?: PlanNode[];
 }
 
 // ── CPU ─────────────────────────────────────────────────────────────────────────────────────────

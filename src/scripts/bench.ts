@@ -14,6 +14,8 @@
  *   same transactions without the append (nothing queues);
  * - `webhooks`: fan-out, delivery, latency, cross-instance subscriptions (bench-webhooks.ts);
  * - `heartbeats`, `device-list`, `device-events` (`devices` stands for the three): bench-devices.ts;
+ * - `patches`: agents' patch reports (first and steady) beside their statements replayed bare, and the
+ *   patch list's first and deep pages beside its SQL (bench-patches.ts);
  * - `graphql`: queries through Apollo beside graphql-js `execute` on the same schema, and thousands of
  *   graphql-ws subscribers held and reached (bench-graphql.ts).
  * Shared plumbing (ceiling servers, CPU meter, statement capture, fixtures): bench-support.ts.
@@ -35,6 +37,7 @@ import { startServer, type RunningServer } from '../server.js';
 import { recordAudit } from '../services/audit/record.js';
 import { DEVICE_SECTIONS } from './bench-devices.js';
 import { runGraphqlSection } from './bench-graphql.js';
+import { runPatchSection } from './bench-patches.js';
 import { runRequestSection } from './bench-requests.js';
 import { benchOrg, bounded, machineCpu, print, sleep, type BenchSection } from './bench-support.js';
 import { runWebhookSection } from './bench-webhooks.js';
@@ -45,7 +48,7 @@ const AUDIT_WRITES = bounded('BENCH_AUDIT_WRITES', 200, 5000);
 const AUDIT_HOLD_MS = bounded('BENCH_AUDIT_HOLD_MS', 5, 100);
 const AUDIT_WRITERS = 8;
 
-const SECTIONS: Record<string, BenchSection> = { requests: runRequestSection, audit: auditedWrites, webhooks: runWebhookSection, ...DEVICE_SECTIONS, graphql: runGraphqlSection };
+const SECTIONS: Record<string, BenchSection> = { requests: runRequestSection, audit: auditedWrites, webhooks: runWebhookSection, ...DEVICE_SECTIONS, patches: runPatchSection, graphql: runGraphqlSection };
 const GROUPS: Record<string, string[]> = { devices: Object.keys(DEVICE_SECTIONS), all: Object.keys(SECTIONS) };
 
 const named = (process.argv.length > 2 ? process.argv.slice(2) : (process.env.BENCH_SECTIONS ?? '').split(',')).map((s) => s.trim()).filter(Boolean);

@@ -69,12 +69,18 @@ export async function applyPatchPolicy(tx: RequestContext, policy: PatchPolicy):
 }
 
 /** Applies the organization's enabled policies that target the device to the patches it reports (its patch report's transaction). */
-export async function applyPatchPoliciesToDevice(tx: RequestContext, device: Pick<Device, 'id' | 'orgId' | 'siteId'>): Promise<number> {
-  const policies = await tx.em.find(PatchPolicy, { orgId: device.orgId, enabled: true }, { disableIdentityMap: true });
-  if (policies.length === 0) return 0;
+/** The organization's enabled patch policies that target the device (one read, and its groups when a policy names some), oldest first. */
+export async function policiesTargeting(tx: RequestContext, device: Pick<Device, 'id' | 'orgId' | 'siteId'>): Promise<PatchPolicy[]> {
+  const policies = await tx.em.find(PatchPolicy, { orgId: device.orgId, enabled: true }, { orderBy: { createdAt: 'asc', id: 'asc' }, disableIdentityMap: true });
   const targets = policies.map((policy) => ({ policy, target: policyTarget(policy) }));
   const groupIds = targets.some((t) => t.target.groupIds) ? await deviceGroupIds(tx.em, device.id) : [];
-  const applying = targets.filter((t) => t.policy.autoApprove.length > 0 && matches(device, t.target, groupIds)).map((t) => t.policy.id);
+  return targets.filter((t) => matches(device, t.target, groupIds)).map((t) => t.policy);
+}
+
+/** A device reported its patches: the policies that target it (`policiesTargeting`) approve its pending patches they match. */
+export async function applyPatchPoliciesToDevice(tx: RequestContext, device: Pick<Device, 'id' | 'orgId'>, targeting: readonly PatchPolicy[]): Promise<number> {
+  const applying = targeting.filter((policy) => policy.autoApprove.length > 0).map((policy) => policy.id);
+  if (applying.length === 0) return 0;
   return approveMatching(tx, device.orgId, applying, [device.id]);
 }
 

@@ -12,7 +12,7 @@ import { notFound } from '../../errors.js';
 import { emitMany } from '../../events/outbox.js';
 import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
-import { deviceGroupIds, findDevices, matches, queueCommand, type CommandTypeHooks } from '../devices/api.js';
+import { findDevices, queueCommand, type CommandTypeHooks } from '../devices/api.js';
 import { patchingDeferredDeviceIds } from '../maintenance/api.js';
 import { previousStart } from '../shared/schedule.js';
 import { policyTarget } from './auto-approval.js';
@@ -288,12 +288,8 @@ export async function installForOrg(tx: RequestContext, orgId: string): Promise<
 }
 
 /** A device reported its patches: the immediate policies that target it install its approved missing ones. */
-export async function installForDevice(tx: RequestContext, device: Pick<Device, 'id' | 'orgId' | 'siteId'>): Promise<void> {
-  const policies = await immediatePolicies(tx, device.orgId);
-  if (policies.length === 0) return;
-  const targets = policies.map((policy) => ({ policy, target: policyTarget(policy) }));
-  const groupIds = targets.some((t) => t.target.groupIds) ? await deviceGroupIds(tx.em, device.id) : [];
-  for (const { policy, target } of targets) if (matches(device, target, groupIds)) await startJob(tx, policy, { deviceIds: [device.id], busy: 'rerun' });
+export async function installForDevice(tx: RequestContext, device: Pick<Device, 'id'>, targeting: readonly PatchPolicy[]): Promise<void> {
+  for (const policy of targeting.filter(isImmediate)) await startJob(tx, policy, { deviceIds: [device.id], busy: 'rerun' });
 }
 
 // ── the due work ────────────────────────────────────────────────────────────────────────────────

@@ -12,7 +12,7 @@ import { emitMany } from '../../events/outbox.js';
 import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { findDevices, inventoryPart, siteLimitedDevicesSql } from '../devices/api.js';
-import { applyPatchPoliciesToDevice } from './auto-approval.js';
+import { applyPatchPoliciesToDevice, policiesTargeting } from './auto-approval.js';
 import { installForDevice } from './patch-jobs.js';
 import { ENRICH_JOB } from './cve-enrichment.js';
 import { boundedJson } from '../shared/json.js';
@@ -102,18 +102,36 @@ const ReportedPatchSchema = z.object({
 });
 type ReportedPatch = z.output<typeof ReportedPatchSchema>;
 
-const UPSERT_PATCHES = `insert into patch (id, org_id, source, external_id, title, severity, kb_number, package_name, version, vendor, release_date, cve_ids, approval_status, created_at, updated_at)
-    select gen_random_uuid(), ?, t.source, t.external_id, t.title, t.severity, t.kb_number, t.package_name, t.version, t.vendor, t.release_date::date, '[]'::jsonb, 'pending', ?, ?
-      from jsonb_to_recordset(?::jsonb) as t(source text, external_id text, title text, severity text, kb_number text, package_name text, version text, vendor text, release_date text)
-  on conflict (org_id, source, external_id) do update
-    set title = excluded.title, severity = excluded.severity, kb_number = excluded.kb_number, package_name = excluded.package_name,
-        version = excluded.version, vendor = excluded.vendor, release_date = excluded.release_date, updated_at = excluded.updated_at,
-        -- another package or version is enriched anew (cve-enrichment.ts)
-        (cve_ids, cvss_score, enriched_at) = (select case when moved then '[]'::jsonb else patch.cve_ids end, case when moved then null else patch.cvss_score end, case when moved then null else patch.enriched_at end
-          from (select (patch.package_name, patch.version) is distinct from (excluded.package_name, excluded.version) as moved) m)
-    where (patch.title, patch.severity, patch.kb_number, patch.package_name, patch.version, patch.vendor, patch.release_date)
-      is distinct from (excluded.title, excluded.severity, excluded.kb_number, excluded.package_name, excluded.version, excluded.vendor, excluded.release_date)
-  returning id, (xmax = 0) as inserted, (source = 'third_party' and enriched_at is null) as unenriched`;
+/*
+ * New patches are inserted and changed ones updated; unchanged ones are not written, nor locked (an
+ * upsert's `do update … where` would lock every reported row until commit, so every report of an
+ * organization's devices, which name the same patches, would queue behind the others).
+ */
+const MOVED = '(patch.package_name, patch.version) is distinct from (t.package_name, t.version)';
+const WRITE_PATCHES = `with t as (
+      select * from jsonb_to_recordset(?::jsonb) as t(source text, external_id text, title text, severity text, kb_number text, package_name text, version text, vendor text, release_date date)
+    ),
+    changed as (
+      update patch set title = t.title, severity = t.severity, kb_number = t.kb_number, package_name = t.package_name,
+          version = t.version, vendor = t.vendor, release_date = t.release_date, updated_at = ?,
+          -- another package or version is enriched anew (cve-enrichment.ts)
+          cve_ids = case when ${MOVED} then '[]'::jsonb else patch.cve_ids end,
+          cvss_score = case when ${MOVED} then null else patch.cvss_score end,
+          enriched_at = case when ${MOVED} then null else patch.enriched_at end
+        from t
+        where patch.org_id = ? and patch.source = t.source and patch.external_id = t.external_id
+          and (patch.title, patch.severity, patch.kb_number, patch.package_name, patch.version, patch.vendor, patch.release_date)
+            is distinct from (t.title, t.severity, t.kb_number, t.package_name, t.version, t.vendor, t.release_date)
+        returning patch.id, patch.source = 'third_party' and patch.enriched_at is null as unenriched
+    ),
+    added as (
+      insert into patch (id, org_id, source, external_id, title, severity, kb_number, package_name, version, vendor, release_date, cve_ids, approval_status, created_at, updated_at)
+        select gen_random_uuid(), ?, t.source, t.external_id, t.title, t.severity, t.kb_number, t.package_name, t.version, t.vendor, t.release_date, '[]'::jsonb, 'pending', ?, ?
+          from t
+      on conflict (org_id, source, external_id) do nothing
+      returning id, source = 'third_party' as unenriched
+    )
+  select id, false as inserted, unenriched from changed union all select id, true as inserted, unenriched from added`;
 
 const INSERT_STATUSES = `insert into patch_device_status (id, patch_id, device_id, status, reported_at)
     select gen_random_uuid(), p.id, ?, t.status, ?
@@ -145,7 +163,7 @@ async function ingestPatches(tx: RequestContext, device: Device, items: Reported
       vendor: p.vendor,
       release_date: p.releaseDate,
     }));
-    const written = (await tx.em.execute(UPSERT_PATCHES, [device.orgId, now, now, JSON.stringify(catalog)])) as { id: string; inserted: boolean; unenriched: boolean }[];
+    const written = (await tx.em.execute(WRITE_PATCHES, [JSON.stringify(catalog), now, device.orgId, device.orgId, now, now])) as { id: string; inserted: boolean; unenriched: boolean }[];
     unenriched ||= written.some((row) => row.unenriched);
     const statuses = batch.map((p) => ({ source: p.source, external_id: p.externalId, status: p.status }));
     await tx.em.execute(INSERT_STATUSES, [device.id, now, JSON.stringify(statuses), device.orgId]);
@@ -153,8 +171,9 @@ async function ingestPatches(tx: RequestContext, device: Device, items: Reported
   }
   // The organization's patch policies that target the device approve what they match, in the report's
   // transaction, and its immediate ones install what the device now reports missing and approved.
-  await applyPatchPoliciesToDevice(tx, device);
-  await installForDevice(tx, device);
+  const targeting = await policiesTargeting(tx, device);
+  await applyPatchPoliciesToDevice(tx, device, targeting);
+  await installForDevice(tx, device, targeting);
   // Enriched from the vulnerability database outside the agent's request (the due-work tick retries what this misses).
   if (unenriched) tx.afterCommit(() => tx.runtime.jobs.schedule(ENRICH_JOB, {}));
 }

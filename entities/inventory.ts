@@ -3,36 +3,10 @@ import { Entity, Index, ManyToOne, PrimaryKey, Property } from '@mikro-orm/core'
 import { Device } from './device.js';
 
 /*
- * The inventory an agent reported, one row per item, owned by the inventory domain. Each part a
- * device reports replaces that device's rows of the part; parts not reported stay as they were.
+ * The inventory an agent reported, one row per item, owned by the inventory domain (its software part:
+ * entities/software.ts). Each part a device reports replaces that device's rows of the part; parts not
+ * reported stay as they were.
  */
-
-/** An installed application, as the device's last software report listed it. */
-@Entity()
-@Index({ properties: ['deviceId'] })
-export class DeviceSoftware {
-  @PrimaryKey({ type: 'uuid' })
-  id: string = randomUUID();
-
-  @ManyToOne(() => Device, { mapToPk: true, fieldName: 'device_id', deleteRule: 'cascade' })
-  deviceId!: string;
-
-  @Property({ type: 'string', length: 500 })
-  name!: string;
-
-  @Property({ type: 'string', length: 200, nullable: true })
-  version: string | null = null;
-
-  @Property({ type: 'string', length: 500, nullable: true })
-  publisher: string | null = null;
-
-  /** a calendar date, `YYYY-MM-DD` */
-  @Property({ type: 'date', nullable: true })
-  installDate: string | null = null;
-
-  @Property({ type: 'timestamptz' })
-  reportedAt!: Date;
-}
 
 /** A network interface the device's last network report listed. */
 @Entity()

@@ -29,6 +29,7 @@ import { Migration20261129120251_patch_reports } from './Migration20261129120251
 import { Migration20261129120402_patch_jobs } from './Migration20261129120402_patch_jobs.js';
 import { Migration20261129121451_third_party_catalog } from './Migration20261129121451_third_party_catalog.js';
 import { Migration20261129125652_patch_report_status } from './Migration20261129125652_patch_report_status.js';
+import { Migration20261129133349_software_catalog } from './Migration20261129133349_software_catalog.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -61,4 +62,5 @@ export const migrations = [
   { name: 'Migration20261129120402_patch_jobs', class: Migration20261129120402_patch_jobs },
   { name: 'Migration20261129121451_third_party_catalog', class: Migration20261129121451_third_party_catalog },
   { name: 'Migration20261129125652_patch_report_status', class: Migration20261129125652_patch_report_status },
+  { name: 'Migration20261129133349_software_catalog', class: Migration20261129133349_software_catalog },
 ];

@@ -184,6 +184,8 @@ class SimulatedAgent {
   private readonly handled = new Set<string>();
   /** threats a remove_threat deleted: no longer reported */
   private readonly removedThreats = new Set<string>();
+  /** applications uninstalled on the server's request: no longer reported */
+  private readonly uninstalled = new Set<string>();
   /** The update's state once an install or a rollback changed it (else as the machine came). */
   private patchInstalled: boolean | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -345,6 +347,9 @@ class SimulatedAgent {
         return { status: 'completed', exitCode: 0 };
       case 'install_software':
         return { status: 'completed', exitCode: 0, stdout: `Installed ${String(payload.version)}\n` };
+      case 'uninstall_software':
+        if (typeof payload.name === 'string') this.uninstalled.add(payload.name);
+        return { status: 'completed', exitCode: 0, stdout: `Uninstalled ${String(payload.name)}\n` };
       case 'security_scan':
         return { status: 'completed', exitCode: 0, result: { threats: this.threats() } };
       case 'remove_threat':
@@ -548,8 +553,8 @@ class SimulatedAgent {
   private inventory() {
     const packages = ['openssl', 'curl', 'git', 'python3', 'nodejs', 'chrome', '7zip', 'vlc', 'zoom', 'slack'];
     const software = packages
-      .filter((name) => stable(`${this.machineId}:has:${name}`) < 0.7)
-      .map((name) => ({ name, version: `${Math.floor(stable(`${this.machineId}:v:${name}`) * 10) + 1}.${Math.floor(stable(`${name}:minor`) * 20)}.0`, publisher: 'Simulated' }));
+      .filter((name) => stable(`${this.machineId}:has:${name}`) < 0.7 && !this.uninstalled.has(name))
+      .map((name) => ({ name, version: `${Math.floor(stable(`${this.machineId}:v:${name}`) * 10) + 1}.${Math.floor(stable(`${name}:minor`) * 20)}.0`, vendor: 'Simulated' }));
     return {
       hardware: { ...this.hardware(), disks: [{ mount: this.os.osType === 'windows' ? 'C:' : '/', sizeBytes: 512 * 1024 ** 3, freeBytes: Math.floor(stable(`${this.machineId}:free`) * 400) * 1024 ** 3 }] },
       software,

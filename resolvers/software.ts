@@ -3,11 +3,12 @@ import { z } from 'zod';
 import { arg, args, cursorArgs, id, input, mutation, operations, query } from '../src/graphql/contract.js';
 import * as catalog from '../src/services/software/catalog.js';
 import * as inventory from '../src/services/software/inventory.js';
+import { uuid } from '../src/validation.js';
 import { connectionOf, cursored } from './shared.js';
 
 // The lists under one record take its id beside the page (`catalogId`, `deviceId`).
-const VersionListArgs = catalog.SoftwareVersionListQuery.extend({ catalogId: z.string().describe('the package') });
-const DeviceSoftwareArgs = inventory.DeviceSoftwareListQuery.extend({ deviceId: z.string().describe('the device') });
+const VersionListArgs = catalog.SoftwareVersionListQuery.extend({ catalogId: uuid().describe('the package') });
+const DeviceSoftwareArgs = inventory.DeviceSoftwareListQuery.extend({ deviceId: uuid().describe('the device') });
 
 export const SoftwareResolver = operations({
   softwareCatalog: query(connectionOf(catalog.SoftwareCatalogViewSchema), [cursorArgs('SoftwareCatalogListArgs', catalog.SoftwareCatalogListQuery)], cursored(catalog.listSoftwareCatalog, (c) => c.createdAt, catalog.countSoftwareCatalog), {

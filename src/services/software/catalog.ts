@@ -4,6 +4,7 @@ import { SoftwareCatalog, SoftwareVersion, type SoftwareInstaller } from '../../
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, loadOwned, targetOrgId, tenantSql, tenantWhere } from '../../auth/policy.js';
 import { escapeLike } from '../../db/like.js';
+import { requestRows, statement } from '../../db/prepared.js';
 import { withTransaction } from '../../db/transaction.js';
 import { conflict } from '../../errors.js';
 import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere, listSchema } from '../../pagination.js';
@@ -221,13 +222,15 @@ export async function searchSoftwareCatalog(ctx: RequestContext, raw: SoftwareSe
     conditions.push('exists (select 1 from software_version v where v.catalog_id = c.id and v.installers @> ?::jsonb)');
     params.push(JSON.stringify([{ osType: query.osType }]));
   }
-  const rows = (await ctx.em.execute(
-    `select c.* from software_catalog c where ${conditions.join(' and ')}
+  const ranked = await requestRows<{ id: string }>(
+    ctx.em,
+    statement(`select c.id from software_catalog c where ${conditions.join(' and ')}
       order by case when c.name ilike ? or c.vendor ilike ? then 0 when c.name ilike ? or c.vendor ilike ? then 1 else 2 end, c.name, c.id
-      limit ?`,
+      limit ?`),
     [...params, text, text, `${text}%`, `${text}%`, query.limit],
-  )) as Record<string, unknown>[];
-  return { data: rows.map((row) => catalogView(ctx.em.map(SoftwareCatalog, row))) };
+  );
+  const byId = new Map((await ctx.em.find(SoftwareCatalog, { id: { $in: ranked.map((r) => r.id) } }, { disableIdentityMap: true })).map((c) => [c.id, c]));
+  return { data: ranked.map((r) => catalogView(byId.get(r.id)!)) };
 }
 
 export const SoftwareVersionListQuery = z.strictObject({ ...cursorListFields });

@@ -4,6 +4,7 @@ import { DeviceSoftware } from '../../../entities/software.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, requirePrincipal, tenantSql } from '../../auth/policy.js';
 import { containsPattern, escapeLike } from '../../db/like.js';
+import { requestRows, statement } from '../../db/prepared.js';
 import { withTransaction } from '../../db/transaction.js';
 import { notFound } from '../../errors.js';
 import { cursorListFields, cursorPageSchema, decodeCursor, encodeCursor, finishCursorPage, keysetWhere, pageInfoOf, type Connection, type CursorConnectionInput } from '../../pagination.js';
@@ -91,9 +92,10 @@ async function inventoryConditions(ctx: RequestContext, query: z.output<typeof I
   return { sql: conditions.length > 0 ? conditions.join(' and ') : 'true', params };
 }
 
-// A group's key in the keyset order after its name (cursors carry a uuid): a digest of name and version.
+// A group's key in the keyset order after its name (cursors carry a uuid): a digest of name and version,
+// given a version 4 uuid's version and variant digits so the cursor checks pass.
 const GROUPS = (where: string) => `select s.name, s.version, max(s.publisher) as vendor, count(distinct s.device_id)::int as device_count,
-      md5(json_build_array(s.name, s.version)::text)::uuid as key
+      overlay(overlay(md5(json_build_array(s.name, s.version)::text) placing '4' from 13) placing '8' from 17)::uuid as key
     from device_software s join device d on d.id = s.device_id
     where ${where}
     group by s.name, s.version`;
@@ -107,10 +109,11 @@ interface InventoryEdge {
 async function inventoryEdges(ctx: RequestContext, query: z.output<typeof SoftwareInventoryListQuery>): Promise<{ edges: InventoryEdge[]; more: boolean }> {
   const where = await inventoryConditions(ctx, query);
   const after = query.cursor ? decodeCursor(query.cursor, 'string') : null;
-  const rows = (await ctx.em.execute(
-    `select * from (${GROUPS(where.sql)}) g ${after ? 'where (g.name, g.key) > (?, ?::uuid)' : ''} order by g.name, g.key limit ?`,
+  const rows = await requestRows<{ name: string; version: string | null; vendor: string | null; device_count: number; key: string }>(
+    ctx.em,
+    statement(`select * from (${GROUPS(where.sql)}) g ${after ? 'where (g.name, g.key) > (?, ?::uuid)' : ''} order by g.name, g.key limit ?`),
     [...where.params, ...(after ? [after.value, after.id] : []), query.limit + 1],
-  )) as { name: string; version: string | null; vendor: string | null; device_count: number; key: string }[];
+  );
   const edges = rows.slice(0, query.limit).map((row) => ({
     node: { name: row.name, version: row.version, vendor: row.vendor, deviceCount: row.device_count },
     cursor: encodeCursor({ value: row.name, id: row.key }),
@@ -130,7 +133,7 @@ export async function softwareInventoryConnection(ctx: RequestContext, args: Omi
   const { edges, more } = await inventoryEdges(ctx, parseInput(SoftwareInventoryListQuery, { ...filters, cursor: after, limit: first }));
   const totalCount = async () => {
     const where = await inventoryConditions(ctx, parseInput(InventoryFilters, filters));
-    const [row] = (await ctx.em.execute(`select count(*)::int as n from (${GROUPS(where.sql)}) g`, where.params)) as { n: number }[];
+    const [row] = await requestRows<{ n: number }>(ctx.em, statement(`select count(*)::int as n from (${GROUPS(where.sql)}) g`), where.params);
     return row!.n;
   };
   return { edges, pageInfo: pageInfoOf(edges, more, after != null), totalCount };

@@ -109,8 +109,8 @@ export type CreateSoftwareCatalogInput = z.input<typeof CreateSoftwareCatalogSch
 export const UpdateSoftwareCatalogSchema = z
   .strictObject({
     name: Name.optional().describe('a new name, unique in the organization'),
-    vendor: Vendor.optional(),
-    category: Category.optional(),
+    vendor: Vendor.optional().describe('a new vendor'),
+    category: Category.optional().describe('a new category'),
     description: Description.describe('a new description; null clears it'),
   })
   .meta({ title: 'UpdateSoftwareCatalogEntryInput', description: 'The fields to change' });

@@ -76,6 +76,13 @@ test('three simulated agents enroll, heartbeat and answer their commands over RE
   expect(inventory).toMatchObject({ status: 'completed', exitCode: 0, result: { software: expect.any(Number), patches: 1 } });
   const stored = (await api.get(`/devices/${first}/inventory`)).body;
   expect(stored.software.length).toBe(inventory?.result?.software);
+  // An uninstall: the agent completes it, the item is gone, and the agent no longer reports it.
+  const [installed] = (await api.get(`/software/inventory/${first}`)).body.data as { id: string; name: string }[];
+  const uninstall = await api.post(`/software/inventory/${first}/${installed!.id}/uninstall`, {});
+  expect(uninstall.status).toBe(202);
+  await eventually(async () => !(await api.get(`/software/inventory/${first}`)).body.data.some((s: { id: string }) => s.id === installed!.id), 15_000, 'the uninstall');
+  await runCommand(first!, 'refresh_inventory');
+  expect((await api.get(`/software/inventory/${first}`)).body.data.map((s: { name: string }) => s.name)).not.toContain(installed!.name);
   const patches = (await api.get(`/patches?deviceId=${first}`)).body.data;
   expect(patches).toEqual([expect.objectContaining({ source: expect.stringMatching(/^(microsoft|apple|linux)$/), deviceStatus: expect.stringMatching(/^(installed|missing)$/) })]);
   expect((await api.get(`/devices/${first}`)).body.hardwareInfo).toMatchObject({ serialNumber: expect.any(String), disks: [expect.objectContaining({ sizeBytes: expect.any(Number) })] });

@@ -62,6 +62,7 @@ describe('the software catalog', () => {
     const changed = await api.patch(`/software/catalog/${id}`, { category: 'web', description: null });
     expect([changed.status, changed.body.category, changed.body.description]).toEqual([200, 'web', null]);
     expectError(await reader.patch(`/software/catalog/${id}`, { category: 'x' }), 403, 'FORBIDDEN');
+    expectError(await api.patch(`/software/catalog/${id}`, {}), 400, 'VALIDATION_ERROR');
     await api.post('/software/catalog', { name: 'Chrome', vendor: 'Google', category: 'browser' });
     expectError(await api.patch(`/software/catalog/${id}`, { name: 'Chrome' }), 409, 'CONFLICT');
 

@@ -111,9 +111,10 @@ export const UpdateSoftwareCatalogSchema = z
     name: Name.optional().describe('a new name, unique in the organization'),
     vendor: Vendor.optional().describe('a new vendor'),
     category: Category.optional().describe('a new category'),
-    description: Description.describe('a new description; null clears it'),
+    description: z.string().trim().max(4000).nullable().optional().describe('a new description; null or empty clears it'),
   })
-  .meta({ title: 'UpdateSoftwareCatalogEntryInput', description: 'The fields to change' });
+  .meta({ title: 'UpdateSoftwareCatalogEntryInput', description: 'The fields to change; at least one' })
+  .refine((input) => Object.values(input).some((v) => v !== undefined), 'Provide at least one field to change');
 export type UpdateSoftwareCatalogInput = z.input<typeof UpdateSoftwareCatalogSchema>;
 
 const InstallerInput = z
@@ -276,8 +277,8 @@ export async function updateSoftwareCatalogEntry(ctx: RequestContext, id: string
   const entry = await requireEntry(ctx, id, 'write');
   return uniqueName(
     withTransaction(ctx, async (tx) => {
-      // `description` given as null clears it; left out keeps it.
-      const changes = applyChanges(entry, { name: input.name, vendor: input.vendor, category: input.category, description: 'description' in (raw ?? {}) ? input.description : undefined });
+      const description = input.description === undefined ? undefined : input.description || null;
+      const changes = applyChanges(entry, { name: input.name, vendor: input.vendor, category: input.category, description });
       if (changes.length === 0) return catalogView(entry);
       await tx.em.persistAndFlush(entry);
       await recordAudit(tx, { action: 'software_catalog.update', resourceType: 'software_catalog', resourceId: entry.id, orgId: entry.orgId, changes, details: { name: entry.name } });

@@ -1,3 +1,2 @@
 /** What other domains may use of the software domain (the dependency check refuses any other way in). */
 export { installedSoftware } from './inventory.js';
-export { compareVersions } from '../shared/versions.js';

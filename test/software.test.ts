@@ -1,3 +1,4 @@
+import { compareVersions } from '../src/services/shared/versions.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { sql } from './support/db.js';
@@ -36,6 +37,12 @@ async function heartbeat(agent: EnrolledAgent): Promise<{ id: string; type: stri
 }
 
 const expectError = (res: { status: number; body: any }, status: number, code: string) => expect([res.status, res.body.code]).toEqual([status, code]);
+
+test('versions compare by their dotted numbers', () => {
+  const sign = (a: string, b: string) => Math.sign(compareVersions(a, b));
+  expect([sign('1.10.0', '1.9.2'), sign('1.2', '1.2.0'), sign('2.0.0', '10.0'), sign('1.0.1', '1.0.1-1'), sign('124.0.6367.91', '124.0.6367.201')]).toEqual([1, 0, -1, -1, -1]);
+  expect(sign('99999999999999999999.1', '99999999999999999999.0')).toBe(1);
+});
 
 describe('the software catalog', () => {
   test('technicians create, read, change and delete packages; viewers read and get 403 on writes; names are unique per organization', async () => {

@@ -14,6 +14,7 @@ export {
   installGroupMembership,
   matches,
   siteLimitedDevicesSql,
+  visibleDevicesSql,
   mayTarget,
   toTarget,
   type GroupMembership,

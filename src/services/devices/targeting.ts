@@ -4,7 +4,7 @@ import { Device } from '../../../entities/device.js';
 import { DeviceGroup } from '../../../entities/device-group.js';
 import { Site } from '../../../entities/site.js';
 import type { RequestContext } from '../../auth/context.js';
-import { tenantWhere, visibleSiteIds } from '../../auth/policy.js';
+import { tenantSql, tenantWhere, visibleSiteIds } from '../../auth/policy.js';
 import { AppError, forbidden, notFound } from '../../errors.js';
 import { uuid } from '../../validation.js';
 import { uuidArray } from '../../db/arrays.js';
@@ -225,6 +225,22 @@ export function siteLimitedDevicesSql(ctx: RequestContext, deviceColumn: string)
   const siteIds = visibleSiteIds(ctx);
   if (siteIds === null) return null;
   return { sql: `${deviceColumn} in (select d.id from device d where d.site_id = any(?::uuid[]))`, params: [uuidArray(siteIds)] };
+}
+
+/**
+ * A condition on another table's device column keeping the devices the caller sees (tenant and site
+ * limits), narrowed to an organization or a site when asked: other domains' aggregates over their
+ * per-device rows (the fleet's software) use it instead of joining `device`.
+ */
+export async function visibleDevicesSql(ctx: RequestContext, deviceColumn: string, narrow: { orgId?: string; siteId?: string } = {}): Promise<{ sql: string; params: unknown[] }> {
+  const tenant = await tenantSql(ctx, { org: 'd.org_id', site: 'd.site_id', requestedOrgId: narrow.orgId });
+  const conditions = tenant ? [tenant.sql] : [];
+  const params = tenant ? [...tenant.params] : [];
+  if (narrow.siteId) {
+    conditions.push('d.site_id = ?');
+    params.push(narrow.siteId);
+  }
+  return { sql: `${deviceColumn} in (select d.id from device d where ${conditions.length > 0 ? conditions.join(' and ') : 'true'})`, params };
 }
 
 /** What `matches` reads of a device; `id` null for something about no one device (an alert), matched by its organization and site. */

@@ -2,7 +2,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { DeviceSoftware } from '../../../entities/software.js';
 import type { RequestContext } from '../../auth/context.js';
-import { authorize, requirePrincipal, tenantSql } from '../../auth/policy.js';
+import { authorize, requirePrincipal } from '../../auth/policy.js';
 import { containsPattern, escapeLike } from '../../db/like.js';
 import { requestRows, statement } from '../../db/prepared.js';
 import { withTransaction } from '../../db/transaction.js';
@@ -10,7 +10,7 @@ import { notFound } from '../../errors.js';
 import { cursorListFields, cursorPageSchema, decodeCursor, encodeCursor, finishCursorPage, keysetWhere, pageInfoOf, type Connection, type CursorConnectionInput } from '../../pagination.js';
 import { parseInput, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
-import { accessibleDevice, inventoryPart, queueCommand, type CommandTypeHooks } from '../devices/api.js';
+import { accessibleDevice, inventoryPart, queueCommand, visibleDevicesSql, type CommandTypeHooks } from '../devices/api.js';
 import { dayOf, replaceDeviceRows, reportedDate } from '../shared/device-rows.js';
 import { boundedJson } from '../shared/json.js';
 import { optionalText, requiredText } from '../shared/text.js';
@@ -72,15 +72,9 @@ async function inventoryConditions(ctx: RequestContext, query: z.output<typeof I
   await authorize(ctx, 'software:read');
   const conditions: string[] = [];
   const params: unknown[] = [];
-  const tenant = await tenantSql(ctx, { org: 'd.org_id', site: 'd.site_id', requestedOrgId: query.orgId });
-  if (tenant) {
-    conditions.push(tenant.sql);
-    params.push(...tenant.params);
-  }
-  if (query.siteId) {
-    conditions.push('d.site_id = ?');
-    params.push(query.siteId);
-  }
+  const devices = await visibleDevicesSql(ctx, 's.device_id', { orgId: query.orgId, siteId: query.siteId });
+  conditions.push(devices.sql);
+  params.push(...devices.params);
   if (query.search) {
     conditions.push('(s.name ilike ? or s.publisher ilike ?)');
     params.push(containsPattern(query.search), containsPattern(query.search));
@@ -96,7 +90,7 @@ async function inventoryConditions(ctx: RequestContext, query: z.output<typeof I
 // given a version 4 uuid's version and variant digits so the cursor checks pass.
 const GROUPS = (where: string) => `select s.name, s.version, max(s.publisher) as vendor, count(distinct s.device_id)::int as device_count,
       overlay(overlay(md5(json_build_array(s.name, s.version)::text) placing '4' from 13) placing '8' from 17)::uuid as key
-    from device_software s join device d on d.id = s.device_id
+    from device_software s
     where ${where}
     group by s.name, s.version`;
 

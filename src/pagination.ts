@@ -95,7 +95,8 @@ const CURSOR_VALUES = {
 } satisfies Record<string, ZodType<string | number>>;
 export type CursorKind = keyof typeof CURSOR_VALUES;
 
-const MAX_CURSOR_LENGTH = 500;
+// Long enough for a 500-character sort value (an application's name) of multi-byte text, encoded.
+const MAX_CURSOR_LENGTH = 4096;
 
 export function encodeCursor(position: CursorPosition): string {
   return Buffer.from(JSON.stringify([position.value, position.id])).toString('base64url');

@@ -18,7 +18,7 @@ describe('device inventory', () => {
   test('each part lands in its own rows, replaces the last report of that part only, and reads back through GET /devices/:id/inventory', async () => {
     const { org, key } = await fleet(app);
     const agent = await enroll(app, key, 'inv');
-    const reader = rest(app, (await buildUser(app, { orgId: org.id, can: ['devices:read'] })).as);
+    const reader = rest(app, (await buildUser(app, { orgId: org.id, can: ['devices:read', 'software:read'] })).as);
     const empty = await reader.get(`/devices/${agent.deviceId}/inventory`);
     expect([empty.status, empty.body]).toEqual([200, { deviceId: agent.deviceId, software: [], network: [], reportedAt: null }]);
 
@@ -54,7 +54,7 @@ describe('device inventory', () => {
     expect(after.network).toEqual(read.body.network);
 
     // GraphQL answers the same; one statement per part, however many rows.
-    const readerUser = await buildUser(app, { orgId: org.id, can: ['devices:read'] });
+    const readerUser = await buildUser(app, { orgId: org.id, can: ['devices:read', 'software:read'] });
     const INVENTORY = 'query($d: ID!) { deviceInventory(deviceId: $d) { deviceId software { name version publisher installDate } network { name mac ipv4 ipv6 } reportedAt } }';
     expect((await gql(app, readerUser.as, INVENTORY, { d: agent.deviceId })).body.data?.deviceInventory).toEqual(after);
     const many = Array.from({ length: 60 }, (_, i) => ({ name: `pkg-${String(i).padStart(2, '0')}`, version: '1' }));
@@ -108,7 +108,7 @@ test('the owned_inventory migration moves reported JSON into rows and hardware i
       json({ eth0: { mac: '02:00:00:00:00:01', ipv4: '10.0.0.1' } }),
     ]);
     await migrator.up();
-    const reader = rest(scratch, (await buildUser(scratch, { orgId: org.id, can: ['devices:read'] })).as);
+    const reader = rest(scratch, (await buildUser(scratch, { orgId: org.id, can: ['devices:read', 'software:read'] })).as);
     expect((await reader.get(`/devices/${deviceId}/inventory`)).body).toMatchObject({
       software: [
         { name: 'curl', version: '8', publisher: null, installDate: '2024-01-31' },

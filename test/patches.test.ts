@@ -182,6 +182,8 @@ describe('reading patches', () => {
     expect(whole.body.counts).toEqual({ installed: 1, missing: 1, failed: 0, pendingReboot: 0 });
     expect(seen.body.counts).toEqual({ installed: 1, missing: 0, failed: 0, pendingReboot: 0 });
     expect((await rest(app, limited.as).get('/patches')).body.data.map((p: any) => p.counts)).toEqual([seen.body.counts]);
+    const missingOf = async (as: ReturnType<typeof rest>) => (await as.get('/patches/sources')).body.data.find((s: any) => s.source === kb.source).missingCount;
+    expect([await missingOf(api), await missingOf(rest(app, limited.as))]).toEqual([1, 0]);
     // A device of another site is not theirs to filter by.
     expect((await rest(app, limited.as).get(`/patches?deviceId=${a.deviceId}`)).status).toBe(404);
     const viaGraphql = await gql(app, limited.as, 'query($id: ID!) { patch(id: $id) { id devices { deviceId hostname status } } }', { id });

@@ -208,6 +208,23 @@ describe('the software catalog', () => {
 });
 
 describe('software inventory', () => {
+  test('a device’s software is software:read: a role that reads devices only sees the device’s inventory without it; long names page', async () => {
+    const { org, reader, a } = await softwareFleet();
+    const long = `${'Ünïcode application '.repeat(24)}`.slice(0, 500);
+    await reportSoftware(a, [{ name: long, version: '1.0' }, { name: `${long.slice(0, 499)}Z`, version: '2.0' }, { name: 'Zip', version: '3.0' }]);
+    const devicesOnly = rest(app, (await buildUser(app, { orgId: org.id, can: ['devices:read'] })).as);
+    const inventory = await devicesOnly.get(`/devices/${a.deviceId}/inventory`);
+    expect([inventory.status, inventory.body.software]).toEqual([200, []]);
+    expect((await reader.get(`/devices/${a.deviceId}/inventory`)).body.software).toHaveLength(3);
+    // A page ending on a 500-character name hands out a cursor the next request takes.
+    const first = await reader.get(`/software/inventory/${a.deviceId}?limit=1`);
+    const second = await reader.get(`/software/inventory/${a.deviceId}?limit=1&cursor=${first.body.nextCursor}`);
+    expect([second.status, second.body.data.length]).toEqual([200, 1]);
+    const fleetFirst = await reader.get(`/software/inventory?limit=1&search=${encodeURIComponent('Ünïcode')}`);
+    const fleetSecond = await reader.get(`/software/inventory?limit=1&search=${encodeURIComponent('Ünïcode')}&cursor=${fleetFirst.body.nextCursor}`);
+    expect([fleetSecond.status, fleetSecond.body.data.map((row: any) => row.version)]).toEqual([200, ['2.0']]);
+  });
+
   test('agents report vendor (or publisher); the fleet list groups by name and version with device counts, filtered by search, vendor and site', async () => {
     const { org, api, reader, a, b } = await softwareFleet();
     await reportSoftware(a, [

@@ -200,6 +200,12 @@ describe('catalog tests', () => {
       expect.objectContaining({ version: '2.0.0', deviceId: agent.deviceId, testId: queued.body.testId, commandId: command!.id }),
       expect.objectContaining({ version: '1.0.0', deviceId: agent.deviceId, commandId: second!.id }),
     ]);
+    // A pass of a version replaced meanwhile is the last test, and vouches for none of the new versions.
+    await admin.post(`/third-party-catalog/${created.id}/test`, { version: '3.0.0', deviceId: agent.deviceId });
+    const [third] = await heartbeat(agent);
+    await admin.patch(`/third-party-catalog/${created.id}`, { versions: [version({ version: '3.0.0', sha256: 'b'.repeat(64) })] });
+    await agentCall(app, agent, `/commands/${third!.id}/result`, { status: 'completed', exitCode: 0 });
+    expect((await admin.get(`/third-party-catalog/${created.id}`)).body).toMatchObject({ serviceTested: false, lastTest: { version: '3.0.0', status: 'passed' } });
     // Users cannot queue install_software by hand.
     const byHand = await f.api.post(`/devices/${agent.deviceId}/commands`, { type: 'install_software', payload: {} });
     expect([byHand.status, byHand.body.code]).toEqual([400, 'VALIDATION_ERROR']);

@@ -69,7 +69,7 @@ export async function getDeviceInventory(ctx: RequestContext, deviceId: string):
   const where = { deviceId: device.id };
   // Shown, never changed: rows kept out of the identity map.
   const read = { disableIdentityMap: true } as const;
-  const [software, network] = await Promise.all([installedSoftware(ctx, device.id), ctx.em.find(DeviceNetworkInterface, where, { ...read, orderBy: { name: 'asc' } })]);
+  const [software, network] = await Promise.all([installedSoftware(ctx, device), ctx.em.find(DeviceNetworkInterface, where, { ...read, orderBy: { name: 'asc' } })]);
   const times = [...software, ...network].map((row) => row.reportedAt.getTime());
   return {
     deviceId: device.id,

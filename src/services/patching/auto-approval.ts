@@ -68,7 +68,6 @@ export async function applyPatchPolicy(tx: RequestContext, policy: PatchPolicy):
   return approveMatching(tx, policy.orgId, [policy.id], deviceIds);
 }
 
-/** Applies the organization's enabled policies that target the device to the patches it reports (its patch report's transaction). */
 /** The organization's enabled patch policies that target the device (one read, and its groups when a policy names some), oldest first. */
 export async function policiesTargeting(tx: RequestContext, device: Pick<Device, 'id' | 'orgId' | 'siteId'>): Promise<PatchPolicy[]> {
   const policies = await tx.em.find(PatchPolicy, { orgId: device.orgId, enabled: true }, { orderBy: { createdAt: 'asc', id: 'asc' }, disableIdentityMap: true });

@@ -5,7 +5,7 @@ import type { RequestContext } from '../../auth/context.js';
 import { loadOwned } from '../../auth/policy.js';
 import { uuidArray } from '../../db/arrays.js';
 import { withTransaction } from '../../db/transaction.js';
-import { AppError, notFound } from '../../errors.js';
+import { AppError, conflict, notFound } from '../../errors.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { csvLine } from '../shared/csv.js';
@@ -86,6 +86,9 @@ function reportView(r: PatchReport): PatchComplianceReportView {
 export async function requestComplianceReport(ctx: RequestContext, raw: PatchComplianceReportInput = {}): Promise<PatchComplianceReportView> {
   const { format, ...filters } = parseInput(PatchComplianceReportQuery, raw);
   const { orgId, ...scope } = await complianceScope(ctx, filters);
+  // Each report is a job and up to 20 MiB kept for a week: a requester waits for theirs before asking for more.
+  const unfinished = await ctx.em.count(PatchReport, { requestedBy: ctx.principal!.id, status: { $in: ['queued', 'running'] } });
+  if (unfinished >= MAX_UNFINISHED) throw conflict(`${unfinished} of your reports are still being built; ask again once they are done`);
   const now = ctx.runtime.clock.now();
   const report = await withTransaction(ctx, async (tx) => {
     const row = tx.em.create(PatchReport, { orgId, requestedBy: ctx.principal!.id, format, scope, createdAt: now, expiresAt: new Date(now.getTime() + TTL_MS) });
@@ -132,6 +135,9 @@ export async function downloadComplianceReport(ctx: RequestContext, id: string):
 
 class TooLarge extends Error {}
 
+/** Reports one requester may have queued or running at once. */
+const MAX_UNFINISHED = 5;
+
 /** Builds a queued report (again, if a build died while running) with the system context of the job. */
 export async function buildComplianceReport(ctx: RequestContext, reportId: string): Promise<void> {
   const now = ctx.runtime.clock.now();
@@ -168,6 +174,9 @@ export async function deleteExpiredReports(ctx: RequestContext, now: Date): Prom
   return ctx.em.nativeDelete(PatchReport, { expiresAt: { $lte: now } });
 }
 
+/** Rows a CSV report holds at most (about the size cap at a hundred bytes a row). */
+const MAX_CSV_ROWS = 200_000;
+
 const CSV_COLUMNS = ['hostname', 'deviceId', 'siteId', 'source', 'externalId', 'title', 'severity', 'approvalStatus', 'status', 'releaseDate', 'cveIds', 'cvssScore'];
 
 interface PatchRow {
@@ -193,9 +202,11 @@ async function renderCsv(ctx: RequestContext, rows: ScopeCompliance, scope: Comp
             to_char(p.release_date, 'YYYY-MM-DD') as release_date, p.cve_ids, p.cvss_score
           from patch_device_status s join patch p on p.id = s.patch_id
           where s.device_id = any(?::uuid[]) and (?::text is null or p.source = ?) and (?::text is null or p.severity = ?)
-          order by p.title, p.external_id`,
-        [uuidArray(rows.map((r) => r.device.id)), scope.source ?? null, scope.source ?? null, scope.severity ?? null, scope.severity ?? null],
+          order by p.title, p.external_id limit ?`,
+        [uuidArray(rows.map((r) => r.device.id)), scope.source ?? null, scope.source ?? null, scope.severity ?? null, scope.severity ?? null, MAX_CSV_ROWS + 1],
       )) as PatchRow[];
+  // Refused before it is built in memory: a file this long would pass the size cap anyway.
+  if (patchRows.length > MAX_CSV_ROWS) throw new TooLarge(`The report exceeds ${MAX_CSV_ROWS.toLocaleString('en')} rows; narrow its filters`);
   const byDevice = new Map<string, PatchRow[]>();
   for (const row of patchRows) {
     const own = byDevice.get(row.device_id);

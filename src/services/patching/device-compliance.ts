@@ -25,7 +25,8 @@ export interface CompliancePatchFilter {
   severity?: string;
 }
 
-export const percentOf = (installed: number, total: number): number => (total === 0 ? 100 : Math.round((installed / total) * 1000) / 10);
+/** One decimal; a device with anything left to install never reads 100 (1,999 of 2,000 is 99.9, not a rounded 100). */
+export const percentOf = (installed: number, total: number): number => (total === 0 ? 100 : Math.min(Math.round((installed / total) * 1000) / 10, installed < total ? 99.9 : 100));
 
 /** Over the approved patches each device reports, in one statement; a device that reports none is 100 % compliant. */
 export async function deviceCompliance(em: EntityManager, deviceIds: readonly string[], only: CompliancePatchFilter = {}): Promise<Map<string, DeviceCompliance>> {

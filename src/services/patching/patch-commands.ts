@@ -4,7 +4,7 @@ import { PatchDeviceStatus } from '../../../entities/patch.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, permits, requirePrincipal } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
-import { AppError } from '../../errors.js';
+import { AppError, badRequest } from '../../errors.js';
 import { emit } from '../../events/outbox.js';
 import { parseInput, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
@@ -28,9 +28,10 @@ export const ScanPatchesSchema = z
   .meta({ title: 'ScanPatchesInput', description: 'Devices whose agents should report their patches now' });
 export type ScanPatchesInput = z.input<typeof ScanPatchesSchema>;
 
+const MAX_ROLLBACK_DEVICES = 500;
 export const RollbackPatchSchema = z
   .strictObject({
-    deviceIds: z.array(uuid()).min(1).max(500).optional().describe('the devices to roll it back on (1 to 500); default: every device you see that has it installed'),
+    deviceIds: z.array(uuid()).min(1).max(MAX_ROLLBACK_DEVICES).optional().describe('the devices to roll it back on (1 to 500); default: every device you see that has it installed'),
     reason: z.string().trim().max(1000).optional().describe('why (at most 1,000 characters): the decline’s note, and sent to the agents'),
   })
   .meta({ title: 'RollbackPatchInput', description: 'Where to roll a patch back, and why' });
@@ -113,6 +114,10 @@ export async function rollbackPatch(ctx: RequestContext, id: string, raw: Rollba
   refuseSiteLimited(ctx);
   const statuses = await ctx.em.find(PatchDeviceStatus, { patchId: patch.id, ...(input.deviceIds && { deviceId: { $in: input.deviceIds.map((d) => d.toLowerCase()) } }) }, { disableIdentityMap: true });
   const installed = new Set(statuses.filter((s) => INSTALLED.includes(s.status)).map((s) => s.deviceId));
+  // One request queues at most as many commands as it may name.
+  if (!input.deviceIds && installed.size > MAX_ROLLBACK_DEVICES) {
+    throw badRequest(`The patch is installed on ${installed.size} devices: name at most ${MAX_ROLLBACK_DEVICES} of them in deviceIds`);
+  }
   const result: PatchCommandsResult = { commands: [], skipped: [] };
   const devices = (await writableDevices(ctx, input.deviceIds ?? [...installed], result)).filter((device) => {
     if (installed.has(device.id)) return true;

@@ -103,7 +103,7 @@ export function summarize(rows: ScopeCompliance, now: Date): z.output<typeof Com
   }
   return {
     devices: rows.length,
-    compliantDevices: rows.filter((r) => r.compliance.compliancePercent === 100).length,
+    compliantDevices: rows.filter((r) => r.compliance.missing + r.compliance.failed + r.compliance.pendingReboot === 0).length,
     installed,
     missing,
     compliancePercent: percentOf(installed, total),

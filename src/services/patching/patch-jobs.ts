@@ -1,4 +1,4 @@
-import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import { LockMode, raw, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import type { Device } from '../../../entities/device.js';
 import type { DeviceCommand } from '../../../entities/device-command.js';
@@ -12,7 +12,7 @@ import { notFound } from '../../errors.js';
 import { emitMany } from '../../events/outbox.js';
 import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
-import { findDevices, queueCommand, type CommandTypeHooks } from '../devices/api.js';
+import { findDevices, queueCommand, siteLimitedDevicesSql, type CommandTypeHooks } from '../devices/api.js';
 import { patchingDeferredDeviceIds } from '../maintenance/api.js';
 import { previousStart } from '../shared/schedule.js';
 import { policyTarget } from './auto-approval.js';
@@ -305,7 +305,7 @@ async function fireSchedules(ctx: RequestContext, now: Date): Promise<void> {
     // A fired instant ahead of the clock (moved back) no longer counts; a policy does not fire for instants before it existed.
     const since = row.fired_for && row.fired_for <= now ? row.fired_for : row.created_at;
     if (!latest || now.getTime() - latest.getTime() >= FIRE_WINDOW_MS || latest <= since) continue;
-    await withTransaction(ctx, async (tx) => {
+    await isolated(ctx, { policyId: row.id }, () => withTransaction(ctx, async (tx) => {
       // Claims the instant: another tick that overlaps this one finds it taken.
       const claimed = await tx.em.execute(
         `insert into patch_schedule_fire (id, policy_id, fired_for) values (gen_random_uuid(), ?, ?)
@@ -315,45 +315,69 @@ async function fireSchedules(ctx: RequestContext, now: Date): Promise<void> {
       );
       const policy = claimed.length > 0 ? await tx.em.findOne(PatchPolicy, { id: row.id, enabled: true }) : null;
       if (policy) await startJob(tx, policy, { busy: 'skip' });
-    });
+    }));
   }
 }
 
-/** Open job devices of unfinished jobs, by job. */
-async function openRowsByJob(ctx: RequestContext, where: string, params: unknown[]): Promise<Map<string, { id: string; deviceId: string }[]>> {
-  const rows = (await ctx.em.execute(`select id, job_id, device_id from patch_job_device where ${where} order by job_id, id limit ${TICK_BATCH}`, params)) as { id: string; job_id: string; device_id: string }[];
+/** Open job devices of unfinished jobs, by job: a batch after `after` (job id, row id), in that order. */
+async function openRowsByJob(ctx: RequestContext, where: string, params: unknown[], after: [string, string] | null = null) {
+  const rows = (await ctx.em.execute(
+    `select id, job_id, device_id from patch_job_device where ${where} ${after ? 'and (job_id, id) > (?::uuid, ?::uuid)' : ''} order by job_id, id limit ${TICK_BATCH}`,
+    [...params, ...(after ?? [])],
+  )) as { id: string; job_id: string; device_id: string }[];
   const byJob = new Map<string, { id: string; deviceId: string }[]>();
   for (const row of rows) byJob.set(row.job_id, [...(byJob.get(row.job_id) ?? []), { id: row.id, deviceId: row.device_id }]);
-  return byJob;
+  const last = rows.at(-1);
+  return { byJob, next: rows.length === TICK_BATCH && last ? ([last.job_id, last.id] as [string, string]) : null };
 }
 
+/** Runs one job's (or policy's) part of the tick; a failure is logged and the others still run. */
+async function isolated(ctx: RequestContext, what: Record<string, string>, work: () => Promise<void>): Promise<void> {
+  try {
+    await work();
+  } catch (error) {
+    ctx.runtime.log.error({ ...what, err: (error as Error).message }, 'patch job due work failed');
+  }
+}
 
-/** Deferred devices whose maintenance is over get their commands. */
+/** At most this many batches of deferred devices are looked at per tick (the rest on the next). */
+const DEFERRED_BATCHES = 50;
+
+/** Deferred devices whose maintenance is over get their commands; devices still in maintenance do not hold back those behind them. */
 async function sendDeferred(ctx: RequestContext): Promise<void> {
-  const byJob = await openRowsByJob(ctx, `status = 'deferred'`, []);
-  const stillDeferred = await patchingDeferredDeviceIds(ctx, [...byJob.values()].flat().map((r) => r.deviceId));
-  for (const [jobId, rows] of byJob) {
-    const ready = rows.filter((r) => !stillDeferred.has(r.deviceId)).map((r) => r.id);
-    if (ready.length === 0) continue;
-    await withTransaction(ctx, async (tx) => {
-      const job = await lockJob(tx, jobId);
-      const still = await tx.em.find(PatchJobDevice, { id: { $in: ready }, status: 'deferred' }, { refresh: true });
-      if (still.length > 0) await dispatch(tx, job, still);
-    });
+  let after: [string, string] | null = null;
+  for (let batch = 0; batch < DEFERRED_BATCHES; batch++) {
+    const { byJob, next } = await openRowsByJob(ctx, `status = 'deferred'`, [], after);
+    const stillDeferred = await patchingDeferredDeviceIds(ctx, [...byJob.values()].flat().map((r) => r.deviceId));
+    for (const [jobId, rows] of byJob) {
+      const ready = rows.filter((r) => !stillDeferred.has(r.deviceId)).map((r) => r.id);
+      if (ready.length === 0) continue;
+      await isolated(ctx, { jobId }, () =>
+        withTransaction(ctx, async (tx) => {
+          const job = await lockJob(tx, jobId);
+          const still = await tx.em.find(PatchJobDevice, { id: { $in: ready }, status: 'deferred' }, { refresh: true });
+          if (still.length > 0) await dispatch(tx, job, still);
+        }),
+      );
+    }
+    if (!next) return;
+    after = next;
   }
 }
 
 /** Devices whose command timed out unanswered (the devices domain times the command out, telling no hook) fail. */
 async function failTimedOut(ctx: RequestContext, now: Date): Promise<void> {
-  const byJob = await openRowsByJob(ctx, `status in ('pending', 'sent') and timeout_at <= ?`, [now]);
+  const { byJob } = await openRowsByJob(ctx, `status in ('pending', 'sent') and timeout_at <= ?`, [now]);
   for (const [jobId, rows] of byJob) {
-    await withTransaction(ctx, async (tx) => {
-      const job = await lockJob(tx, jobId);
-      const late = await tx.em.find(PatchJobDevice, { id: { $in: rows.map((r) => r.id) }, status: { $in: ['pending', 'sent'] }, timeoutAt: { $lte: now } }, { refresh: true });
-      for (const row of late) row.status = 'failed';
-      await tx.em.flush();
-      await settle(tx, job);
-    });
+    await isolated(ctx, { jobId }, () =>
+      withTransaction(ctx, async (tx) => {
+        const job = await lockJob(tx, jobId);
+        const late = await tx.em.find(PatchJobDevice, { id: { $in: rows.map((r) => r.id) }, status: { $in: ['pending', 'sent'] }, timeoutAt: { $lte: now } }, { refresh: true });
+        for (const row of late) row.status = 'failed';
+        await tx.em.flush();
+        await settle(tx, job);
+      }),
+    );
   }
 }
 
@@ -383,6 +407,9 @@ async function jobFilter(ctx: RequestContext, query: z.output<typeof JobFilters>
   const where: FilterQuery<PatchJob>[] = [(await tenantWhere<PatchJob>(ctx, { org: 'orgId', requestedOrgId: query.orgId })) ?? {}];
   if (query.policyId) where.push({ policyId: (await loadOwned(ctx, PatchPolicy, query.policyId, 'patches:read', { resource: 'Patch policy' })).id });
   if (query.status) where.push({ status: query.status });
+  // Users limited to some sites see the jobs that reached a device of theirs, no others.
+  const sites = siteLimitedDevicesSql(ctx, 'jd.device_id');
+  if (sites) where.push({ [raw((alias: string) => `exists (select 1 from patch_job_device jd where jd.job_id = ${alias}.id and ${sites.sql})`, sites.params)]: true } as FilterQuery<PatchJob>);
   if (query.deviceId) {
     const [device] = await findDevices(ctx, { ids: [query.deviceId] }, { fields: ['orgId'] });
     if (!device) throw notFound('Device');

@@ -401,12 +401,14 @@ export async function listPatchSources(ctx: RequestContext, raw: PatchSourcesInp
   const query = parseInput(PatchSourcesQuery, raw);
   await authorize(ctx, 'patches:read');
   const tenant = await tenantSql(ctx, { org: 'p.org_id', requestedOrgId: query.orgId });
+  // A caller limited to some sites counts their devices' missing patches only.
+  const sites = siteLimitedDevicesSql(ctx, 's.device_id');
   const rows = await requestRows<{ source: string; patch_count: number; missing_count: number }>(
     ctx.em,
     statement(`select p.source, count(*)::int as patch_count,
-        count(*) filter (where exists (select 1 from patch_device_status s where s.patch_id = p.id and s.status = 'missing'))::int as missing_count
+        count(*) filter (where exists (select 1 from patch_device_status s where s.patch_id = p.id and s.status = 'missing'${sites ? ` and ${sites.sql}` : ''}))::int as missing_count
       from patch p ${tenant ? `where ${tenant.sql}` : ''} group by p.source`),
-    tenant?.params ?? [],
+    [...(sites?.params ?? []), ...(tenant?.params ?? [])],
   );
   const bySource = new Map(rows.map((r) => [r.source, r]));
   return { data: PATCH_SOURCES.map((source) => ({ source, patchCount: bySource.get(source)?.patch_count ?? 0, missingCount: bySource.get(source)?.missing_count ?? 0 })) };

@@ -280,6 +280,8 @@ interface TestPayload {
   testId: string;
   catalogEntryId: string;
   version: string;
+  installerUrl: string;
+  sha256: string;
 }
 
 /**
@@ -293,7 +295,7 @@ export async function testCatalogEntry(ctx: RequestContext, id: string, raw: Tes
   if (!version) throw badRequest(`${input.version} is not a version of this entry`);
   const deviceId = input.deviceId ?? ctx.runtime.config.patching.thirdPartyTestDeviceId;
   if (!deviceId) throw badRequest('Name a deviceId: no test device is configured (THIRD_PARTY_TEST_DEVICE_ID)');
-  const [device] = await findDevices(ctx, { ids: [deviceId] });
+  const [device] = await findDevices(ctx, { ids: [deviceId], active: true });
   if (!device) throw notFound('Device');
   const testId = randomUUID();
   const { userId } = requirePrincipal(ctx);
@@ -315,12 +317,14 @@ export const catalogCommandTypes: Record<string, CommandTypeHooks> = {
   [INSTALL_SOFTWARE]: {
     serviceOnly: 'install_software commands are queued by testing a third-party catalog entry (POST /third-party-catalog/:id/test)',
     async answered(tx, command, result) {
-      const { catalogEntryId, version } = command.payload as unknown as TestPayload;
+      const { catalogEntryId, version, sha256, installerUrl } = command.payload as unknown as TestPayload;
       const entry = await tx.em.findOne(ThirdPartyCatalogEntry, { id: catalogEntryId });
       if (!entry) return false;
       const passed = result.status === 'completed' && (result.exitCode ?? 0) === 0;
       entry.lastTest = { version, deviceId: command.deviceId, status: passed ? 'passed' : 'failed', testedAt: tx.runtime.clock.now().toISOString() };
-      if (passed) entry.serviceTested = true;
+      // A pass vouches for the entry only while the tested installer is still one of its versions (they may have been replaced meanwhile).
+      const stillListed = entry.versions.some((v) => v.version === version && v.sha256 === sha256 && v.installerUrl === installerUrl);
+      if (passed && stillListed) entry.serviceTested = true;
       await tx.em.flush();
       return false;
     },

@@ -255,7 +255,7 @@ export type TrendsInput = z.input<typeof TrendsQuery>;
 export const TrendsSchema = z
   .object({
     data: z
-      .array(z.object({ timestamp: timestamp().describe('when the score changed'), score: z.number().describe('the score from then on (an organization: the mean of its devices’ latest scores)') }).meta({ title: 'SecurityScorePoint', description: 'A security score at one time' }))
+      .array(z.object({ timestamp: timestamp().describe('the day’s last change of the score (at most one point a day, UTC)'), score: z.number().describe('the score from then on (an organization: the mean of its devices’ latest scores)') }).meta({ title: 'SecurityScorePoint', description: 'A security score at one time' }))
       .describe('oldest first'),
   })
   .meta({ title: 'SecurityTrends', description: 'How a device’s or an organization’s security score moved' });
@@ -263,14 +263,19 @@ export type Trends = z.output<typeof TrendsSchema>;
 
 const DAY_MS = 86_400_000;
 
-/** The score at each change within the last `days` days, oldest first (one statement). */
+/** The score at the last change of each day (UTC) within the last `days` days, oldest first: at most one point a day (one statement). */
 export async function securityTrends(ctx: RequestContext, raw: TrendsInput = {}): Promise<Trends> {
   const query = parseInput(TrendsQuery, raw);
   const since = new Date(ctx.runtime.clock.now().getTime() - query.days * DAY_MS);
   let rows: { recorded_at: string; score: number }[];
   if (query.deviceId) {
     const device = await readableDevice(ctx, query.deviceId);
-    rows = await requestRows(ctx.em, statement(`select recorded_at, score from security_score_sample where device_id = ? and recorded_at >= ? order by recorded_at, id`), [device.id, since]);
+    rows = await requestRows(
+      ctx.em,
+      statement(`select recorded_at, score from (select distinct on (date_trunc('day', recorded_at at time zone 'UTC')) recorded_at, score, id from security_score_sample
+          where device_id = ? and recorded_at >= ? order by date_trunc('day', recorded_at at time zone 'UTC'), recorded_at desc, id desc) d order by recorded_at, id`),
+      [device.id, since],
+    );
   } else {
     const orgId = await selectedOrg(ctx, query.orgId);
     const where = await visibleRowsSql(ctx, { org: 'x.org_id', device: 'x.device_id' }, orgId);
@@ -279,7 +284,7 @@ export async function securityTrends(ctx: RequestContext, raw: TrendsInput = {})
       ctx.em,
       statement(`with x as (select * from security_score_sample x where ${where.sql})
         select t.recorded_at, (select avg(l.score)::float8 from (select distinct on (y.device_id) y.score from x y where y.recorded_at <= t.recorded_at order by y.device_id, y.recorded_at desc, y.id desc) l) as score
-          from (select distinct recorded_at from x where recorded_at >= ?) t order by t.recorded_at`),
+          from (select max(recorded_at) as recorded_at from x where recorded_at >= ? group by date_trunc('day', recorded_at at time zone 'UTC')) t order by t.recorded_at`),
       [...where.params, since],
     );
   }

@@ -142,6 +142,8 @@ const unfinished = (scan: SecurityScan | null): scan is SecurityScan => !!scan &
 export const scanCommandTypes: Record<string, CommandTypeHooks> = {
   security_scan: {
     serviceOnly: 'security_scan commands are queued by POST /security/scan/:deviceId',
+    // A second scan while one waits for the agent would only repeat it (409 ALREADY_PENDING).
+    singleton: true,
     async started(tx, command) {
       const scan = await scanOf(tx, command);
       if (scan?.status !== 'queued') return;

@@ -102,6 +102,8 @@ export async function visibleDevice(ctx: RequestContext, deviceId: string) {
 /** The query of the threats the filters select among those the caller sees (site-limited callers: their sites' devices' only). */
 async function threatQuery(ctx: RequestContext, query: ThreatFilter) {
   await authorize(ctx, 'security:read');
+  // Another tenant's organization is 404, as on the other security lists.
+  if (query.orgId) await authorize(ctx, 'security:read', { orgId: query.orgId, resource: 'Organization' });
   const where: FilterQuery<SecurityThreat>[] = [(await tenantWhere<SecurityThreat>(ctx, { org: 'orgId', requestedOrgId: query.orgId })) ?? {}];
   if (query.deviceId) where.push({ deviceId: (await visibleDevice(ctx, query.deviceId)).id });
   if (query.status) where.push({ status: query.status });

@@ -2,7 +2,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { DeviceSoftware } from '../../../entities/software.js';
 import type { RequestContext } from '../../auth/context.js';
-import { authorize, requirePrincipal } from '../../auth/policy.js';
+import { authorize, permits, requirePrincipal } from '../../auth/policy.js';
 import { containsPattern, escapeLike } from '../../db/like.js';
 import { requestRows, statement } from '../../db/prepared.js';
 import { withTransaction } from '../../db/transaction.js';
@@ -37,9 +37,13 @@ export const softwareReport = inventoryPart({
   ingest: (tx, device, items) => replaceDeviceRows(tx, DeviceSoftware, device.id, items.map((item) => ({ deviceId: device.id, reportedAt: tx.runtime.clock.now(), ...item }))),
 });
 
-/** The device's applications by name, for the inventory domain's view of the device (access decided there). */
-export async function installedSoftware(ctx: RequestContext, deviceId: string): Promise<{ name: string; version: string | null; vendor: string | null; installDate: string | null; reportedAt: Date }[]> {
-  const rows = await ctx.em.find(DeviceSoftware, { deviceId }, { orderBy: { name: 'asc', version: 'asc' }, disableIdentityMap: true });
+/**
+ * The device's applications by name, for the inventory domain's view of a device the caller may read
+ * (decided there); empty for a caller without `software:read` on its organization (the software's own rule).
+ */
+export async function installedSoftware(ctx: RequestContext, device: { id: string; orgId: string }): Promise<{ name: string; version: string | null; vendor: string | null; installDate: string | null; reportedAt: Date }[]> {
+  if (!(await permits(ctx, 'software:read', { orgId: device.orgId }))) return [];
+  const rows = await ctx.em.find(DeviceSoftware, { deviceId: device.id }, { orderBy: { name: 'asc', version: 'asc' }, disableIdentityMap: true });
   return rows.map((s) => ({ name: s.name, version: s.version, vendor: s.vendor, installDate: dayOf(s.installDate), reportedAt: s.reportedAt }));
 }
 

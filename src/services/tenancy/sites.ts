@@ -98,7 +98,6 @@ export async function visibleSite(ctx: RequestContext, orgId: string, siteId: st
   return site && site.orgId === orgId ? siteView(site) : null;
 }
 
-/** Users limited to some sites cannot create one: it would be outside their sites. */
 /** The names of these sites (ids of no site are left out), for what another domain shows of its rows' sites. */
 export async function siteNames(ctx: RequestContext, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
@@ -106,6 +105,7 @@ export async function siteNames(ctx: RequestContext, ids: readonly string[]): Pr
   return new Map(sites.map((site) => [site.id, site.name]));
 }
 
+/** Users limited to some sites cannot create one: it would be outside their sites. */
 export async function createSite(ctx: RequestContext, rawInput: CreateSiteInput): Promise<SiteView> {
   const input = parseInput(CreateSiteSchema, rawInput);
   const orgId = await targetOrgId(ctx, input.orgId);

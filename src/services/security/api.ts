@@ -1,2 +1,0 @@
-/** What other domains may use of the security domain (the dependency check refuses any other way in). */
-export { recomputeDeviceScores } from './security-scores.js';

@@ -29,6 +29,12 @@ export interface ClaimedRow {
  * transaction of the step they follow. Types no domain registers are queued and delivered as given.
  */
 export interface CommandTypeHooks {
+  /**
+   * A type several domains queue (`install_software`: software deployments, third-party catalog tests)
+   * is registered by each; every registration but one (the type's default owner) says which payloads
+   * are its own. `claimed` of a shared type hears every claimed id of the type (match your own rows).
+   */
+  owns?(payload: Record<string, unknown>): boolean;
   /** only the owning service queues it, with payloads it makes: queueing it by hand is 400 with this message */
   serviceOnly?: string;
   /** not queued twice while one is pending or sent (409 ALREADY_PENDING) */
@@ -63,13 +69,41 @@ export const commandTypeOf = (type: string): CommandTypeHooks | undefined => com
 /** Every registered command type with its hooks. */
 export const commandTypes = (): ReadonlyMap<string, CommandTypeHooks> => commandTypeHooks;
 
-/** Installs every domain's command types (at start, from the manifests); a type registered twice stops start-up. */
+/** Installs every domain's command types (at start, from the manifests); a type with two default owners stops start-up. */
 export function installCommandTypes(tables: Record<string, CommandTypeHooks>[]): void {
+  const byType = new Map<string, CommandTypeHooks[]>();
+  for (const [type, hooks] of tables.flatMap((table) => Object.entries(table))) byType.set(type, [...(byType.get(type) ?? []), hooks]);
   commandTypeHooks = new Map();
-  for (const [type, hooks] of tables.flatMap((table) => Object.entries(table))) {
-    if (commandTypeHooks.has(type)) throw new Error(`The command type ${type} is registered twice`);
-    commandTypeHooks.set(type, hooks);
+  for (const [type, registrations] of byType) {
+    if (registrations.filter((hooks) => !hooks.owns).length > 1) throw new Error(`The command type ${type} is registered twice without owns`);
+    commandTypeHooks.set(type, registrations.length === 1 ? registrations[0] : sharedType(registrations));
   }
+}
+
+/** One type's hooks over its registrations, each payload handled by the registration that owns it. */
+function sharedType(registrations: CommandTypeHooks[]): CommandTypeHooks {
+  const owner = (payload: Record<string, unknown>) => registrations.find((hooks) => hooks.owns?.(payload)) ?? registrations.find((hooks) => !hooks.owns);
+  return {
+    serviceOnly: registrations.find((hooks) => !hooks.owns)?.serviceOnly ?? registrations.find((hooks) => hooks.serviceOnly)?.serviceOnly,
+    queued: (tx, device, payload) => owner(payload)?.queued?.(tx, device, payload) ?? Promise.resolve(),
+    async toAgent(tx, rows) {
+      const prepared = new Map<string, Record<string, unknown>>();
+      for (const hooks of registrations) {
+        const own = rows.filter((row) => owner(row.payload) === hooks);
+        if (own.length === 0) continue;
+        if (!hooks.toAgent) for (const row of own) prepared.set(row.id, row.payload);
+        else for (const [id, payload] of await hooks.toAgent(tx, own)) prepared.set(id, payload);
+      }
+      return prepared;
+    },
+    toView: (payload) => owner(payload)?.toView?.(payload) ?? payload,
+    async claimed(tx, commandIds) {
+      for (const hooks of registrations) await hooks.claimed?.(tx, commandIds);
+    },
+    started: (tx, command) => owner(command.payload)?.started?.(tx, command) ?? Promise.resolve(),
+    answered: (tx, command, input) => owner(command.payload)?.answered?.(tx, command, input) ?? Promise.resolve(false),
+    cancelled: (tx, command, handedOut) => owner(command.payload)?.cancelled?.(tx, command, handedOut) ?? Promise.resolve(),
+  };
 }
 
 

@@ -11,6 +11,7 @@ import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } fro
 import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { findDevices, queueCommand, type CommandTypeHooks } from '../devices/api.js';
+import { INSTALL_SOFTWARE } from '../software/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { requiredText } from '../shared/text.js';
 
@@ -22,7 +23,6 @@ import { requiredText } from '../shared/text.js';
  */
 
 const RESOURCE = 'Third-party catalog entry';
-export const INSTALL_SOFTWARE = 'install_software';
 
 export const DETECTION_TYPES = ['registry', 'file', 'package'] as const;
 export const DetectionTypeSchema = z
@@ -315,6 +315,8 @@ export async function testCatalogEntry(ctx: RequestContext, id: string, raw: Tes
 /** `install_software`: queued by catalog tests only; the agent's answer is the test's result. */
 export const catalogCommandTypes: Record<string, CommandTypeHooks> = {
   [INSTALL_SOFTWARE]: {
+    // The software domain owns the type (its deployments); a test's commands carry its testId.
+    owns: (payload) => typeof payload.testId === 'string',
     serviceOnly: 'install_software commands are queued by testing a third-party catalog entry (POST /third-party-catalog/:id/test)',
     async answered(tx, command, result) {
       const { catalogEntryId, version, sha256, installerUrl } = command.payload as unknown as TestPayload;

@@ -14,6 +14,7 @@ import { accessibleDevice, inventoryPart, queueCommand, visibleDevicesSql, type 
 import { dayOf, replaceDeviceRows, reportedDate } from '../shared/device-rows.js';
 import { boundedJson } from '../shared/json.js';
 import { optionalText, requiredText } from '../shared/text.js';
+import { UNINSTALL_SOFTWARE } from './software-commands.js';
 
 /*
  * The applications devices' agents report installed (the inventory's `software` part, one row per item
@@ -173,8 +174,6 @@ export async function countDeviceSoftware(ctx: RequestContext, deviceId: string)
 }
 
 // ── uninstall ───────────────────────────────────────────────────────────────────────────────────
-
-export const UNINSTALL_SOFTWARE = 'uninstall_software';
 
 export const UninstallQueuedSchema = z.object({ commandId: uuid().describe('the command queued for the device’s agent') }).meta({ title: 'SoftwareUninstallQueued', description: 'The uninstall command queued' });
 type UninstallQueued = z.output<typeof UninstallQueuedSchema>;

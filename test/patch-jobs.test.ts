@@ -170,7 +170,8 @@ describe('install jobs of immediate policies', () => {
     expect(await jobs(api)).toHaveLength(1);
 
     const [forA] = await heartbeat(a);
-    await answer(a, forA!.id, { status: 'completed', result: { patches: [{ patchId: ids.one, status: 'failed' }] } });
+    // A malformed item is left out; the others still count.
+    await answer(a, forA!.id, { status: 'completed', result: { patches: [{ patchId: 'KB-not-an-id', status: 'exploded' }, { patchId: ids.one, status: 'failed' }] } });
     const [forB] = await heartbeat(b);
     await answer(b, forB!.id, { status: 'completed', result: { patches: [{ patchId: ids.one, status: 'installed' }] } });
     const [second, ended] = await jobs(api, `?policyId=${policyId}`);

@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { sql } from './support/db.js';
+import { aRunHasFinished, sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
@@ -63,13 +63,7 @@ async function answer(agent: EnrolledAgent, commandId: string, body: Record<stri
 }
 
 /** Waits for a due-work tick that started after now to finish. */
-async function aTickHasRun(): Promise<void> {
-  const since = new Date();
-  await eventually(async () => {
-    const [row] = await sql(app, `select last_finished_at from agenda_jobs where name = 'due-work.tick'`);
-    return row?.last_finished_at && new Date(row.last_finished_at) > since;
-  }, 15_000, 'a due-work tick');
-}
+const aTickHasRun = () => aRunHasFinished(app, 'due-work.tick');
 
 const statusOn = async (api: Api, deviceId: string) =>
   Object.fromEntries((await api.get(`/patches?deviceId=${deviceId}`)).body.data.map((p: any) => [p.externalId, p.deviceStatus]));

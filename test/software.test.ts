@@ -164,6 +164,10 @@ describe('the software catalog', () => {
     expect(await search('q=NOTE&osType=linux')).toEqual(['Note', 'NOTEbook']);
     expect(await search('q=note&osType=windows')).toEqual(['NOTEbook', 'Notepad++']);
     expect(await search('q=note&limit=2')).toEqual(['Note', 'NOTEbook']);
+    // A result is the package's whole view.
+    const [found] = (await reader.get('/software/catalog/search?q=notepad')).body.data;
+    expect(found).toEqual((await reader.get(`/software/catalog/${found.id}`)).body);
+    expect(found).toMatchObject({ name: 'Notepad++', vendor: 'Don Ho', latestVersion: '1.0' });
     // LIKE wildcards match literally.
     expect(await search(`q=${encodeURIComponent('%_')}`)).toEqual(['100%_App']);
     expectError(await reader.get('/software/catalog/search?q=note&osType=solaris'), 400, 'VALIDATION_ERROR');

@@ -186,6 +186,10 @@ class SimulatedAgent {
   private readonly removedThreats = new Set<string>();
   /** applications uninstalled on the server's request: no longer reported */
   private readonly uninstalled = new Set<string>();
+  /** applications installed on the server's request, name → version: reported from then on */
+  private readonly installed = new Map<string, string>();
+  /** set to make this machine's software installs fail (exit 1603), as a broken installer service would */
+  failInstalls = false;
   /** The update's state once an install or a rollback changed it (else as the machine came). */
   private patchInstalled: boolean | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -298,8 +302,9 @@ class SimulatedAgent {
   }
 
   private async run(command: Command): Promise<void> {
-    // A script execution (it names one) is reported started first, as a real agent does.
-    if ((command.type === 'run_script' && typeof command.payload.executionId === 'string') || command.type === 'security_scan') await this.report(command, { status: 'running' });
+    // A script execution (it names one) and a software deployment's command are reported started first, as a real agent does.
+    const reportsStart = command.type === 'security_scan' || (command.type === 'run_script' && typeof command.payload.executionId === 'string') || (command.type.endsWith('install_software') && typeof command.payload.deploymentId === 'string');
+    if (reportsStart) await this.report(command, { status: 'running' });
     const result = await this.execute(command);
     if (this.state === 'stopped') return;
     this.commands += 1;
@@ -346,9 +351,17 @@ class SimulatedAgent {
         this.patchInstalled = false;
         return { status: 'completed', exitCode: 0 };
       case 'install_software':
+        if (this.failInstalls) return { status: 'failed', exitCode: 1603, stderr: `Fatal error during installation of ${String(payload.name)}\n` };
+        if (typeof payload.name === 'string') {
+          this.installed.set(payload.name, String(payload.version));
+          this.uninstalled.delete(payload.name);
+        }
         return { status: 'completed', exitCode: 0, stdout: `Installed ${String(payload.version)}\n` };
       case 'uninstall_software':
-        if (typeof payload.name === 'string') this.uninstalled.add(payload.name);
+        if (typeof payload.name === 'string') {
+          this.uninstalled.add(payload.name);
+          this.installed.delete(payload.name);
+        }
         return { status: 'completed', exitCode: 0, stdout: `Uninstalled ${String(payload.name)}\n` };
       case 'security_scan':
         return { status: 'completed', exitCode: 0, result: { threats: this.threats() } };
@@ -554,7 +567,9 @@ class SimulatedAgent {
     const packages = ['openssl', 'curl', 'git', 'python3', 'nodejs', 'chrome', '7zip', 'vlc', 'zoom', 'slack'];
     const software = packages
       .filter((name) => stable(`${this.machineId}:has:${name}`) < 0.7 && !this.uninstalled.has(name))
-      .map((name) => ({ name, version: `${Math.floor(stable(`${this.machineId}:v:${name}`) * 10) + 1}.${Math.floor(stable(`${name}:minor`) * 20)}.0`, vendor: 'Simulated' }));
+      .filter((name) => !this.installed.has(name))
+      .map((name) => ({ name, version: `${Math.floor(stable(`${this.machineId}:v:${name}`) * 10) + 1}.${Math.floor(stable(`${name}:minor`) * 20)}.0`, vendor: 'Simulated' }))
+      .concat([...this.installed].map(([name, version]) => ({ name, version, vendor: 'Simulated' })));
     return {
       hardware: { ...this.hardware(), disks: [{ mount: this.os.osType === 'windows' ? 'C:' : '/', sizeBytes: 512 * 1024 ** 3, freeBytes: Math.floor(stable(`${this.machineId}:free`) * 400) * 1024 ** 3 }] },
       software,

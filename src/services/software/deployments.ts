@@ -79,13 +79,13 @@ export const SoftwareDeploymentScheduleTypeSchema = z
 
 const CountsSchema = z
   .object({
-    pending: z.number().int(),
-    downloading: z.number().int(),
-    installing: z.number().int(),
-    succeeded: z.number().int(),
-    failed: z.number().int(),
-    skipped: z.number().int(),
-    cancelled: z.number().int(),
+    pending: z.number().int().describe('devices whose command waits to go out or to be taken'),
+    downloading: z.number().int().describe('devices whose agent has taken its command'),
+    installing: z.number().int().describe('devices whose agent reported it started'),
+    succeeded: z.number().int().describe('devices done without error'),
+    failed: z.number().int().describe('devices that failed or timed out'),
+    skipped: z.number().int().describe('devices not sent a command (no installer for their OS, decommissioned or moved)'),
+    cancelled: z.number().int().describe('devices whose command was cancelled before it went out'),
     total: z.number().int().describe('every device of the deployment'),
   })
   .meta({ title: 'SoftwareDeploymentCounts', description: 'How many of a deployment’s devices stand at each result status (those of your sites for users limited to some)' });

@@ -68,7 +68,8 @@ export class SoftwareDeployment extends BaseEntity<'status' | 'completedAt' | 'd
 @Unique({ properties: ['deploymentId', 'deviceId'] })
 @Index({ properties: ['deploymentId', 'hostname', 'id'] })
 @Index({ properties: ['commandId'] })
-@Index({ properties: ['status'] })
+// What the due work reads each tick: results still waiting for their command.
+@Index({ name: 'software_deployment_result_waiting', expression: `create index "software_deployment_result_waiting" on "software_deployment_result" ("deployment_id", "id") where "status" = 'pending' and "command_id" is null` })
 export class SoftwareDeploymentResult {
   @PrimaryKey({ type: 'uuid' })
   id: string = randomUUID();

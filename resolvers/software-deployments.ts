@@ -4,8 +4,8 @@ import * as deployments from '../src/services/software/deployments.js';
 import { uuid } from '../src/validation.js';
 import { connectionOf, cursored } from './shared.js';
 
-// The results take their deployment's id beside the page.
-const ResultListArgs = deployments.SoftwareDeploymentResultListQuery.extend({ id: uuid().describe('the deployment') });
+// The results take their deployment's id beside the page (`deploymentId`).
+const ResultListArgs = deployments.SoftwareDeploymentResultListQuery.extend({ deploymentId: uuid().describe('the deployment') });
 
 export const SoftwareDeploymentResolver = operations({
   softwareDeployments: query(
@@ -19,9 +19,9 @@ export const SoftwareDeploymentResolver = operations({
     connectionOf(deployments.SoftwareDeploymentResultViewSchema),
     [cursorArgs('SoftwareDeploymentResultListArgs', ResultListArgs)],
     cursored(
-      (ctx, { id: deploymentId, ...page }: z.input<typeof ResultListArgs>) => deployments.listSoftwareDeploymentResults(ctx, deploymentId, page),
+      (ctx, { deploymentId, ...page }: z.input<typeof ResultListArgs>) => deployments.listSoftwareDeploymentResults(ctx, deploymentId, page),
       (r) => r.hostname,
-      (ctx, { id: deploymentId, ...filters }) => deployments.countSoftwareDeploymentResults(ctx, deploymentId, filters),
+      (ctx, { deploymentId, ...filters }) => deployments.countSoftwareDeploymentResults(ctx, deploymentId, filters),
     ),
     { description: 'A deployment’s devices and where each stands, by hostname (as GET /software/deployments/:id/results)' },
   ),

@@ -6,7 +6,7 @@ import { TestClock } from './support/clock.js';
 import { auditOf, sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
-import { buildUser, unique } from './support/factories.js';
+import { buildSite, buildUser, unique } from './support/factories.js';
 
 const clock = new TestClock();
 let app: TestApp;
@@ -289,7 +289,7 @@ describe('software deployments', () => {
 
     const queries = [
       ['query($id: ID!) { softwareDeployment(id: $id) { id } }', { id: theirs.id }],
-      ['query($id: ID!) { softwareDeploymentResults(id: $id) { totalCount } }', { id: theirs.id }],
+      ['query($id: ID!) { softwareDeploymentResults(deploymentId: $id) { totalCount } }', { id: theirs.id }],
       ['mutation($id: ID!) { cancelSoftwareDeployment(id: $id) { id } }', { id: theirs.id }],
       [
         'mutation($input: CreateSoftwareDeploymentInput!) { createSoftwareDeployment(input: $input) { id } }',
@@ -322,7 +322,7 @@ describe('software deployments', () => {
       f.viewer.as,
       `query($id: ID!) {
         softwareDeployment(id: $id) { id status name version }
-        softwareDeploymentResults(id: $id, first: 1) { totalCount edges { node { deviceId hostname status reason } } pageInfo { hasNextPage endCursor } }
+        softwareDeploymentResults(deploymentId: $id, first: 1) { totalCount edges { node { deviceId hostname status reason } } pageInfo { hasNextPage endCursor } }
         softwareDeployments(catalogId: "${f.catalogId}") { totalCount edges { node { id } } }
       }`,
       { id: deployment.id },
@@ -330,7 +330,7 @@ describe('software deployments', () => {
     expect(read.body.errors).toBeUndefined();
     expect(read.body.data.softwareDeployment).toEqual({ id: deployment.id, status: 'scheduled', name: f.name, version: '2.1.0' });
     expect(read.body.data.softwareDeploymentResults).toMatchObject({ totalCount: 2, edges: [{ node: { deviceId: f.lin.deviceId, status: 'pending', reason: null } }], pageInfo: { hasNextPage: true } });
-    const after = await gql(app, f.viewer.as, 'query($id: ID!, $after: String) { softwareDeploymentResults(id: $id, after: $after) { edges { node { deviceId status } } } }', {
+    const after = await gql(app, f.viewer.as, 'query($id: ID!, $after: String) { softwareDeploymentResults(deploymentId: $id, after: $after) { edges { node { deviceId status } } } }', {
       id: deployment.id,
       after: read.body.data.softwareDeploymentResults.pageInfo.endCursor,
     });
@@ -341,5 +341,48 @@ describe('software deployments', () => {
     const cancelled = await gql(app, f.tech.as, 'mutation($id: ID!) { cancelSoftwareDeployment(id: $id) { status counts { cancelled } } }', { id: deployment.id });
     expect(cancelled.body.data.cancelSoftwareDeployment).toEqual({ status: 'cancelled', counts: { cancelled: 1 } });
     expect((await gql(app, f.tech.as, 'mutation($id: ID!) { cancelSoftwareDeployment(id: $id) { status } }', { id: deployment.id })).body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+  });
+  test('a user limited to a site deploys only to their site’s devices (the whole organization is 403, another site 404) and sees only those', async () => {
+    const f = await deploymentFleet();
+    const [siteA, siteB] = [await buildSite(app, f.org.id), await buildSite(app, f.org.id)];
+    await sql(app, 'update device set site_id = ? where id in (?, ?)', [siteA.id, f.win.deviceId, f.mac.deviceId]);
+    await sql(app, 'update device set site_id = ? where id = ?', [siteB.id, f.lin.deviceId]);
+    const everywhere = await deploy(f, {}, [f.win, f.lin, f.mac]);
+    const limited = await buildUser(app, { orgId: f.org.id, role: 'Organization Technician' });
+    await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([siteA.id]), limited.membership.id]);
+    const theirs = rest(app, limited.as);
+
+    const base = { catalogId: f.catalogId, versionId: f.versionId, action: 'install' };
+    expectError(await theirs.post('/software/deployments', { ...base, targets: {} }), 403, 'FORBIDDEN');
+    expectError(await theirs.post('/software/deployments', { ...base, targets: { deviceIds: [f.lin.deviceId] } }), 404, 'NOT_FOUND');
+    const mine = await theirs.post('/software/deployments', { ...base, targets: { siteIds: [siteA.id] } });
+    expect([mine.status, mine.body.counts]).toEqual([201, counts({ pending: 1, skipped: 1, total: 2 })]);
+
+    expect((await theirs.get(`/software/deployments/${everywhere.id}`)).body.counts).toEqual(counts({ pending: 1, skipped: 1, total: 2 }));
+    expect((await results(theirs, everywhere.id)).map((r) => r.deviceId)).toEqual([f.win.deviceId, f.mac.deviceId]);
+    const onlyB = await deploy(f, {}, [f.lin]);
+    expectError(await theirs.get(`/software/deployments/${onlyB.id}`), 404, 'NOT_FOUND');
+    expect((await theirs.get('/software/deployments')).body.data.map((d: { id: string }) => d.id)).toEqual([mine.body.id, everywhere.id]);
+  });
+
+  test('install_software commands other domains queue (a third-party catalog test) are not a deployment’s: its results stay as they were', async () => {
+    const f = await deploymentFleet();
+    const platform = rest(app, (await buildUser(app, { role: 'Platform Admin' })).as);
+    const entry = await platform.post('/third-party-catalog', { name: `App ${unique()}`, vendor: 'Example', versions: [{ version: '1.0.0', installerUrl: 'https://downloads.example.test/app.msi', sha256: 'a'.repeat(64), detection: { type: 'package', name: 'app' } }] });
+    expect(entry.status).toBe(201);
+    const created = await deploy(f, {}, [f.win]);
+    expect((await platform.post(`/third-party-catalog/${entry.body.id}/test`, { version: '1.0.0', deviceId: f.win.deviceId })).status).toBe(202);
+    const commands = await heartbeat(f.win);
+    expect(commands.map((c) => [c.type, c.payload.deploymentId ?? null])).toEqual([
+      ['install_software', created.id],
+      ['install_software', null],
+    ]);
+    const test = commands[1]!;
+    await answer(f.win, test.id, { status: 'running' });
+    await answer(f.win, test.id, { status: 'failed', exitCode: 1 });
+    expect(await resultOf(f.api, created.id, f.win)).toMatchObject({ status: 'downloading', commandId: commands[0]!.id });
+    expect((await platform.get(`/third-party-catalog/${entry.body.id}`)).body.lastTest).toMatchObject({ status: 'failed' });
+    await answer(f.win, commands[0]!.id, { status: 'completed', exitCode: 0 });
+    expect(await statusOf(f.api, created.id)).toBe('completed');
   });
 });

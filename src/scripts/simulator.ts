@@ -31,6 +31,8 @@ interface SimulationOptions {
   rebootSeconds?: number;
   /** how long a self-update takes between `started` and the first heartbeat on the new version (default 2 s) */
   updateSeconds?: number;
+  /** the share of machines, in percent, whose software installs fail (the same machines each run; default 0; `failInstalls` sets one agent) */
+  failInstallsPercent?: number;
   /** hostnames and machine ids are `<prefix>-<n>`: the same prefix enrolls the same devices again (default `sim`) */
   prefix?: string;
   /** where the agents keep their tokens between runs (default: in this process only) */
@@ -188,8 +190,8 @@ class SimulatedAgent {
   private readonly uninstalled = new Set<string>();
   /** applications installed on the server's request, name → version: reported from then on */
   private readonly installed = new Map<string, string>();
-  /** set to make this machine's software installs fail (exit 1603), as a broken installer service would */
-  failInstalls = false;
+  /** this machine's software installs fail (exit 1603), as with a broken installer service */
+  failInstalls: boolean;
   /** The update's state once an install or a rollback changed it (else as the machine came). */
   private patchInstalled: boolean | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -206,6 +208,7 @@ class SimulatedAgent {
     this.hostname = `${options.prefix}-${String(index + 1).padStart(3, '0')}`;
     this.machineId = `simulator-${options.prefix}-${index + 1}`;
     this.os = OS_MIX[index % OS_MIX.length]!;
+    this.failInstalls = stable(`${this.machineId}:fail-installs`) * 100 < options.failInstallsPercent;
   }
 
   get channelOpen(): boolean {
@@ -611,6 +614,7 @@ export async function startSimulation(options: SimulationOptions): Promise<Simul
     ws: options.ws ?? false,
     rebootSeconds: options.rebootSeconds ?? 30,
     updateSeconds: options.updateSeconds ?? 2,
+    failInstallsPercent: options.failInstallsPercent ?? 0,
     prefix: options.prefix ?? 'sim',
     credentials: options.credentials ?? inProcess,
     log: options.log ?? (() => {}),

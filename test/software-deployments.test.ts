@@ -3,8 +3,8 @@ import { timeOutCommands } from '../src/services/devices/device-commands.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { auditOf, sql } from './support/db.js';
-import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
+import { auditOf, dueWorkTicked, sql } from './support/db.js';
+import { agentCall, enroll, fleet, heartbeatCommands, reportCommandResult, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
 
@@ -19,7 +19,6 @@ afterAll(async () => {
 });
 
 type Api = ReturnType<typeof rest>;
-type Command = { id: string; type: string; payload: Record<string, any> };
 type Result = { deviceId: string; hostname: string; status: string; reason: string | null; commandId: string | null; exitCode: number | null; error: string | null };
 
 const installer = (osType: string) => ({ osType, url: `https://downloads.example.test/${osType}/app`, sha256: 'ab'.repeat(32), silentArgs: `--quiet-${osType}`, uninstallArgs: '--remove', detection: { type: 'file', path: `/opt/${osType}` } });
@@ -56,25 +55,8 @@ async function results(api: Api, id: string, query = ''): Promise<Result[]> {
 const resultOf = async (api: Api, id: string, agent: EnrolledAgent) => (await results(api, id)).find((r) => r.deviceId === agent.deviceId)!;
 const statusOf = async (api: Api, id: string) => (await api.get(`/software/deployments/${id}`)).body.status as string;
 
-async function heartbeat(agent: EnrolledAgent): Promise<Command[]> {
-  const res = await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
-  expect(res.status).toBe(200);
-  return res.body.commands;
-}
-
-async function answer(agent: EnrolledAgent, commandId: string, body: Record<string, unknown>): Promise<void> {
-  const res = await agentCall(app, agent, `/commands/${commandId}/result`, body);
-  expect([res.status, res.body.message]).toEqual([200, undefined]);
-}
-
-/** Waits for a due-work tick that started after now to finish. */
-async function aTickHasRun(): Promise<void> {
-  const since = new Date();
-  await eventually(async () => {
-    const [row] = await sql(app, `select last_finished_at from agenda_jobs where name = 'due-work.tick'`);
-    return row?.last_finished_at && new Date(row.last_finished_at) > since;
-  }, 15_000, 'a due-work tick');
-}
+const heartbeat = (agent: EnrolledAgent) => heartbeatCommands(app, agent);
+const answer = (agent: EnrolledAgent, commandId: string, body: Record<string, unknown>) => reportCommandResult(app, agent, commandId, body);
 
 const expectError = (res: { status: number; body: any }, status: number, code: string) => expect([res.status, res.body.code]).toEqual([status, code]);
 const counts = (fields: Record<string, number>) => ({ pending: 0, downloading: 0, installing: 0, succeeded: 0, failed: 0, skipped: 0, cancelled: 0, ...fields });
@@ -178,7 +160,7 @@ describe('software deployments', () => {
     const at = new Date(clock.now().getTime() + 3_600_000).toISOString();
     const created = await deploy(f, { schedule: { type: 'at', at } }, [f.lin]);
     expect(created).toMatchObject({ status: 'scheduled', schedule: { type: 'at', at }, counts: counts({ pending: 1, total: 1 }) });
-    await aTickHasRun();
+    await dueWorkTicked(app);
     expect(await resultOf(f.api, created.id, f.lin)).toMatchObject({ status: 'pending', commandId: null });
     expect(await heartbeat(f.lin)).toEqual([]);
     clock.advance(3_600_000 + 1000);
@@ -193,7 +175,7 @@ describe('software deployments', () => {
     const f = await deploymentFleet();
     const created = await deploy(f, { schedule: { type: 'maintenance_window' } }, [f.win, f.lin]);
     expect(created).toMatchObject({ status: 'scheduled', schedule: { type: 'maintenance_window', at: null }, counts: counts({ pending: 2, total: 2 }) });
-    await aTickHasRun();
+    await dueWorkTicked(app);
     expect(await heartbeat(f.lin)).toEqual([]);
 
     const startsAt = new Date(clock.now().getTime() + 86_400_000).toISOString().slice(0, 19);

@@ -231,12 +231,7 @@ export async function createSoftwareDeployment(ctx: RequestContext, rawInput: Cr
   const { userId } = requirePrincipal(ctx);
   return withTransaction(ctx, async (tx) => {
     const deployment = tx.em.create(SoftwareDeployment, {
-      orgId: pkg.orgId,
-      catalogId: pkg.catalogId,
-      versionId: pkg.versionId,
-      name: pkg.name,
-      version: pkg.version,
-      installers: pkg.installers,
+      ...pkg,
       action: input.action,
       targets: storedTargets(target),
       schedule,

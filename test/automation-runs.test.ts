@@ -1,7 +1,7 @@
 import { createTestApp, useInstancePair, type TestApp } from './support/app.js';
 import { TestClock } from './support/clock.js';
 import { gql, rest, type As } from './support/clients.js';
-import { aRunHasFinished, dispatched, sql } from './support/db.js';
+import { dispatched, dueWorkTicked, sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
@@ -72,7 +72,7 @@ const ended = (as: As, runId: string, on: TestApp = app) =>
 const outcomes = (run: Run) => run.results.map((r) => [r.deviceId, r.stepIndex, r.status]).sort((a, b) => String(a).localeCompare(String(b)));
 
 /** Waits for a due-work tick that started after now to finish. */
-const aTickHasRun = () => aRunHasFinished(app, 'due-work.tick');
+const aTickHasRun = () => dueWorkTicked(app);
 
 describe('manual runs', () => {
   test('command and wait steps give per-device results; the wait ends by the clock', async () => {

@@ -1,8 +1,8 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { aRunHasFinished, sql } from './support/db.js';
-import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
+import { dueWorkTicked, sql } from './support/db.js';
+import { agentCall, enroll, fleet, heartbeatCommands, reportCommandResult, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
 import { patchedFleet as fleetWithPatches, reportPatches } from './support/patches.js';
@@ -51,19 +51,9 @@ async function jobs(api: Api, query = ''): Promise<Job[]> {
 
 const deviceOf = (job: Job, deviceId: string) => job.devices.find((d) => d.deviceId === deviceId)!;
 
-async function heartbeat(agent: EnrolledAgent): Promise<{ id: string; type: string; payload: Record<string, any> }[]> {
-  const res = await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
-  expect(res.status).toBe(200);
-  return res.body.commands;
-}
-
-async function answer(agent: EnrolledAgent, commandId: string, body: Record<string, unknown>): Promise<void> {
-  const res = await agentCall(app, agent, `/commands/${commandId}/result`, body);
-  expect([res.status, res.body.message]).toEqual([200, undefined]);
-}
-
-/** Waits for a due-work tick that started after now to finish. */
-const aTickHasRun = () => aRunHasFinished(app, 'due-work.tick');
+const heartbeat = (agent: EnrolledAgent) => heartbeatCommands(app, agent);
+const answer = (agent: EnrolledAgent, commandId: string, body: Record<string, unknown>) => reportCommandResult(app, agent, commandId, body);
+const aTickHasRun = () => dueWorkTicked(app);
 
 const statusOn = async (api: Api, deviceId: string) =>
   Object.fromEntries((await api.get(`/patches?deviceId=${deviceId}`)).body.data.map((p: any) => [p.externalId, p.deviceStatus]));

@@ -31,6 +31,8 @@ interface SimulationOptions {
   rebootSeconds?: number;
   /** how long a self-update takes between `started` and the first heartbeat on the new version (default 2 s) */
   updateSeconds?: number;
+  /** the share of machines, in percent, whose software installs fail (the same machines each run; default 0; `failInstalls` sets one agent) */
+  failInstallsPercent?: number;
   /** hostnames and machine ids are `<prefix>-<n>`: the same prefix enrolls the same devices again (default `sim`) */
   prefix?: string;
   /** where the agents keep their tokens between runs (default: in this process only) */
@@ -186,6 +188,10 @@ class SimulatedAgent {
   private readonly removedThreats = new Set<string>();
   /** applications uninstalled on the server's request: no longer reported */
   private readonly uninstalled = new Set<string>();
+  /** applications installed on the server's request, name → version: reported from then on */
+  private readonly installed = new Map<string, string>();
+  /** this machine's software installs fail (exit 1603), as with a broken installer service */
+  failInstalls: boolean;
   /** The update's state once an install or a rollback changed it (else as the machine came). */
   private patchInstalled: boolean | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -202,6 +208,7 @@ class SimulatedAgent {
     this.hostname = `${options.prefix}-${String(index + 1).padStart(3, '0')}`;
     this.machineId = `simulator-${options.prefix}-${index + 1}`;
     this.os = OS_MIX[index % OS_MIX.length]!;
+    this.failInstalls = stable(`${this.machineId}:fail-installs`) * 100 < options.failInstallsPercent;
   }
 
   get channelOpen(): boolean {
@@ -298,8 +305,9 @@ class SimulatedAgent {
   }
 
   private async run(command: Command): Promise<void> {
-    // A script execution (it names one) is reported started first, as a real agent does.
-    if ((command.type === 'run_script' && typeof command.payload.executionId === 'string') || command.type === 'security_scan') await this.report(command, { status: 'running' });
+    // A script execution (it names one) and a software deployment's command are reported started first, as a real agent does.
+    const reportsStart = command.type === 'security_scan' || (command.type === 'run_script' && typeof command.payload.executionId === 'string') || (command.type.endsWith('install_software') && typeof command.payload.deploymentId === 'string');
+    if (reportsStart) await this.report(command, { status: 'running' });
     const result = await this.execute(command);
     if (this.state === 'stopped') return;
     this.commands += 1;
@@ -346,9 +354,17 @@ class SimulatedAgent {
         this.patchInstalled = false;
         return { status: 'completed', exitCode: 0 };
       case 'install_software':
+        if (this.failInstalls) return { status: 'failed', exitCode: 1603, stderr: `Fatal error during installation of ${String(payload.name)}\n` };
+        if (typeof payload.name === 'string') {
+          this.installed.set(payload.name, String(payload.version));
+          this.uninstalled.delete(payload.name);
+        }
         return { status: 'completed', exitCode: 0, stdout: `Installed ${String(payload.version)}\n` };
       case 'uninstall_software':
-        if (typeof payload.name === 'string') this.uninstalled.add(payload.name);
+        if (typeof payload.name === 'string') {
+          this.uninstalled.add(payload.name);
+          this.installed.delete(payload.name);
+        }
         return { status: 'completed', exitCode: 0, stdout: `Uninstalled ${String(payload.name)}\n` };
       case 'security_scan':
         return { status: 'completed', exitCode: 0, result: { threats: this.threats() } };
@@ -554,7 +570,9 @@ class SimulatedAgent {
     const packages = ['openssl', 'curl', 'git', 'python3', 'nodejs', 'chrome', '7zip', 'vlc', 'zoom', 'slack'];
     const software = packages
       .filter((name) => stable(`${this.machineId}:has:${name}`) < 0.7 && !this.uninstalled.has(name))
-      .map((name) => ({ name, version: `${Math.floor(stable(`${this.machineId}:v:${name}`) * 10) + 1}.${Math.floor(stable(`${name}:minor`) * 20)}.0`, vendor: 'Simulated' }));
+      .filter((name) => !this.installed.has(name))
+      .map((name) => ({ name, version: `${Math.floor(stable(`${this.machineId}:v:${name}`) * 10) + 1}.${Math.floor(stable(`${name}:minor`) * 20)}.0`, vendor: 'Simulated' }))
+      .concat([...this.installed].map(([name, version]) => ({ name, version, vendor: 'Simulated' })));
     return {
       hardware: { ...this.hardware(), disks: [{ mount: this.os.osType === 'windows' ? 'C:' : '/', sizeBytes: 512 * 1024 ** 3, freeBytes: Math.floor(stable(`${this.machineId}:free`) * 400) * 1024 ** 3 }] },
       software,
@@ -596,6 +614,7 @@ export async function startSimulation(options: SimulationOptions): Promise<Simul
     ws: options.ws ?? false,
     rebootSeconds: options.rebootSeconds ?? 30,
     updateSeconds: options.updateSeconds ?? 2,
+    failInstallsPercent: options.failInstallsPercent ?? 0,
     prefix: options.prefix ?? 'sim',
     credentials: options.credentials ?? inProcess,
     log: options.log ?? (() => {}),

@@ -33,6 +33,9 @@ export async function jobsFinished(app: TestApp, name: string, timeoutMs = 15_00
   );
 }
 
+/** Waits for a due-work tick (the one recurring job behind every domain's due work) that started after now to finish. */
+export const dueWorkTicked = (app: TestApp) => aRunHasFinished(app, 'due-work.tick');
+
 /**
  * Waits for a run of the recurring job `name` that started after this call and has finished: whatever
  * the test changed before calling was there for that run to see.

@@ -7,6 +7,7 @@ import type { RequestContext } from '../../auth/context.js';
 import type { Loaders } from '../../auth/loaders.js';
 import { authorize, isUuid, permits, requirePrincipal, tenantWhere, visibleOrgIds } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
+import { uuidArray } from '../../db/arrays.js';
 import { AppError, conflict, notFound } from '../../errors.js';
 import { emit } from '../../events/outbox.js';
 import { MAX_LIMIT, PageQuery, pageSchema, toPage, type Page } from '../../pagination.js';
@@ -441,6 +442,25 @@ export async function cancelCommand(ctx: RequestContext, deviceId: string, comma
     );
     return commandView(command);
   });
+}
+
+/**
+ * Cancels those of `commandIds` (queued by the calling service) that no agent has taken yet, in one
+ * statement: the row locks order it with the claim, so each is either handed out or cancelled, never
+ * both. Tells no `cancelled` hook: the caller updates its own rows. Answers the ids cancelled.
+ */
+export async function cancelQueuedCommands(tx: RequestContext, commandIds: string[]): Promise<string[]> {
+  if (commandIds.length === 0) return [];
+  const rows = (await tx.em.execute(
+    `update device_command set status = 'cancelled', completed_at = ?, updated_at = now()
+      where id = any(?::uuid[]) and status = 'pending'
+      returning id, device_id, org_id, type`,
+    [tx.runtime.clock.now(), uuidArray(commandIds)],
+  )) as { id: string; device_id: string; org_id: string; type: string }[];
+  for (const row of rows) {
+    await emit(tx, { type: 'device.command_updated', orgId: row.org_id, data: { commandId: row.id, deviceId: row.device_id, orgId: row.org_id, type: row.type, status: 'cancelled' } });
+  }
+  return rows.map((row) => row.id);
 }
 
 /** Commands past their `timeoutAt` that no agent answered: `timeout`. Run by a recurring job. */

@@ -3,7 +3,7 @@ import { timeOutCommands } from '../src/services/devices/device-commands.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { auditOf, dueWorkTicked, sql } from './support/db.js';
+import { auditOf, dueWorkTicked, sql, statementsOn } from './support/db.js';
 import { agentCall, enroll, fleet, heartbeatCommands, reportCommandResult, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
@@ -366,5 +366,20 @@ describe('software deployments', () => {
     expect((await platform.get(`/third-party-catalog/${entry.body.id}`)).body.lastTest).toMatchObject({ status: 'failed' });
     await answer(f.win, commands[0]!.id, { status: 'completed', exitCode: 0 });
     expect(await statusOf(f.api, created.id)).toBe('completed');
+  });
+  test('results are written in one statement and lists read them in one, however many devices and deployments', async () => {
+    const f = await deploymentFleet();
+    const more = [await enroll(app, f.key, `e-${unique()}`), await enroll(app, f.key, `f-${unique()}`)];
+    const later = { schedule: { type: 'at', at: new Date(clock.now().getTime() + 86_400_000).toISOString() } };
+    const one = await statementsOn(app, 'software_deployment_result', () => deploy(f, later, [f.lin]));
+    const five = await statementsOn(app, 'software_deployment_result', () => deploy(f, later, [f.win, f.lin, f.mac, ...more]));
+    expect(five.result.counts).toEqual(counts({ pending: 4, skipped: 1, total: 5 }));
+    expect(five.statements).toBe(one.statements);
+    const inserts = await statementsOn(app, 'insert into software_deployment_result', () => deploy(f, later, [f.win, f.lin, f.mac, ...more]));
+    expect(inserts.statements).toBe(1);
+
+    const listOne = await statementsOn(app, 'software_deployment_result', () => f.api.get('/software/deployments?limit=1'));
+    const listAll = await statementsOn(app, 'software_deployment_result', () => f.api.get('/software/deployments'));
+    expect([listAll.result.body.data.length, listAll.statements]).toEqual([3, listOne.statements]);
   });
 });

@@ -15,7 +15,7 @@ import { recordAudit } from '../audit/api.js';
 import { cancelQueuedCommands, checkTargets, findDevices, queueCommand, siteLimitedDevicesSql, toTarget, type CommandResult, type CommandTypeHooks } from '../devices/api.js';
 import { policyTargetsInput, policyTargetsView, storedTargets, targetsView } from '../shared/policy-targets.js';
 import { removeUninstalledItem } from './inventory.js';
-import { INSTALL_SOFTWARE, UNINSTALL_SOFTWARE, softwareCommandFor, softwarePackage, type SoftwarePackage } from './software-commands.js';
+import { INSTALL_SOFTWARE, UNINSTALL_SOFTWARE, softwareCommandFor, softwarePackage } from './software-commands.js';
 
 /*
  * Software deployments: a catalog version installed on (or uninstalled from) the devices an
@@ -209,9 +209,6 @@ export type CreateSoftwareDeploymentInput = z.input<typeof CreateSoftwareDeploym
 
 // ── creating ────────────────────────────────────────────────────────────────────────────────────
 
-/** The deployment's version as its commands need it (kept on the deployment). */
-const packageOf = (d: SoftwareDeployment): SoftwarePackage => ({ orgId: d.orgId, catalogId: d.catalogId, versionId: d.versionId, name: d.name, version: d.version, installers: d.installers });
-
 /**
  * Makes a deployment: one result per targeted device (one statement), `skipped` where the version has
  * no installer for the device's operating system; with a `now` schedule the others' commands are
@@ -269,7 +266,6 @@ export async function createSoftwareDeployment(ctx: RequestContext, rawInput: Cr
  */
 async function dispatch(tx: RequestContext, deployment: SoftwareDeployment, rows: SoftwareDeploymentResult[]): Promise<void> {
   const devices = new Map((await findDevices(tx, { ids: rows.map((r) => r.deviceId) }, { scope: 'all' })).map((d) => [d.id, d]));
-  const pkg = packageOf(deployment);
   const now = tx.runtime.clock.now();
   for (const row of rows) {
     const device = devices.get(row.deviceId);
@@ -278,7 +274,8 @@ async function dispatch(tx: RequestContext, deployment: SoftwareDeployment, rows
       Object.assign(row, { status: 'skipped', reason: 'The device was decommissioned or moved to another organization' });
       continue;
     }
-    const command = softwareCommandFor(pkg, deployment.action as 'install' | 'uninstall', device.osType, { deploymentId: deployment.id });
+    // The deployment keeps its version's fields: it is the package its commands are made of.
+    const command = softwareCommandFor(deployment, deployment.action as 'install' | 'uninstall', device.osType, { deploymentId: deployment.id });
     if ('skipped' in command) Object.assign(row, { status: 'skipped', reason: command.skipped });
     else row.commandId = (await queueCommand(tx, device, command, deployment.createdBy)).id;
   }

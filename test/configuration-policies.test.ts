@@ -3,7 +3,8 @@ import { rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
 import { sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
-import { buildUser, unique } from './support/factories.js';
+import { buildSite, buildUser, unique } from './support/factories.js';
+import { eventually } from './support/eventually.js';
 
 const clock = new TestClock();
 let app: TestApp;
@@ -247,4 +248,173 @@ describe('configuration policies', () => {
     ]);
     expect((await eventsOf('policy.evaluated', org.id)).map((e) => e.data)).toEqual([{ policyId: policy.id, evaluationId: check!.payload.evaluationId, compliant: 0, nonCompliant: 1, pending: 0 }]);
   });
+
+  test('deactivating stops evaluation on reports and on the interval (POLICY_EVALUATION_INTERVAL_MINUTES, by the clock); evaluate is 202 while active, 409 while inactive', async () => {
+    const { org, api, a } = await policyFleet();
+    await report(a, { security: { encryption: { enabled: true } } });
+    const policy = await createPolicy(api, { rules: [{ type: 'disk_encryption' }] });
+    expectError(await api.post(`/policies/${policy.id}/evaluate`), 409, 'CONFLICT');
+    expectError(await api.post(`/policies/${policy.id}/deactivate`), 409, 'CONFLICT');
+    await activate(api, policy.id);
+    expectError(await api.post(`/policies/${policy.id}/activate`), 409, 'CONFLICT');
+    const evaluated = await api.post(`/policies/${policy.id}/evaluate`);
+    expect([evaluated.status, evaluated.body]).toEqual([202, { evaluationId: expect.any(String), devices: 2 }]);
+    const evaluations = async () => (await eventsOf('policy.evaluated', org.id)).length;
+    expect(await evaluations()).toBe(2);
+
+    // The interval: an hour on, the next tick evaluates it again.
+    clock.advance(61 * 60_000);
+    await eventually(async () => (await evaluations()) === 3, 20_000, 'the interval’s evaluation');
+    const lastEvaluatedAt = (await api.get(`/policies/${policy.id}`)).body.lastEvaluatedAt;
+    expect(new Date(lastEvaluatedAt).getTime()).toBeGreaterThan(Date.now() + 60 * 60_000);
+
+    expect((await api.post(`/policies/${policy.id}/deactivate`)).body.status).toBe('inactive');
+    await report(a, { security: { encryption: { enabled: false } } });
+    clock.advance(61 * 60_000);
+    await aTickHasRun();
+    expect(await evaluations()).toBe(3);
+    expect((await statuses(api, policy.id))[a.deviceId]).toBe('compliant');
+  });
+
+  test('policy.violation when a device becomes non-compliant (an alert raised), policy.compliant when it returns (the alert resolved)', async () => {
+    const { org, api, a } = await policyFleet();
+    await report(a, { security: { encryption: { enabled: true } } });
+    const policy = await createPolicy(api, { targets: { deviceIds: [a.deviceId] }, rules: [{ type: 'disk_encryption' }] });
+    await activate(api, policy.id);
+    await report(a, { security: { encryption: { enabled: false } } });
+    await report(a, { security: { encryption: { enabled: false } } });
+    await report(a, { security: { encryption: { enabled: true } } });
+    expect((await eventsOf('policy.violation', org.id)).map((e) => e.data)).toEqual([
+      { policyId: policy.id, deviceId: a.deviceId, violations: [{ ruleIndex: 0, type: 'disk_encryption', message: 'the disk is not encrypted' }] },
+    ]);
+    expect((await eventsOf('policy.compliant', org.id)).map((e) => e.data)).toEqual([{ policyId: policy.id, deviceId: a.deviceId }]);
+    const alerts = await sql(app, `select status, device_id, source from alert where org_id = ? and source = 'configuration_policy'`, [org.id]);
+    expect(alerts).toEqual([{ status: 'resolved', device_id: a.deviceId, source: 'configuration_policy' }]);
+  });
+
+  test('compliance views: per policy, stats (a device counts by its worst status), summary and per device; users limited to a site count its devices only', async () => {
+    const f = await fleet(app);
+    const site = await buildSite(app, f.org.id);
+    const inSite = await enroll(app, f.key, `s-${unique()}`);
+    const outside = await enroll(app, f.key, `o-${unique()}`);
+    await sql(app, 'update device set site_id = ? where id = ?', [site.id, inSite.deviceId]);
+    await report(inSite, { security: { encryption: { enabled: true } }, software: [{ name: 'Git', version: '2.40' }] });
+    await report(outside, { security: { encryption: { enabled: false } }, software: [{ name: 'Git', version: '2.40' }] });
+    const encrypted = await createPolicy(f.api, { name: 'Encrypted', rules: [{ type: 'disk_encryption' }] });
+    const git = await createPolicy(f.api, { name: 'Git', rules: [{ type: 'software_required', name: 'git' }] });
+    const agentPolicy = await createPolicy(f.api, { name: 'Agent', targets: { deviceIds: [inSite.deviceId] }, rules: [{ type: 'service_running', name: 'sshd' }] });
+    await createPolicy(f.api, { name: 'Idle', rules: [{ type: 'disk_encryption' }] });
+    for (const p of [encrypted, git, agentPolicy]) await activate(f.api, p.id);
+
+    const viewer = rest(app, (await buildUser(app, { orgId: f.org.id, role: 'Organization Viewer' })).as);
+    expect((await viewer.get('/policies/compliance/stats')).body).toEqual({ policies: 4, activePolicies: 3, devices: 2, compliant: 0, nonCompliant: 1, pending: 1, compliancePercent: 0 });
+    const summary = await viewer.get('/policies/compliance/summary');
+    expect(summary.body.data.map((p: any) => [p.name, p.status, p.compliant, p.nonCompliant, p.pending])).toEqual([
+      ['Idle', 'inactive', 0, 0, 0],
+      ['Agent', 'active', 0, 0, 1],
+      ['Git', 'active', 2, 0, 0],
+      ['Encrypted', 'active', 1, 1, 0],
+    ]);
+    const device = await viewer.get(`/policies/compliance/device/${outside.deviceId}`);
+    expect(device.body).toEqual({
+      deviceId: outside.deviceId,
+      status: 'non_compliant',
+      policies: [
+        { policyId: encrypted.id, name: 'Encrypted', status: 'non_compliant', violations: [{ ruleIndex: 0, type: 'disk_encryption', message: 'the disk is not encrypted' }] },
+        { policyId: git.id, name: 'Git', status: 'compliant', violations: [] },
+      ],
+    });
+    expect((await viewer.get(`/policies/compliance/device/${inSite.deviceId}`)).body.status).toBe('pending');
+
+    // The agent answers: the site's device is compliant everywhere.
+    const [check] = (await heartbeat(inSite)).filter((c) => c.type === 'policy_check');
+    await answer(inSite, check!.id, { status: 'completed', result: { checks: [{ ruleIndex: 0, passed: true, actual: 'running' }] } });
+    expect((await viewer.get('/policies/compliance/stats')).body).toMatchObject({ devices: 2, compliant: 1, nonCompliant: 1, pending: 0, compliancePercent: 50 });
+
+    const limitedUser = await buildUser(app, { orgId: f.org.id, role: 'Organization Viewer' });
+    await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([site.id]), limitedUser.membership.id]);
+    const limited = rest(app, limitedUser.as);
+    expect((await limited.get('/policies/compliance/stats')).body).toMatchObject({ devices: 1, compliant: 1, nonCompliant: 0, pending: 0, compliancePercent: 100 });
+    expect((await limited.get(`/policies/${encrypted.id}/compliance`)).body).toEqual({
+      summary: { compliant: 1, nonCompliant: 0, pending: 0 },
+      devices: [{ deviceId: inSite.deviceId, hostname: expect.any(String), status: 'compliant', violations: [], evaluatedAt: expect.any(String) }],
+    });
+    expect((await limited.get('/policies/compliance/summary')).body.data.find((p: any) => p.name === 'Encrypted')).toMatchObject({ compliant: 1, nonCompliant: 0 });
+    expectError(await limited.get(`/policies/compliance/device/${outside.deviceId}`), 404, 'NOT_FOUND');
+  });
+
+  test('remediation: uninstall, install, start_service and script commands for violated rules; a completed one re-evaluates the device', async () => {
+    const { org, api, reader, a, b } = await policyFleet();
+    const catalog = (await api.post('/software/catalog', { name: 'Firefox', vendor: 'Mozilla', category: 'browser' })).body;
+    const version = (await api.post(`/software/catalog/${catalog.id}/versions`, { version: '128.0', installers: [{ osType: 'windows', url: 'https://downloads.example.test/ff.msi', sha256: 'ab'.repeat(32) }] })).body;
+    const linuxVersion = (await api.post(`/software/catalog/${catalog.id}/versions`, { version: '129.0', installers: [{ osType: 'linux', url: 'https://downloads.example.test/ff.tar', sha256: 'cd'.repeat(32) }] })).body;
+    const script = (await api.post('/scripts', { name: `fix-${unique()}`, language: 'bash', content: 'echo fixed', osTypes: ['linux'] })).body;
+    expect(script.id).toEqual(expect.any(String));
+    await report(a, { software: [{ name: 'uTorrent', version: '3.0' }], security: { encryption: { enabled: false } } });
+    await report(b, { software: [{ name: 'Firefox', version: '127.0' }], security: { encryption: { enabled: true } } });
+    const policy = await createPolicy(api, {
+      rules: [
+        { type: 'software_forbidden', name: 'utorrent', remediation: { type: 'uninstall' } },
+        { type: 'software_required', name: 'firefox', minVersion: '128', remediation: { type: 'install', catalogId: catalog.id, versionId: version.id } },
+        { type: 'disk_encryption', remediation: { type: 'script', scriptId: script.id, parameters: {} } },
+        { type: 'os_version_min', osType: 'linux', version: '1' },
+      ],
+    });
+    await activate(api, policy.id);
+    expectError(await reader.post(`/policies/${policy.id}/remediate`, {}), 403, 'FORBIDDEN');
+    const remediated = await api.post(`/policies/${policy.id}/remediate`, {});
+    expect(remediated.status).toBe(202);
+    const byType = Object.fromEntries(remediated.body.commands.map((c: any) => [`${c.deviceId === a.deviceId ? 'a' : 'b'}:${c.type}`, c]));
+    expect(Object.keys(byType).sort()).toEqual(['a:run_script', 'a:uninstall_software']);
+    expect(remediated.body.skipped.map((s: any) => [s.deviceId === a.deviceId ? 'a' : 'b', s.reason]).sort()).toEqual([
+      ['a', 'rule 1: Firefox 128.0 has no installer for linux'],
+      ['b', 'rule 1: Firefox 128.0 has no installer for linux'],
+    ]);
+
+    // A linux installer: b gets install_software.
+    expect((await api.patch(`/policies/${policy.id}`, { rules: [{ type: 'software_required', name: 'firefox', minVersion: '128', remediation: { type: 'install', catalogId: catalog.id, versionId: linuxVersion.id } }] })).status).toBe(200);
+    const install = await api.post(`/policies/${policy.id}/remediate`, { deviceIds: [b.deviceId] });
+    expect(install.body).toEqual({ commands: [{ deviceId: b.deviceId, ruleIndex: 0, commandId: expect.any(String), type: 'install_software' }], skipped: [] });
+    const commandsB = await heartbeat(b);
+    const installCommand = commandsB.find((c) => c.id === install.body.commands[0].commandId)!;
+    expect(installCommand.payload).toMatchObject({ policyId: policy.id, name: 'Firefox', version: '129.0', url: 'https://downloads.example.test/ff.tar', sha256: 'cd'.repeat(32) });
+    // The agent installs it and reports; the completed command re-evaluates b.
+    await agentCall(app, b, '/inventory', { software: [{ name: 'Firefox', version: '129.0' }] });
+    await answer(b, installCommand.id, { status: 'completed', exitCode: 0 });
+    await eventually(async () => (await statuses(reader, policy.id))[b.deviceId] === 'compliant', 10_000, 'b compliant');
+
+    // a's uninstall (of the policy's earlier rules) completes: it is marked, the item gone.
+    const commandsA = await heartbeat(a);
+    const uninstall = commandsA.find((c) => c.id === byType['a:uninstall_software'].commandId)!;
+    expect(uninstall.payload).toEqual({ policyId: policy.id, softwareId: expect.any(String), name: 'uTorrent', version: '3.0' });
+    expect(commandsA.some((c) => c.id === byType['a:run_script'].commandId)).toBe(true);
+    await answer(a, uninstall.id, { status: 'completed', exitCode: 0 });
+    await eventually(async () => (await sql(app, `select status from configuration_policy_remediation where command_id = ?`, [uninstall.id]))[0]?.status === 'completed', 10_000, 'the uninstall marked');
+    expect((await sql(app, `select count(*)::int as n from device_software where device_id = ? and name = 'uTorrent'`, [a.deviceId]))[0].n).toBe(0);
+
+    // start_service for a violated service rule.
+    const services = await createPolicy(api, { targets: { deviceIds: [a.deviceId] }, rules: [{ type: 'service_running', name: 'nginx', remediation: { type: 'start_service' } }] });
+    await activate(api, services.id);
+    const [check] = (await heartbeat(a)).filter((c) => c.type === 'policy_check');
+    await answer(a, check!.id, { status: 'completed', result: { checks: [{ ruleIndex: 0, passed: false, actual: 'stopped' }] } });
+    const started = await api.post(`/policies/${services.id}/remediate`, {});
+    expect(started.body.commands).toEqual([{ deviceId: a.deviceId, ruleIndex: 0, commandId: expect.any(String), type: 'start_service' }]);
+    const start = (await heartbeat(a)).find((c) => c.type === 'start_service')!;
+    expect(start.payload).toEqual({ policyId: services.id, name: 'nginx' });
+    await answer(a, start.id, { status: 'completed', exitCode: 0 });
+    // The re-evaluation asks the agent again.
+    const recheck = await eventually(async () => (await heartbeat(a)).find((c) => c.type === 'policy_check'), 10_000, 'a new policy_check');
+    await answer(a, recheck.id, { status: 'completed', result: { checks: [{ ruleIndex: 0, passed: true, actual: 'running' }] } });
+    expect((await statuses(reader, services.id))[a.deviceId]).toBe('compliant');
+    expect((await eventsOf('policy.compliant', org.id)).map((e) => e.data)).toContainEqual({ policyId: services.id, deviceId: a.deviceId });
+  });
 });
+
+/** Waits for a due-work tick that started after now to finish. */
+async function aTickHasRun(): Promise<void> {
+  const since = new Date();
+  await eventually(async () => {
+    const [row] = await sql(app, `select last_finished_at from agenda_jobs where name = 'due-work.tick'`);
+    return row?.last_finished_at && new Date(row.last_finished_at) > since;
+  }, 15_000, 'a due-work tick');
+}

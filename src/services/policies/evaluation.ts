@@ -75,8 +75,10 @@ function inventoryViolation(rule: ConfigurationRule, facts: InventoryFacts): str
     case 'os_version_min':
       // Devices of another operating system are not what the rule is about.
       if (facts.osType !== rule.osType) return null;
-      if (!facts.osVersion) return 'the operating system version is not reported';
-      return compareVersions(facts.osVersion, rule.version!) >= 0 ? null : `${rule.osType} ${facts.osVersion} is older than ${rule.version}`;
+      // Agents report a name with the number (`Ubuntu 24.04 LTS`, `macOS 14.5`): its first dotted number is compared.
+      const reported = facts.osVersion && /\d+(?:\.\d+)*/.exec(facts.osVersion)?.[0];
+      if (!reported) return 'the operating system version is not reported';
+      return compareVersions(reported, rule.version!) >= 0 ? null : `${rule.osType} ${facts.osVersion} is older than ${rule.version}`;
     case 'disk_encryption':
       if (facts.encrypted === true) return null;
       return facts.encrypted === false ? 'the disk is not encrypted' : 'disk encryption is not reported';

@@ -1,5 +1,5 @@
 import { createTestApp, type TestApp } from './support/app.js';
-import { rest } from './support/clients.js';
+import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
 import { sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
@@ -407,6 +407,114 @@ describe('configuration policies', () => {
     await answer(a, recheck.id, { status: 'completed', result: { checks: [{ ruleIndex: 0, passed: true, actual: 'running' }] } });
     expect((await statuses(reader, services.id))[a.deviceId]).toBe('compliant');
     expect((await eventsOf('policy.compliant', org.id)).map((e) => e.data)).toContainEqual({ policyId: services.id, deviceId: a.deviceId });
+  });
+});
+
+describe('GraphQL and tenancy', () => {
+  const FIELDS = 'id orgId name description status targets { siteIds groupIds deviceIds } rules { type name minVersion osType version path key expected remediation { type catalogId versionId scriptId parameters } } lastEvaluatedAt';
+
+  test('every REST operation has its GraphQL query or mutation', async () => {
+    const { tech, viewer, a } = await policyFleet();
+    await report(a, { security: { encryption: { enabled: false } }, software: [{ name: 'uTorrent', version: '1' }] });
+    const created = await gql(app, tech.as, `mutation($input: CreateConfigurationPolicyInput!) { createConfigurationPolicy(input: $input) { ${FIELDS} } }`, {
+      input: { name: 'GraphQL', targets: {}, rules: [{ type: 'software_forbidden', name: 'utorrent', remediation: { type: 'uninstall' } }, { type: 'registry_value', path: 'HKLM\\X', name: 'Y', expected: 1 }] },
+    });
+    expect(created.body.errors).toBeUndefined();
+    const policy = created.body.data!.createConfigurationPolicy;
+    expect(policy.rules[1]).toEqual({ type: 'registry_value', name: 'Y', minVersion: null, osType: null, version: null, path: 'HKLM\\X', key: null, expected: 1, remediation: null });
+    const bad = await gql(app, tech.as, `mutation($input: CreateConfigurationPolicyInput!) { createConfigurationPolicy(input: $input) { id } }`, { input: { name: 'Bad', targets: {}, rules: [{ type: 'disk_encryption', name: 'x' }] } });
+    expect(bad.body.errors?.[0]?.extensions?.code).toBe('VALIDATION_ERROR');
+    const run = async (as: typeof tech.as, query: string, variables: Record<string, unknown> = {}) => {
+      const res = await gql(app, as, query, { id: policy.id, ...variables });
+      expect(res.body.errors).toBeUndefined();
+      return res.body.data;
+    };
+    expect((await run(viewer.as, 'query($id: ID!) { configurationPolicy(id: $id) { name } }')).configurationPolicy.name).toBe('GraphQL');
+    expect((await run(viewer.as, 'query { configurationPolicies(first: 5, status: inactive) { totalCount edges { node { id } } } }')).configurationPolicies.totalCount).toBe(1);
+    expect((await run(tech.as, 'mutation($id: ID!) { activateConfigurationPolicy(id: $id) { status } }')).activateConfigurationPolicy.status).toBe('active');
+    expect((await run(tech.as, 'mutation($id: ID!) { evaluateConfigurationPolicy(id: $id) { devices } }')).evaluateConfigurationPolicy.devices).toBe(2);
+    const compliance = (await run(viewer.as, 'query($id: ID!) { configurationPolicyCompliance(id: $id) { summary { compliant nonCompliant pending } devices { deviceId status } } }')).configurationPolicyCompliance;
+    expect(compliance.summary).toEqual({ compliant: 0, nonCompliant: 0, pending: 2 });
+    expect((await run(viewer.as, 'query { configurationPolicyComplianceStats { policies activePolicies devices pending compliancePercent } }')).configurationPolicyComplianceStats).toEqual({
+      policies: 1,
+      activePolicies: 1,
+      devices: 2,
+      pending: 2,
+      compliancePercent: 0,
+    });
+    expect((await run(viewer.as, 'query { configurationPolicyComplianceSummary { data { policyId pending } nextCursor } }')).configurationPolicyComplianceSummary.data).toEqual([{ policyId: policy.id, pending: 2 }]);
+    expect((await run(viewer.as, 'query($deviceId: ID!) { deviceConfigurationCompliance(deviceId: $deviceId) { status policies { policyId status } } }', { deviceId: a.deviceId })).deviceConfigurationCompliance.status).toBe('pending');
+    expect((await run(tech.as, 'mutation($id: ID!) { remediateConfigurationPolicy(id: $id) { commands { type } skipped { reason } } }')).remediateConfigurationPolicy).toEqual({ commands: [], skipped: [] });
+    const updated = await run(tech.as, 'mutation($id: ID!, $input: UpdateConfigurationPolicyInput!) { updateConfigurationPolicy(id: $id, input: $input) { description } }', { input: { description: 'changed' } });
+    expect(updated.updateConfigurationPolicy.description).toBe('changed');
+    const replaced = await run(tech.as, 'mutation($id: ID!, $input: ReplaceConfigurationPolicyInput!) { replaceConfigurationPolicy(id: $id, input: $input) { name description rules { type } } }', {
+      input: { name: 'Replaced', targets: {}, rules: [{ type: 'disk_encryption' }] },
+    });
+    expect(replaced.replaceConfigurationPolicy).toEqual({ name: 'Replaced', description: null, rules: [{ type: 'disk_encryption' }] });
+    expect((await run(tech.as, 'mutation($id: ID!) { deactivateConfigurationPolicy(id: $id) { status } }')).deactivateConfigurationPolicy.status).toBe('inactive');
+    const denied = await gql(app, viewer.as, 'mutation($id: ID!) { deleteConfigurationPolicy(id: $id) }', { id: policy.id });
+    expect(denied.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect((await run(tech.as, 'mutation($id: ID!) { deleteConfigurationPolicy(id: $id) }')).deleteConfigurationPolicy).toBe(true);
+  });
+
+  test("another organization's policy, device, site, group, catalog version, script or organization is 404 on every route, REST and GraphQL", async () => {
+    const mine = await policyFleet();
+    const other = await policyFleet();
+    const theirs = await createPolicy(other.api, { rules: [{ type: 'disk_encryption' }] });
+    const theirSite = await buildSite(app, other.org.id);
+    const theirGroup = (await other.api.post('/groups', { name: `G ${unique()}`, type: 'static' })).body;
+    const theirCatalog = (await other.api.post('/software/catalog', { name: 'App', vendor: 'V', category: 'c' })).body;
+    const theirVersion = (await other.api.post(`/software/catalog/${theirCatalog.id}/versions`, { version: '1.0', installers: [{ osType: 'linux', url: 'https://x.example.test/a', sha256: 'ab'.repeat(32) }] })).body;
+    const theirScript = (await other.api.post('/scripts', { name: `s-${unique()}`, language: 'bash', content: 'echo hi' })).body;
+    const ours = await createPolicy(mine.api, { rules: [{ type: 'disk_encryption' }] });
+    const path = `/policies/${theirs.id}`;
+    const body = { name: 'X', targets: {}, rules: [{ type: 'disk_encryption' }] };
+    for (const [method, url, payload] of [
+      ['get', path],
+      ['put', path, body],
+      ['patch', path, { name: 'X' }],
+      ['delete', path],
+      ['post', `${path}/activate`],
+      ['post', `${path}/deactivate`],
+      ['post', `${path}/evaluate`],
+      ['post', `${path}/remediate`, {}],
+      ['get', `${path}/compliance`],
+      ['get', `/policies/compliance/device/${other.a.deviceId}`],
+      ['get', `/policies?orgId=${other.org.id}`],
+      ['get', `/policies/compliance/stats?orgId=${other.org.id}`],
+      ['get', `/policies/compliance/summary?orgId=${other.org.id}`],
+      ['post', '/policies', { ...body, orgId: other.org.id }],
+      ['post', '/policies', { ...body, targets: { siteIds: [theirSite.id] } }],
+      ['post', '/policies', { ...body, targets: { groupIds: [theirGroup.id] } }],
+      ['post', '/policies', { ...body, targets: { deviceIds: [other.a.deviceId] } }],
+      ['post', '/policies', { ...body, rules: [{ type: 'software_required', name: 'App', remediation: { type: 'install', catalogId: theirCatalog.id, versionId: theirVersion.id } }] }],
+      ['post', '/policies', { ...body, rules: [{ type: 'disk_encryption', remediation: { type: 'script', scriptId: theirScript.id } }] }],
+      ['put', `/policies/${ours.id}`, { ...body, targets: { deviceIds: [other.b.deviceId] } }],
+      ['patch', `/policies/${ours.id}`, { targets: { siteIds: [theirSite.id] } }],
+      ['post', `/policies/${ours.id}/remediate`, { deviceIds: [other.a.deviceId] }],
+    ] as const) {
+      const res = method === 'get' || method === 'delete' ? await mine.api[method](url) : await mine.api[method](url, payload);
+      expect([method, url, res.status, res.body.code]).toEqual([method, url, 404, 'NOT_FOUND']);
+    }
+    expect((await other.api.get(path)).body.name).toBe(theirs.name);
+
+    const notFound = async (query: string, variables: Record<string, unknown>) => {
+      const res = await gql(app, mine.tech.as, query, variables);
+      expect([query, res.body.errors?.[0]?.extensions?.code]).toEqual([query, 'NOT_FOUND']);
+    };
+    const id = { id: theirs.id };
+    await notFound('query($id: ID!) { configurationPolicy(id: $id) { id } }', id);
+    await notFound('query($id: ID!) { configurationPolicyCompliance(id: $id) { summary { pending } } }', id);
+    await notFound('query($deviceId: ID!) { deviceConfigurationCompliance(deviceId: $deviceId) { status } }', { deviceId: other.a.deviceId });
+    await notFound('query($orgId: ID!) { configurationPolicies(orgId: $orgId) { totalCount } }', { orgId: other.org.id });
+    await notFound('query($orgId: ID!) { configurationPolicyComplianceStats(orgId: $orgId) { policies } }', { orgId: other.org.id });
+    await notFound('query($orgId: ID!) { configurationPolicyComplianceSummary(orgId: $orgId) { nextCursor } }', { orgId: other.org.id });
+    await notFound('mutation($input: CreateConfigurationPolicyInput!) { createConfigurationPolicy(input: $input) { id } }', { input: { ...body, targets: { deviceIds: [other.a.deviceId] } } });
+    await notFound('mutation($id: ID!, $input: ReplaceConfigurationPolicyInput!) { replaceConfigurationPolicy(id: $id, input: $input) { id } }', { ...id, input: body });
+    await notFound('mutation($id: ID!, $input: UpdateConfigurationPolicyInput!) { updateConfigurationPolicy(id: $id, input: $input) { id } }', { ...id, input: { name: 'X' } });
+    for (const mutation of ['deleteConfigurationPolicy(id: $id)', 'activateConfigurationPolicy(id: $id) { id }', 'deactivateConfigurationPolicy(id: $id) { id }', 'evaluateConfigurationPolicy(id: $id) { devices }', 'remediateConfigurationPolicy(id: $id) { skipped { reason } }']) {
+      await notFound(`mutation($id: ID!) { ${mutation} }`, id);
+    }
   });
 });
 

@@ -2,14 +2,14 @@ import type { FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { ConfigurationPolicy, ConfigurationPolicyDevice } from '../../../entities/configuration-policy.js';
 import type { RequestContext } from '../../auth/context.js';
-import { authorize, tenantSql, tenantWhere } from '../../auth/policy.js';
+import { tenantSql, tenantWhere } from '../../auth/policy.js';
 import { uuidArray } from '../../db/arrays.js';
 import { requestRows, statement } from '../../db/prepared.js';
 import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { accessibleDevice, findDevices, visibleDevicesSql } from '../devices/api.js';
 import { requirePolicy } from './evaluation.js';
-import { PolicyStatusSchema } from './policies.js';
+import { authorizeLists, PolicyStatusSchema } from './policies.js';
 import { RuleTypeSchema } from './rules.js';
 
 /*
@@ -109,7 +109,7 @@ async function worstStatuses(ctx: RequestContext, orgId: string | undefined): Pr
 
 export async function complianceStats(ctx: RequestContext, raw: ComplianceStatsInput): Promise<ComplianceStats> {
   const query = parseInput(ComplianceStatsQuery, raw);
-  await authorize(ctx, 'policies:read');
+  await authorizeLists(ctx, query.orgId);
   const where = ((await tenantWhere<ConfigurationPolicy>(ctx, { org: 'orgId', requestedOrgId: query.orgId })) ?? {}) as FilterQuery<ConfigurationPolicy>;
   const [policies, activePolicies] = await Promise.all([ctx.em.count(ConfigurationPolicy, where), ctx.em.count(ConfigurationPolicy, { $and: [where, { status: 'active' }] } as FilterQuery<ConfigurationPolicy>)]);
   const worst = await worstStatuses(ctx, query.orgId);
@@ -140,7 +140,7 @@ type ComplianceSummaryPage = z.output<typeof ComplianceSummaryPageSchema>;
 /** Each policy the caller sees with its devices' counts, newest first, in keyset pages. */
 export async function complianceSummary(ctx: RequestContext, raw: ComplianceSummaryInput): Promise<ComplianceSummaryPage> {
   const query = parseInput(ComplianceSummaryQuery, raw);
-  await authorize(ctx, 'policies:read');
+  await authorizeLists(ctx, query.orgId);
   const where: FilterQuery<ConfigurationPolicy>[] = [(await tenantWhere<ConfigurationPolicy>(ctx, { org: 'orgId', requestedOrgId: query.orgId })) ?? {}];
   if (query.status) where.push({ status: query.status });
   const keyset = keysetWhere('createdAt', 'date', 'desc', query.cursor);

@@ -110,8 +110,14 @@ export type ConfigurationPolicyListInput = z.input<typeof ConfigurationPolicyLis
 export const ConfigurationPolicyPageSchema = cursorPageSchema(ConfigurationPolicyViewSchema, 'ConfigurationPolicyPage', 'configuration policies, newest first');
 type ConfigurationPolicyPage = z.output<typeof ConfigurationPolicyPageSchema>;
 
-async function policyFilter(ctx: RequestContext, query: z.output<typeof PolicyFilters>): Promise<FilterQuery<ConfigurationPolicy>> {
+/** `policies:read`; another tenant's organization named by `orgId` is 404. */
+export async function authorizeLists(ctx: RequestContext, orgId: string | undefined): Promise<void> {
   await authorize(ctx, 'policies:read');
+  if (orgId) await authorize(ctx, 'policies:read', { orgId, resource: 'Organization' });
+}
+
+async function policyFilter(ctx: RequestContext, query: z.output<typeof PolicyFilters>): Promise<FilterQuery<ConfigurationPolicy>> {
+  await authorizeLists(ctx, query.orgId);
   const where: FilterQuery<ConfigurationPolicy>[] = [(await tenantWhere<ConfigurationPolicy>(ctx, { org: 'orgId', requestedOrgId: query.orgId })) ?? {}];
   if (query.status) where.push({ status: query.status });
   return { $and: where } as FilterQuery<ConfigurationPolicy>;

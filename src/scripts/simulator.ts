@@ -313,6 +313,8 @@ class SimulatedAgent {
     await this.report(command, result);
     this.options.log(`${this.hostname}: ${command.type} ${command.id} → ${result.status}${result.exitCode === undefined ? '' : ` (exit ${result.exitCode})`}`);
     if (command.type === 'reboot') this.reboot();
+    // As a real agent does, a changed software list is reported at once.
+    if (result.status === 'completed' && (command.type === 'install_software' || command.type === 'uninstall_software')) await this.sendInventory();
   }
 
   private async report(command: Command, result: CommandResult | { status: 'running' }): Promise<void> {

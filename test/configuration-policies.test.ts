@@ -4,6 +4,7 @@ import { TestClock } from './support/clock.js';
 import { sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
+import { aTickHasRun } from './support/due-work.js';
 import { eventually } from './support/eventually.js';
 
 const clock = new TestClock();
@@ -271,7 +272,7 @@ describe('configuration policies', () => {
     expect((await api.post(`/policies/${policy.id}/deactivate`)).body.status).toBe('inactive');
     await report(a, { security: { encryption: { enabled: false } } });
     clock.advance(61 * 60_000);
-    await aTickHasRun();
+    await aTickHasRun(app);
     expect(await evaluations()).toBe(3);
     expect((await statuses(api, policy.id))[a.deviceId]).toBe('compliant');
   });
@@ -517,12 +518,3 @@ describe('GraphQL and tenancy', () => {
     }
   });
 });
-
-/** Waits for a due-work tick that started after now to finish. */
-async function aTickHasRun(): Promise<void> {
-  const since = new Date();
-  await eventually(async () => {
-    const [row] = await sql(app, `select last_finished_at from agenda_jobs where name = 'due-work.tick'`);
-    return row?.last_finished_at && new Date(row.last_finished_at) > since;
-  }, 15_000, 'a due-work tick');
-}

@@ -34,24 +34,20 @@ const TargetsInput = policyTargetsInput('ConfigurationPolicyTargetsInput');
 const Name = z.string().trim().min(1).max(255);
 const Description = optionalText(4000);
 
+const policyFields = {
+  name: Name.describe('the policy’s name'),
+  description: Description.describe('what it is for; left out: none'),
+  targets: TargetsInput.describe('the devices it applies to; empty: every device of the organization'),
+  rules: RulesInput,
+};
+
 export const CreateConfigurationPolicySchema = z
-  .strictObject({
-    orgId: uuid().optional().describe('required for partner and system callers'),
-    name: Name.describe('the policy’s name'),
-    description: Description.describe('what it is for'),
-    targets: TargetsInput.describe('the devices it applies to; empty: every device of the organization'),
-    rules: RulesInput,
-  })
+  .strictObject({ orgId: uuid().optional().describe('required for partner and system callers'), ...policyFields })
   .meta({ title: 'CreateConfigurationPolicyInput', description: 'A new configuration policy of an organization (inactive until activated)' });
 export type CreateConfigurationPolicyInput = z.input<typeof CreateConfigurationPolicySchema>;
 
 export const ReplaceConfigurationPolicySchema = z
-  .strictObject({
-    name: Name.describe('the policy’s name'),
-    description: Description.describe('what it is for; left out: none'),
-    targets: TargetsInput.describe('the devices it applies to; empty: every device of the organization'),
-    rules: RulesInput,
-  })
+  .strictObject(policyFields)
   .meta({ title: 'ReplaceConfigurationPolicyInput', description: 'Every field of a configuration policy (PUT)' });
 export type ReplaceConfigurationPolicyInput = z.input<typeof ReplaceConfigurationPolicySchema>;
 

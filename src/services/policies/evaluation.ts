@@ -174,12 +174,22 @@ async function announceIfSettled(tx: RequestContext, policy: ConfigurationPolicy
 /** Locks the policy's row, so the answers of one evaluation decide in turn whether it has settled. */
 export const lockPolicy = (tx: RequestContext, policyId: string) => tx.em.findOne(ConfigurationPolicy, { id: policyId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
 
+/** How an evaluation goes: who asked (null: the service), and whether a device still awaiting a check keeps it. */
+export interface EvaluationOptions {
+  createdBy: string | null;
+  /**
+   * Reports and the interval: a device already `pending` keeps the `policy_check` it awaits (its rules
+   * are unchanged) rather than getting another, so an offline device's checks do not pile up.
+   */
+  reuseChecks?: boolean;
+}
+
 /**
  * Evaluates the policy on these devices of its organization now (in the caller's transaction): inventory
  * rules at once, agent rules through a `policy_check` each device's agent answers. Answers the
  * evaluation's id and how many devices it covers.
  */
-export async function evaluateDevices(tx: RequestContext, policy: ConfigurationPolicy, deviceIds: readonly string[], createdBy: string | null): Promise<{ evaluationId: string; devices: number }> {
+export async function evaluateDevices(tx: RequestContext, policy: ConfigurationPolicy, deviceIds: readonly string[], options: EvaluationOptions): Promise<{ evaluationId: string; devices: number }> {
   const evaluationId = randomUUID();
   const devices = deviceIds.length === 0 ? [] : ((await findDevices(tx, { ids: deviceIds, active: true }, { scope: 'all', orderBy: 'id' })) as Device[]).filter((d) => d.orgId === policy.orgId);
   if (devices.length === 0) return { evaluationId, devices: 0 };
@@ -212,8 +222,9 @@ export async function evaluateDevices(tx: RequestContext, policy: ConfigurationP
       continue;
     }
     // Until the agent answers, the row keeps the inventory rules' violations; the answer adds its own.
-    const command = await queueCommand(tx, device, { type: POLICY_CHECK, payload: { policyId: policy.id, evaluationId, checks: agentChecks } }, createdBy);
-    Object.assign(row, { status: 'pending', violations, pendingCommandId: command.id, evaluatedAt: tx.runtime.clock.now() });
+    const awaited = options.reuseChecks && row.status === 'pending' ? row.pendingCommandId : null;
+    const commandId = awaited ?? (await queueCommand(tx, device, { type: POLICY_CHECK, payload: { policyId: policy.id, evaluationId, checks: agentChecks } }, options.createdBy)).id;
+    Object.assign(row, { status: 'pending', violations, pendingCommandId: commandId, evaluatedAt: tx.runtime.clock.now() });
   }
   await announceIfSettled(tx, policy, evaluationId);
   return { evaluationId, devices: devices.length };
@@ -230,11 +241,11 @@ export async function coveredDeviceIds(tx: RequestContext, policy: Configuration
  * Evaluates the policy on every device it covers (in the caller's transaction); rows of devices it no
  * longer covers go.
  */
-export async function evaluatePolicy(tx: RequestContext, policy: ConfigurationPolicy, createdBy: string | null): Promise<{ evaluationId: string; devices: number }> {
+export async function evaluatePolicy(tx: RequestContext, policy: ConfigurationPolicy, options: EvaluationOptions): Promise<{ evaluationId: string; devices: number }> {
   const deviceIds = await coveredDeviceIds(tx, policy);
   await tx.em.nativeDelete(ConfigurationPolicyDevice, { policyId: policy.id, deviceId: { $nin: deviceIds } });
   policy.lastEvaluatedAt = tx.runtime.clock.now();
-  const outcome = await evaluateDevices(tx, policy, deviceIds, createdBy);
+  const outcome = await evaluateDevices(tx, policy, deviceIds, options);
   await tx.em.flush();
   return outcome;
 }
@@ -295,7 +306,7 @@ export async function evaluateOnReport(runtime: Runtime, device: { id: string; o
   for (const policy of await activePoliciesCovering(ctx, device)) {
     await withTransaction(ctx, async (tx) => {
       const locked = await lockPolicy(tx, policy.id);
-      if (locked?.status === 'active') await evaluateDevices(tx, locked, [device.id], null);
+      if (locked?.status === 'active') await evaluateDevices(tx, locked, [device.id], { createdBy: null, reuseChecks: true });
       await tx.em.flush();
     });
   }
@@ -309,7 +320,7 @@ export async function evaluateDuePolicies(ctx: RequestContext, now: Date): Promi
     try {
       await withTransaction(ctx, async (tx) => {
         const policy = await lockPolicy(tx, id);
-        if (policy?.status === 'active' && (!policy.lastEvaluatedAt || policy.lastEvaluatedAt <= before)) await evaluatePolicy(tx, policy, null);
+        if (policy?.status === 'active' && (!policy.lastEvaluatedAt || policy.lastEvaluatedAt <= before)) await evaluatePolicy(tx, policy, { createdBy: null, reuseChecks: true });
       });
     } catch (error) {
       // One failing policy does not hold back the others.

@@ -172,7 +172,7 @@ async function changePolicy(ctx: RequestContext, id: string, input: z.output<typ
     const changes = applyChanges(policy, { name: input.name, description, targets, rules });
     if (changes.length === 0) return policyView(policy);
     await tx.em.persistAndFlush(policy);
-    if (policy.status === 'active' && (changes.includes('targets') || changes.includes('rules'))) await evaluatePolicy(tx, policy, requirePrincipal(tx).userId);
+    if (policy.status === 'active' && (changes.includes('targets') || changes.includes('rules'))) await evaluatePolicy(tx, policy, { createdBy: requirePrincipal(tx).userId });
     await recordAudit(tx, { action: 'configuration_policy.update', resourceType: 'configuration_policy', resourceId: policy.id, orgId: policy.orgId, changes, details: { name: policy.name } });
     return policyView(policy);
   });
@@ -205,7 +205,7 @@ export async function activateConfigurationPolicy(ctx: RequestContext, id: strin
     const locked = await lockedPolicy(tx, policy.id);
     if (locked.status === 'active') throw conflict('The policy is already active');
     locked.status = 'active';
-    const { evaluationId, devices } = await evaluatePolicy(tx, locked, requirePrincipal(tx).userId);
+    const { evaluationId, devices } = await evaluatePolicy(tx, locked, { createdBy: requirePrincipal(tx).userId });
     await recordAudit(tx, { action: 'configuration_policy.activate', resourceType: 'configuration_policy', resourceId: locked.id, orgId: locked.orgId, details: { name: locked.name, evaluationId, devices } });
     return policyView(locked);
   });
@@ -237,7 +237,7 @@ export async function evaluateConfigurationPolicy(ctx: RequestContext, id: strin
   return withTransaction(ctx, async (tx) => {
     const locked = await lockedPolicy(tx, policy.id);
     if (locked.status !== 'active') throw conflict('Activate the policy to evaluate it');
-    const started = await evaluatePolicy(tx, locked, requirePrincipal(tx).userId);
+    const started = await evaluatePolicy(tx, locked, { createdBy: requirePrincipal(tx).userId });
     await recordAudit(tx, { action: 'configuration_policy.evaluate', resourceType: 'configuration_policy', resourceId: locked.id, orgId: locked.orgId, details: started });
     return started;
   });

@@ -156,6 +156,6 @@ export async function remediationEnded(tx: RequestContext, event: DomainEvent): 
   await tx.em.flush();
   if (data.status !== 'completed') return;
   const policy = await lockPolicy(tx, remediation.policyId);
-  if (policy) await evaluateDevices(tx, policy, [remediation.deviceId], null);
+  if (policy) await evaluateDevices(tx, policy, [remediation.deviceId], { createdBy: null });
   await tx.em.flush();
 }

@@ -68,6 +68,35 @@ const statuses = async (api: Api, policyId: string) => Object.fromEntries(Object
 const eventsOf = (type: string, orgId: string) => sql(app, `select data from outbox_event where type = ? and org_id = ? order by created_at, id`, [type, orgId]);
 const expectError = (res: { status: number; body: any }, status: number, code: string) => expect([res.status, res.body.code]).toEqual([status, code]);
 
+// Before the tests that move the clock on: subscriptions are made with tokens of real time.
+test('domainEvents delivers policy events to the organization’s policy readers, a device’s to site-limited readers of its site only', async () => {
+  const f = await fleet(app);
+  const site = await buildSite(app, f.org.id);
+  const a = await enroll(app, f.key, `a-${unique()}`);
+  await report(a, { security: { encryption: { enabled: true } } });
+  const reader = await buildUser(app, { orgId: f.org.id, can: ['organizations:read', 'devices:read', 'policies:read'] });
+  const bystander = await buildUser(app, { orgId: f.org.id, can: ['organizations:read', 'devices:read'] });
+  const elsewhere = await buildUser(app, { orgId: f.org.id, can: ['organizations:read', 'devices:read', 'policies:read'] });
+  await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([site.id]), elsewhere.membership.id]);
+  const { received, dispose } = await listenToDomainEvents(app, [reader, bystander, elsewhere], ['policy.evaluated', 'policy.violation', 'device.updated']);
+  try {
+    const policy = await createPolicy(f.api, { targets: { deviceIds: [a.deviceId] }, rules: [{ type: 'disk_encryption' }] });
+    await activate(f.api, policy.id);
+    await report(a, { security: { encryption: { enabled: false } } });
+    // A device event after them, which all may see: once it has arrived, the policy events were decided before it.
+    expect((await f.api.patch(`/devices/${a.deviceId}`, { tags: ['checked'] })).status).toBe(200);
+    await eventually(() => [reader, bystander].every((u) => received.get(u.user.id)!.some((e) => e.type === 'device.updated')), 10_000, 'the device event');
+    expect(received.get(reader.user.id)!.map((e) => e.type)).toEqual(['policy.evaluated', 'policy.violation', 'policy.evaluated', 'device.updated']);
+    expect(received.get(reader.user.id)![1]!.data).toEqual({ policyId: policy.id, deviceId: a.deviceId, violations: [{ ruleIndex: 0, type: 'disk_encryption', message: 'the disk is not encrypted' }] });
+    expect(received.get(bystander.user.id)!.map((e) => e.type)).toEqual(['device.updated']);
+    // The site-limited reader hears the policy's evaluations, not the device of no site of theirs (the violation came between them).
+    await eventually(() => received.get(elsewhere.user.id)!.filter((e) => e.type === 'policy.evaluated').length === 2, 10_000, 'the evaluations');
+    expect(received.get(elsewhere.user.id)!.map((e) => e.type)).toEqual(['policy.evaluated', 'policy.evaluated']);
+  } finally {
+    await dispose();
+  }
+});
+
 describe('configuration policies', () => {
   test('technicians create, read, list, replace, change and delete policies; viewers read and get 403 on writes; audited', async () => {
     const { org, api, reader } = await policyFleet();
@@ -413,34 +442,6 @@ describe('configuration policies', () => {
     expect((await statuses(reader, services.id))[a.deviceId]).toBe('compliant');
     expect((await eventsOf('policy.compliant', org.id)).map((e) => e.data)).toContainEqual({ policyId: services.id, deviceId: a.deviceId });
   });
-});
-
-test('domainEvents delivers policy events to the organization’s policy readers, a device’s to site-limited readers of its site only', async () => {
-  const f = await fleet(app);
-  const site = await buildSite(app, f.org.id);
-  const a = await enroll(app, f.key, `a-${unique()}`);
-  await report(a, { security: { encryption: { enabled: true } } });
-  const reader = await buildUser(app, { orgId: f.org.id, can: ['organizations:read', 'devices:read', 'policies:read'] });
-  const bystander = await buildUser(app, { orgId: f.org.id, can: ['organizations:read', 'devices:read'] });
-  const elsewhere = await buildUser(app, { orgId: f.org.id, can: ['organizations:read', 'devices:read', 'policies:read'] });
-  await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([site.id]), elsewhere.membership.id]);
-  const { received, dispose } = await listenToDomainEvents(app, [reader, bystander, elsewhere], ['policy.evaluated', 'policy.violation', 'device.updated']);
-  try {
-    const policy = await createPolicy(f.api, { targets: { deviceIds: [a.deviceId] }, rules: [{ type: 'disk_encryption' }] });
-    await activate(f.api, policy.id);
-    await report(a, { security: { encryption: { enabled: false } } });
-    // A device event after them, which all may see: once it has arrived, the policy events were decided before it.
-    expect((await f.api.patch(`/devices/${a.deviceId}`, { tags: ['checked'] })).status).toBe(200);
-    await eventually(() => [reader, bystander].every((u) => received.get(u.user.id)!.some((e) => e.type === 'device.updated')), 10_000, 'the device event');
-    expect(received.get(reader.user.id)!.map((e) => e.type)).toEqual(['policy.evaluated', 'policy.violation', 'policy.evaluated', 'device.updated']);
-    expect(received.get(reader.user.id)![1]!.data).toEqual({ policyId: policy.id, deviceId: a.deviceId, violations: [{ ruleIndex: 0, type: 'disk_encryption', message: 'the disk is not encrypted' }] });
-    expect(received.get(bystander.user.id)!.map((e) => e.type)).toEqual(['device.updated']);
-    // The site-limited reader hears the policy's evaluations, not the device of no site of theirs (the violation came between them).
-    await eventually(() => received.get(elsewhere.user.id)!.filter((e) => e.type === 'policy.evaluated').length === 2, 10_000, 'the evaluations');
-    expect(received.get(elsewhere.user.id)!.map((e) => e.type)).toEqual(['policy.evaluated', 'policy.evaluated']);
-  } finally {
-    await dispose();
-  }
 });
 
 describe('GraphQL and tenancy', () => {

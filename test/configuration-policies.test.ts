@@ -283,6 +283,31 @@ describe('configuration policies', () => {
     expect((await eventsOf('policy.evaluated', org.id)).map((e) => e.data)).toEqual([{ policyId: policy.id, evaluationId: expect.any(String), compliant: 0, nonCompliant: 1, pending: 0 }]);
   });
 
+  test('answers of one evaluation arriving together settle it once; reports of several devices evaluate side by side', async () => {
+    const f = await fleet(app);
+    const agents = await Promise.all([1, 2, 3, 4, 5].map((i) => enroll(app, f.key, `c${i}-${unique()}`)));
+    const policy = await createPolicy(f.api, { rules: [{ type: 'service_running', name: 'sshd' }, { type: 'disk_encryption' }] });
+    await activate(f.api, policy.id);
+    await Promise.all(agents.map((agent) => report(agent, { security: { encryption: { enabled: true } } })));
+    const checks = await Promise.all(agents.map(async (agent) => ({ agent, check: (await heartbeat(agent)).find((c) => c.type === 'policy_check')! })));
+    await Promise.all(checks.map(({ agent, check }) => answer(agent, check.id, { status: 'completed', result: { checks: [{ ruleIndex: 0, passed: true }] } })));
+    expect(Object.values(await statuses(f.api, policy.id))).toEqual(['compliant', 'compliant', 'compliant', 'compliant', 'compliant']);
+    // Each report's evaluation settled with its device's answer (the activation's gave way to them).
+    const evaluated = (await eventsOf('policy.evaluated', f.org.id)).map((e) => e.data);
+    expect(evaluated).toHaveLength(5);
+    expect(evaluated.every((e) => e.compliant === 1 && e.nonCompliant === 0 && e.pending === 0)).toBe(true);
+  });
+
+  test('answers of one whole evaluation arriving together emit policy.evaluated once, with every device counted', async () => {
+    const f = await fleet(app);
+    const agents = await Promise.all([1, 2, 3, 4].map((i) => enroll(app, f.key, `w${i}-${unique()}`)));
+    const policy = await createPolicy(f.api, { rules: [{ type: 'service_running', name: 'sshd' }] });
+    await activate(f.api, policy.id);
+    const checks = await Promise.all(agents.map(async (agent) => ({ agent, check: (await heartbeat(agent)).find((c) => c.type === 'policy_check')! })));
+    await Promise.all(checks.map(({ agent, check }, i) => answer(agent, check.id, { status: 'completed', result: { checks: [{ ruleIndex: 0, passed: i > 0 }] } })));
+    expect((await eventsOf('policy.evaluated', f.org.id)).map((e) => e.data)).toEqual([{ policyId: policy.id, evaluationId: checks[0]!.check.payload.evaluationId, compliant: 3, nonCompliant: 1, pending: 0 }]);
+  });
+
   test('deactivating stops evaluation on reports and on the interval (POLICY_EVALUATION_INTERVAL_MINUTES, by the clock); evaluate is 202 while active, 409 while inactive', async () => {
     const { org, api, a } = await policyFleet();
     await report(a, { security: { encryption: { enabled: true } } });

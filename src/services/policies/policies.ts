@@ -1,10 +1,10 @@
-import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import type { FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { ConfigurationPolicy } from '../../../entities/configuration-policy.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, requirePrincipal, targetOrgId, tenantWhere } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
-import { conflict } from '../../errors.js';
+import { conflict, notFound } from '../../errors.js';
 import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
@@ -12,7 +12,7 @@ import { checkTargets } from '../devices/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { policyTargetsInput, policyTargetsView, storedTargets, targetsView } from '../shared/policy-targets.js';
 import { optionalText } from '../shared/text.js';
-import { evaluatePolicy, policyTarget, requirePolicy } from './evaluation.js';
+import { evaluatePolicy, lockPolicy, policyTarget, requirePolicy } from './evaluation.js';
 import { checkRemediationRefs } from './remediation.js';
 import { RuleViewSchema, RulesInput, storedRules } from './rules.js';
 
@@ -243,7 +243,9 @@ export async function evaluateConfigurationPolicy(ctx: RequestContext, id: strin
   });
 }
 
-/** The policy's row locked, read afresh: activation, deactivation and evaluations decide in turn. */
-function lockedPolicy(tx: RequestContext, id: string): Promise<ConfigurationPolicy> {
-  return tx.em.findOneOrFail(ConfigurationPolicy, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+/** The policy's row locked for a whole evaluation (activation, deactivation and evaluations decide in turn); gone meanwhile: 404. */
+async function lockedPolicy(tx: RequestContext, id: string): Promise<ConfigurationPolicy> {
+  const policy = await lockPolicy(tx, id);
+  if (!policy) throw notFound(RESOURCE);
+  return policy;
 }

@@ -154,6 +154,21 @@ describe('configuration policies', () => {
     ]);
   });
 
+  test('a technician limited to a site writes policies on its devices only: the whole organization is 403, another site 404', async () => {
+    const { org, api } = await policyFleet();
+    const [mySite, otherSite] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    const limitedUser = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
+    await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([mySite.id]), limitedUser.membership.id]);
+    const limited = rest(app, limitedUser.as);
+    const rules = [{ type: 'disk_encryption' }];
+    expectError(await limited.post('/policies', { name: 'All', targets: {}, rules }), 403, 'FORBIDDEN');
+    expectError(await limited.post('/policies', { name: 'Other', targets: { siteIds: [otherSite.id] }, rules }), 404, 'NOT_FOUND');
+    expect((await limited.post('/policies', { name: 'Mine', targets: { siteIds: [mySite.id] }, rules })).status).toBe(201);
+    const orgWide = await createPolicy(api, { rules });
+    expectError(await limited.post(`/policies/${orgWide.id}/activate`), 403, 'FORBIDDEN');
+    expectError(await limited.delete(`/policies/${orgWide.id}`), 403, 'FORBIDDEN');
+  });
+
   test('unknown rule types, missing or foreign fields and unknown enums are 400', async () => {
     const { api } = await policyFleet();
     for (const rules of [

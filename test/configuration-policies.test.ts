@@ -1,11 +1,10 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { sql } from './support/db.js';
-import { agentCall, answerCommand, enroll, fleet, heartbeatCommands, type EnrolledAgent } from './support/devices.js';
+import { dueWorkTicked, sql } from './support/db.js';
+import { agentCall, enroll, fleet, heartbeatCommands, reportCommandResult, type EnrolledAgent } from './support/devices.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
 import { listenToDomainEvents } from './support/domain-events.js';
-import { aTickHasRun } from './support/due-work.js';
 import { eventually } from './support/eventually.js';
 
 const clock = new TestClock();
@@ -35,7 +34,7 @@ async function report(agent: EnrolledAgent, inventory: Record<string, unknown>):
 }
 
 const heartbeat = (agent: EnrolledAgent) => heartbeatCommands(app, agent);
-const answer = (agent: EnrolledAgent, commandId: string, body: Record<string, unknown>) => answerCommand(app, agent, commandId, body);
+const answer = (agent: EnrolledAgent, commandId: string, body: Record<string, unknown>) => reportCommandResult(app, agent, commandId, body);
 
 async function createPolicy(api: Api, fields: Record<string, unknown>): Promise<any> {
   const res = await api.post('/policies', { name: `Policy ${unique()}`, targets: {}, ...fields });
@@ -336,7 +335,7 @@ describe('configuration policies', () => {
     expect((await api.post(`/policies/${policy.id}/deactivate`)).body.status).toBe('inactive');
     await report(a, { security: { encryption: { enabled: false } } });
     clock.advance(61 * 60_000);
-    await aTickHasRun(app);
+    await dueWorkTicked(app);
     expect(await evaluations()).toBe(3);
     expect((await statuses(api, policy.id))[a.deviceId]).toBe('compliant');
   });

@@ -33,6 +33,15 @@ export async function jobsFinished(app: TestApp, name: string, timeoutMs = 15_00
   );
 }
 
+/** Waits for a due-work tick (the one recurring job behind every domain's due work) that started after now to finish. */
+export async function dueWorkTicked(app: TestApp): Promise<void> {
+  const since = new Date();
+  await eventually(async () => {
+    const [row] = await sql(app, `select last_finished_at from agenda_jobs where name = 'due-work.tick'`);
+    return row?.last_finished_at && new Date(row.last_finished_at) > since;
+  }, 15_000, 'a due-work tick');
+}
+
 /**
  * A database for the test file's instances to share (`createTestApp({ databaseUrl: db.url })`):
  * created before its tests and dropped after them (Jest hooks registered here). Call at the top level

@@ -2,7 +2,7 @@ import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
 import { dueWorkTicked, sql } from './support/db.js';
-import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
+import { agentCall, enroll, fleet, heartbeatCommands, reportCommandResult, type EnrolledAgent } from './support/devices.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
 import { listenToDomainEvents } from './support/domain-events.js';
 import { eventually } from './support/eventually.js';
@@ -18,7 +18,6 @@ afterAll(async () => {
 });
 
 type Api = ReturnType<typeof rest>;
-type Command = { id: string; type: string; payload: Record<string, any> };
 
 /** An organization with a technician (policies:*), a viewer and two enrolled linux devices. */
 async function policyFleet() {
@@ -34,16 +33,8 @@ async function report(agent: EnrolledAgent, inventory: Record<string, unknown>):
   expect([res.status, res.body?.details]).toEqual([200, undefined]);
 }
 
-async function heartbeat(agent: EnrolledAgent): Promise<Command[]> {
-  const res = await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
-  expect(res.status).toBe(200);
-  return res.body.commands;
-}
-
-async function answer(agent: EnrolledAgent, commandId: string, body: Record<string, unknown>): Promise<void> {
-  const res = await agentCall(app, agent, `/commands/${commandId}/result`, body);
-  expect([res.status, res.body.message]).toEqual([200, undefined]);
-}
+const heartbeat = (agent: EnrolledAgent) => heartbeatCommands(app, agent);
+const answer = (agent: EnrolledAgent, commandId: string, body: Record<string, unknown>) => reportCommandResult(app, agent, commandId, body);
 
 async function createPolicy(api: Api, fields: Record<string, unknown>): Promise<any> {
   const res = await api.post('/policies', { name: `Policy ${unique()}`, targets: {}, ...fields });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { AGENT_COMPONENTS, AgentVersion, type AgentComponent } from '../../../entities/agent-version.js';
-import type { Device, OsType } from '../../../entities/device.js';
+import { Device, type OsType } from '../../../entities/device.js';
 import { WEEKDAYS, type AgentUpdateWindow } from '../../../entities/partner.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, skipAuthorization } from '../../auth/policy.js';
@@ -251,19 +251,67 @@ async function effectiveUpdateWindow(ctx: RequestContext, orgId: string): Promis
 }
 
 /**
- * The heartbeat's `upgradeTo`: the agent's promoted build for the device's platform, when it is
- * newer than `reportedVersion`, the device updates itself (`autoUpdate`), is not updating already,
- * its update window is open, and no maintenance occurrence defers its updates. Usually no query at all:
- * the targets are cached, and only devices in maintenance ask about their occurrences.
+ * The heartbeat's `upgradeTo`: the build the device is pinned to (a staged rollout's) while it runs
+ * another version, else the agent's promoted build for the device's platform when it is newer than
+ * `reportedVersion` and the device updates itself (`autoUpdate`); either way only when it is not
+ * updating already, its update window is open, and no maintenance occurrence defers its updates.
+ * Usually no query at all: the targets are cached, only devices in maintenance ask about their
+ * occurrences, and only pinned devices not yet on their version read their build.
  */
-export async function upgradeFor(ctx: RequestContext, device: Pick<Device, 'id' | 'autoUpdate' | 'status' | 'osType' | 'architecture' | 'orgId'>, reportedVersion: string): Promise<UpgradeTo | null> {
-  if (!device.autoUpdate || device.status === 'updating' || !device.osType || !device.architecture) return null;
-  const targets = await promotedTargets(ctx.runtime).get();
-  const target = targets.get(targetKey('agent', device.osType, normalizeArch(device.architecture)));
-  if (!target || !((compareVersions(target.version, reportedVersion) ?? 0) > 0)) return null;
+export async function upgradeFor(
+  ctx: RequestContext,
+  device: Pick<Device, 'id' | 'autoUpdate' | 'status' | 'osType' | 'architecture' | 'orgId' | 'pinnedAgentVersion'>,
+  reportedVersion: string,
+): Promise<UpgradeTo | null> {
+  if (device.status === 'updating' || !device.osType || !device.architecture) return null;
+  const arch = normalizeArch(device.architecture);
+  let target: Target | undefined;
+  if (device.pinnedAgentVersion) {
+    // A pin is an explicit order: it holds against autoUpdate and may go to an older version.
+    if (device.pinnedAgentVersion === reportedVersion) return null;
+    target = (await buildsOf(ctx.em as EntityManager, device.pinnedAgentVersion)).get(targetKey('agent', device.osType, arch));
+  } else {
+    if (!device.autoUpdate) return null;
+    target = (await promotedTargets(ctx.runtime).get()).get(targetKey('agent', device.osType, arch));
+    if (target && !((compareVersions(target.version, reportedVersion) ?? 0) > 0)) return null;
+  }
+  if (!target) return null;
   if (!updateWindowOpen(await effectiveUpdateWindow(ctx, device.orgId), ctx.runtime.clock.now())) return null;
   if (device.status === 'maintenance' && (await updatesDeferredDeviceIds(ctx, [device.id])).has(device.id)) return null;
   return { version: target.version, component: target.component, url: agentDownloadUrl(ctx.runtime.config, target), checksum: target.checksum };
+}
+
+/** The registered agent builds of a version (prereleases too), by platform. */
+async function buildsOf(em: EntityManager, version: string): Promise<Map<string, Target>> {
+  const rows = await em.find(AgentVersion, { version, component: 'agent' }, { disableIdentityMap: true });
+  return new Map(rows.map((r) => [targetKey(r.component, r.os, r.arch), { version: r.version, component: r.component, os: r.os, arch: r.arch, assetName: r.assetName, url: r.url, checksum: r.checksum }]));
+}
+
+/** Whether agent builds of the version are registered (for any platform). */
+export async function agentVersionRegistered(ctx: RequestContext, version: string): Promise<boolean> {
+  return (await ctx.em.count(AgentVersion, { version, component: 'agent' })) > 0;
+}
+
+/**
+ * Pins the devices to a registered agent version (offered as `upgradeTo` on their heartbeats, see
+ * `upgradeFor`); answers, by device, why those without a build for their platform were not pinned.
+ */
+export async function pinAgentVersion(tx: RequestContext, deviceIds: readonly string[], version: string): Promise<Map<string, string>> {
+  const builds = await buildsOf(tx.em as EntityManager, version);
+  const devices = await tx.em.find(Device, { id: { $in: [...deviceIds] } }, { fields: ['id', 'osType', 'architecture'], disableIdentityMap: true });
+  const missing = new Map<string, string>();
+  const pinned: string[] = [];
+  for (const device of devices) {
+    if (device.osType && device.architecture && builds.has(targetKey('agent', device.osType, normalizeArch(device.architecture)))) pinned.push(device.id);
+    else missing.set(device.id, `agent ${version} has no build for ${device.osType ?? 'an unknown OS'}/${device.architecture ?? 'an unknown architecture'}`);
+  }
+  if (pinned.length > 0) await tx.em.nativeUpdate(Device, { id: { $in: pinned } }, { pinnedAgentVersion: version });
+  return missing;
+}
+
+/** Drops the devices' pins (they run their version, or their rollout let go of them): the promoted build applies again. */
+export async function unpinAgentVersion(tx: RequestContext, deviceIds: readonly string[]): Promise<void> {
+  if (deviceIds.length > 0) await tx.em.nativeUpdate(Device, { id: { $in: [...deviceIds] } }, { pinnedAgentVersion: null });
 }
 
 /** What an agent downloads a promoted build from, without user credentials. */

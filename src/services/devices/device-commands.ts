@@ -6,6 +6,7 @@ import { COMMAND_STATUSES, DeviceCommand } from '../../../entities/device-comman
 import type { RequestContext } from '../../auth/context.js';
 import type { Loaders } from '../../auth/loaders.js';
 import { authorize, isUuid, permits, requirePrincipal, tenantWhere, visibleOrgIds } from '../../auth/policy.js';
+import { uuidArray } from '../../db/arrays.js';
 import { withTransaction } from '../../db/transaction.js';
 import { AppError, conflict, notFound } from '../../errors.js';
 import { emit } from '../../events/outbox.js';
@@ -441,6 +442,31 @@ export async function cancelCommand(ctx: RequestContext, deviceId: string, comma
     );
     return commandView(command);
   });
+}
+
+/**
+ * Cancels those of the commands no agent has taken yet (still `pending`), each type told, for a
+ * service that queued them and no longer wants them (a staged rollout cancelled or paused); commands
+ * already handed out keep running. Answers the ids cancelled.
+ */
+export async function cancelPendingCommands(tx: RequestContext, commandIds: readonly string[]): Promise<string[]> {
+  if (commandIds.length === 0) return [];
+  // The row locks order this with the claim (`for update skip locked`): a command it took is no longer pending here.
+  const rows = (await tx.em.execute(
+    `update device_command c set status = 'cancelled', completed_at = ?, updated_at = now()
+      where c.id in (select id from device_command where id = any(?::uuid[]) and status = 'pending' for update)
+      returning c.id, c.device_id, c.org_id, c.type`,
+    [tx.runtime.clock.now(), uuidArray(commandIds)],
+  )) as { id: string; device_id: string; org_id: string; type: string }[];
+  const hooked = rows.filter((row) => commandTypeOf(row.type)?.cancelled);
+  if (hooked.length > 0) {
+    const commands = await tx.em.find(DeviceCommand, { id: { $in: hooked.map((row) => row.id) } }, { refresh: true });
+    for (const command of commands) await commandTypeOf(command.type)!.cancelled!(tx, command, false);
+  }
+  for (const row of rows) {
+    await emit(tx, { type: 'device.command_updated', orgId: row.org_id, data: { commandId: row.id, deviceId: row.device_id, orgId: row.org_id, type: row.type, status: 'cancelled' } });
+  }
+  return rows.map((row) => row.id);
 }
 
 /** Commands past their `timeoutAt` that no agent answered: `timeout`. Run by a recurring job. */

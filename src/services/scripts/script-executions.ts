@@ -108,7 +108,7 @@ export const ExecuteResultSchema = z
     executions: z
       .array(
         z
-          .object({ id: uuid().describe('the execution'), deviceId: uuid().describe('its device'), status: ExecutionStatusSchema })
+          .object({ id: uuid().describe('the execution'), deviceId: uuid().describe('its device'), commandId: uuid().describe('the run_script device command that carries it'), status: ExecutionStatusSchema })
           .meta({ title: 'ScriptExecutionStarted', description: 'An execution just created' }),
       )
       .describe('one per device that runs the script'),
@@ -171,7 +171,7 @@ export async function executeScript(ctx: RequestContext, scriptId: string, rawIn
       const payload = { executionId: execution.id, language: script.language, content: script.content, parameters, runAs: script.runAs, timeoutSeconds: script.timeoutSeconds };
       const command = await queueCommand(tx, device, { type: 'run_script', payload }, createdBy, { timeoutAt: deadlineAt });
       execution.commandId = command.id;
-      result.executions.push({ id: execution.id, deviceId: device.id, status: execution.status });
+      result.executions.push({ id: execution.id, deviceId: device.id, commandId: command.id, status: execution.status });
     }
     await tx.em.flush();
     await recordAudit(tx, {

@@ -178,6 +178,8 @@ class SimulatedAgent {
   state: AgentState = 'starting';
   version = AGENT_VERSION;
   autoUpdate = true;
+  /** command types this agent answers `failed` (exit 1) instead of running them: failure injected, e.g. for a rollout that pauses */
+  readonly failing = new Set<string>();
   heartbeats = 0;
   commands = 0;
   requests = 0;
@@ -300,7 +302,7 @@ class SimulatedAgent {
   private async run(command: Command): Promise<void> {
     // A script execution (it names one) is reported started first, as a real agent does.
     if ((command.type === 'run_script' && typeof command.payload.executionId === 'string') || command.type === 'security_scan') await this.report(command, { status: 'running' });
-    const result = await this.execute(command);
+    const result: CommandResult = this.failing.has(command.type) ? { status: 'failed', exitCode: 1, stderr: `simulated failure of ${command.type}\n` } : await this.execute(command);
     if (this.state === 'stopped') return;
     this.commands += 1;
     await this.report(command, result);

@@ -99,6 +99,7 @@ const EnvSchema = z.object({
   DEVICE_COMMAND_TIMEOUT_SECONDS: int(3600, 1),
   AGENT_HEARTBEAT_INTERVAL_SECONDS: int(60, 5),
   SECURITY_SCORE_CHANGE_THRESHOLD: int(5, 1),
+  POLICY_EVALUATION_INTERVAL_MINUTES: int(60, 1),
   BINARY_SOURCE: z.enum(['github', 'local']).default('github'),
   AGENT_AUTO_PROMOTE: bool(true),
   AGENT_RELEASES_REPO: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'must be owner/name').optional(),
@@ -182,6 +183,8 @@ export interface Config {
   patching: { vulnDbUrl: string; vulnDbCacheSeconds: number; thirdPartyTestDeviceId: string | null };
   /** scoreChangeThreshold: a device's score moving by at least this many points emits `security.score_changed` */
   security: { scoreChangeThreshold: number };
+  /** evaluationIntervalMinutes: active configuration policies evaluate their devices again this often */
+  policies: { evaluationIntervalMinutes: number };
 }
 
 export class ConfigError extends Error {}
@@ -284,6 +287,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       thirdPartyTestDeviceId: e.THIRD_PARTY_TEST_DEVICE_ID?.toLowerCase() ?? null,
     },
     security: { scoreChangeThreshold: e.SECURITY_SCORE_CHANGE_THRESHOLD },
+    policies: { evaluationIntervalMinutes: e.POLICY_EVALUATION_INTERVAL_MINUTES },
   };
 }
 

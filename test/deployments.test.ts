@@ -234,6 +234,29 @@ describe('software and agent version rollouts', () => {
   });
 });
 
+describe('policy rollouts', () => {
+  test('policy: each wave’s devices get the policy applied and evaluated; a device succeeds once evaluated since its start, its status kept', async () => {
+    const { api, agents, org } = await rolloutFleet(2);
+    const policy = await api.post('/policies', { name: `P ${unique()}`, targets: { deviceIds: [agents[0]!.deviceId] }, rules: [{ type: 'software_forbidden', name: 'utorrent*' }] });
+    expect([policy.status, policy.body.status]).toEqual([201, 'inactive']);
+    const view = await started(api, { type: 'policy', payload: { policyId: policy.body.id }, targets: { deviceIds: agents.map((a) => a.deviceId) }, waves: [{ count: 1 }] });
+    expect((await devicesOf(api, view.id, '?wave=1'))[0]).toMatchObject({ status: 'running', commandId: null });
+    const done = await until(api, view.id, (v) => v.status === 'completed', 'completed (due work)');
+    expect(done.waves.map((w: any) => [w.size, w.succeeded])).toEqual([[1, 1], [1, 1]]);
+    expect((await devicesOf(api, view.id)).map((d) => [d.status, d.reason])).toEqual([['succeeded', 'compliant'], ['succeeded', 'compliant']]);
+    // The second device, outside the policy's targets, was applied it by the rollout.
+    const compliance = await api.get(`/policies/${policy.body.id}/compliance`);
+    expect(compliance.body.devices.map((d: any) => d.deviceId).sort()).toEqual(agents.map((a) => a.deviceId).sort());
+
+    const planner = rest(app, (await buildUser(app, { orgId: org.id, can: ['deployments:read', 'deployments:write', 'policies:read'] })).as);
+    expectError(await planner.post('/deployments', { name: 'x', type: 'policy', payload: { policyId: policy.body.id }, targets: {}, waves: [{ percent: 100 }] }), 403, 'FORBIDDEN');
+    const theirs = await rolloutFleet(0);
+    const theirPolicy = await theirs.api.post('/policies', { name: 'Theirs', targets: {}, rules: [{ type: 'disk_encryption' }] });
+    expectError(await api.post('/deployments', { name: 'x', type: 'policy', payload: { policyId: theirPolicy.body.id }, targets: {}, waves: [{ percent: 100 }] }), 404, 'NOT_FOUND');
+    expectError(await api.post('/deployments', { name: 'x', type: 'policy', payload: { policyId: 'nope' }, targets: {}, waves: [{ percent: 100 }] }), 400, 'VALIDATION_ERROR');
+  });
+});
+
 describe('rules', () => {
   test('PATCH and DELETE only in draft or ready (409 otherwise); a changed target sends a ready rollout back to draft', async () => {
     const { api, agents } = await rolloutFleet(2);

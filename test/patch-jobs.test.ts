@@ -3,6 +3,7 @@ import { gql, rest, type As } from './support/clients.js';
 import { TestClock } from './support/clock.js';
 import { sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
+import { aTickHasRun } from './support/due-work.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
 import { patchedFleet as fleetWithPatches, reportPatches } from './support/patches.js';
@@ -62,14 +63,6 @@ async function answer(agent: EnrolledAgent, commandId: string, body: Record<stri
   expect([res.status, res.body.message]).toEqual([200, undefined]);
 }
 
-/** Waits for a due-work tick that started after now to finish. */
-async function aTickHasRun(): Promise<void> {
-  const since = new Date();
-  await eventually(async () => {
-    const [row] = await sql(app, `select last_finished_at from agenda_jobs where name = 'due-work.tick'`);
-    return row?.last_finished_at && new Date(row.last_finished_at) > since;
-  }, 15_000, 'a due-work tick');
-}
 
 const statusOn = async (api: Api, deviceId: string) =>
   Object.fromEntries((await api.get(`/patches?deviceId=${deviceId}`)).body.data.map((p: any) => [p.externalId, p.deviceStatus]));
@@ -220,7 +213,7 @@ describe('cron policies and maintenance', () => {
     const ids = await patchIds(api);
     await approve(api, ids.one!);
     const policyId = await createPolicy(api, { schedule: { type: 'cron', cron: '*/10 * * * *', timezone: 'Europe/Berlin' } });
-    await aTickHasRun();
+    await aTickHasRun(app);
     expect(await jobs(api)).toEqual([]);
 
     clock.set(new Date(boundary + 5_000));
@@ -229,13 +222,13 @@ describe('cron policies and maintenance', () => {
       return found.length > 0 && found;
     }, 15_000, 'the cron job');
     expect([job!.policyId, job!.devices.map((d) => [d.deviceId, d.patchIds])]).toEqual([policyId, [[a.deviceId, [ids.one]]]]);
-    await aTickHasRun();
+    await aTickHasRun(app);
     expect(await jobs(api)).toHaveLength(1);
 
     // The next instant comes while the job is unfinished: skipped.
     clock.set(new Date(boundary + tenMinutes + 5_000));
-    await aTickHasRun();
-    await aTickHasRun();
+    await aTickHasRun(app);
+    await aTickHasRun(app);
     expect(await jobs(api)).toHaveLength(1);
     const [command] = await heartbeat(a);
     await answer(a, command!.id, { status: 'completed', result: { patches: [{ patchId: ids.one, status: 'installed' }] } });
@@ -275,7 +268,7 @@ describe('cron policies and maintenance', () => {
     const [job] = await jobs(api);
     expect([deviceOf(job!, a.deviceId), deviceOf(job!, b.deviceId).status]).toEqual([expect.objectContaining({ status: 'deferred', commandId: null }), 'pending']);
     expect(await heartbeat(a)).toEqual([]);
-    await aTickHasRun();
+    await aTickHasRun(app);
     expect(deviceOf((await jobs(api))[0]!, a.deviceId).status).toBe('deferred');
 
     expect((await api.post(`/maintenance/occurrences/${occurrenceId}/end`)).status).toBe(200);

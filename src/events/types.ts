@@ -7,9 +7,6 @@
 export interface DomainEventMap {
   // The rest of the webhook catalog (spec, document 2): open objects until their domain lands and
   // declares them in its own events.ts (moving them out of here).
-  'policy.evaluated': PendingPayload;
-  'policy.violation': PendingPayload;
-  'policy.compliant': PendingPayload;
   'remote.session.started': PendingPayload;
   'remote.session.ended': PendingPayload;
   'remote.file.transferred': PendingPayload;

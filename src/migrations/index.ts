@@ -31,6 +31,7 @@ import { Migration20261129121451_third_party_catalog } from './Migration20261129
 import { Migration20261129125652_patch_report_status } from './Migration20261129125652_patch_report_status.js';
 import { Migration20261129133349_software_catalog } from './Migration20261129133349_software_catalog.js';
 import { Migration20261129150109_deployments } from './Migration20261129150109_deployments.js';
+import { Migration20261129150247_configuration_policies } from './Migration20261129150247_configuration_policies.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -65,4 +66,5 @@ export const migrations = [
   { name: 'Migration20261129125652_patch_report_status', class: Migration20261129125652_patch_report_status },
   { name: 'Migration20261129133349_software_catalog', class: Migration20261129133349_software_catalog },
   { name: 'Migration20261129150109_deployments', class: Migration20261129150109_deployments },
+  { name: 'Migration20261129150247_configuration_policies', class: Migration20261129150247_configuration_policies },
 ];

@@ -188,6 +188,13 @@ class SimulatedAgent {
   private readonly removedThreats = new Set<string>();
   /** applications uninstalled on the server's request: no longer reported */
   private readonly uninstalled = new Set<string>();
+  /** applications installed since the machine came (install_software, or a test's `installSoftware`), by name */
+  private readonly installed = new Map<string, string>();
+  /** services whose state changed (start_service, or a test's `setService`), by name: running or not */
+  private readonly services = new Map<string, boolean>();
+  /** registry values (`path\\name`) and configuration file keys (`path:key`) a test set */
+  private readonly registry = new Map<string, unknown>();
+  private readonly configFiles = new Map<string, unknown>();
   /** The update's state once an install or a rollback changed it (else as the machine came). */
   private patchInstalled: boolean | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -308,6 +315,8 @@ class SimulatedAgent {
     await this.report(command, result);
     this.options.log(`${this.hostname}: ${command.type} ${command.id} → ${result.status}${result.exitCode === undefined ? '' : ` (exit ${result.exitCode})`}`);
     if (command.type === 'reboot') this.reboot();
+    // As a real agent does, a changed software list is reported at once.
+    if (result.status === 'completed' && (command.type === 'install_software' || command.type === 'uninstall_software')) await this.sendInventory();
   }
 
   private async report(command: Command, result: CommandResult | { status: 'running' }): Promise<void> {
@@ -348,10 +357,17 @@ class SimulatedAgent {
         this.patchInstalled = false;
         return { status: 'completed', exitCode: 0 };
       case 'install_software':
+        if (typeof payload.name === 'string') this.installSoftware(payload.name, String(payload.version ?? '1.0.0'));
         return { status: 'completed', exitCode: 0, stdout: `Installed ${String(payload.version)}\n` };
       case 'uninstall_software':
-        if (typeof payload.name === 'string') this.uninstalled.add(payload.name);
+        if (typeof payload.name === 'string') this.removeSoftware(payload.name);
         return { status: 'completed', exitCode: 0, stdout: `Uninstalled ${String(payload.name)}\n` };
+      case 'policy_check':
+        return { status: 'completed', exitCode: 0, result: { checks: (Array.isArray(payload.checks) ? payload.checks : []).map((check) => this.policyCheck(check as Record<string, unknown>)) } };
+      case 'start_service':
+        if (typeof payload.name !== 'string') return { status: 'failed', exitCode: 1, stderr: 'no service named\n' };
+        this.services.set(payload.name, true);
+        return { status: 'completed', exitCode: 0, stdout: `Started ${payload.name}\n` };
       case 'security_scan':
         return { status: 'completed', exitCode: 0, result: { threats: this.threats() } };
       case 'remove_threat':
@@ -508,6 +524,61 @@ class SimulatedAgent {
     }
   }
 
+  // ── simulated configuration (a test changes it) ───────────────────────────────────────────────
+
+  /** The application is installed at `version` (reported from the next inventory on). */
+  installSoftware(name: string, version: string): void {
+    this.uninstalled.delete(name);
+    this.installed.set(name, version);
+  }
+
+  /** The application is gone (reported from the next inventory on). */
+  removeSoftware(name: string): void {
+    this.installed.delete(name);
+    this.uninstalled.add(name);
+  }
+
+  setService(name: string, running: boolean): void {
+    this.services.set(name, running);
+  }
+
+  setRegistryValue(path: string, name: string, value: unknown): void {
+    this.registry.set(`${path}\\${name}`, value);
+  }
+
+  setConfigValue(path: string, key: string, value: unknown): void {
+    this.configFiles.set(`${path}:${key}`, value);
+  }
+
+  /** Sends the inventory now, as after a change on the machine. */
+  async sendInventory(): Promise<void> {
+    await this.post(`/agents/${this.agentId}/inventory`, this.inventory());
+  }
+
+  /** The services a machine of its OS runs when it comes: its agent's and the OS's usual ones. */
+  private serviceRunning(name: string): boolean {
+    const usual = { windows: ['WinDefend', 'wuauserv', 'EventLog'], macos: ['com.apple.sshd', 'com.apple.syslogd'], linux: ['sshd', 'cron', 'systemd-journald'] }[this.os.osType];
+    return this.services.get(name) ?? usual.includes(name);
+  }
+
+  /** One check of a `policy_check`: passed, and what the machine has (values compared as text, as read from the registry or file). */
+  private policyCheck(check: Record<string, unknown>): { ruleIndex: unknown; passed: boolean; actual?: unknown } {
+    const { ruleIndex } = check;
+    switch (check.type) {
+      case 'service_running': {
+        const running = this.serviceRunning(String(check.name));
+        return { ruleIndex, passed: running, actual: running ? 'running' : 'stopped' };
+      }
+      case 'registry_value':
+      case 'config_file': {
+        const actual = check.type === 'registry_value' ? this.registry.get(`${String(check.path)}\\${String(check.name)}`) : this.configFiles.get(`${String(check.path)}:${String(check.key)}`);
+        return { ruleIndex, passed: actual !== undefined && String(actual) === String(check.expected), ...(actual !== undefined && { actual }) };
+      }
+      default:
+        return { ruleIndex, passed: false };
+    }
+  }
+
   // ── simulated facts ───────────────────────────────────────────────────────────────────────────
 
   private hardware() {
@@ -556,7 +627,9 @@ class SimulatedAgent {
     const packages = ['openssl', 'curl', 'git', 'python3', 'nodejs', 'chrome', '7zip', 'vlc', 'zoom', 'slack'];
     const software = packages
       .filter((name) => stable(`${this.machineId}:has:${name}`) < 0.7 && !this.uninstalled.has(name))
-      .map((name) => ({ name, version: `${Math.floor(stable(`${this.machineId}:v:${name}`) * 10) + 1}.${Math.floor(stable(`${name}:minor`) * 20)}.0`, vendor: 'Simulated' }));
+      .filter((name) => !this.installed.has(name))
+      .map((name) => ({ name, version: `${Math.floor(stable(`${this.machineId}:v:${name}`) * 10) + 1}.${Math.floor(stable(`${name}:minor`) * 20)}.0`, vendor: 'Simulated' }))
+      .concat([...this.installed].map(([name, version]) => ({ name, version, vendor: 'Simulated' })));
     return {
       hardware: { ...this.hardware(), disks: [{ mount: this.os.osType === 'windows' ? 'C:' : '/', sizeBytes: 512 * 1024 ** 3, freeBytes: Math.floor(stable(`${this.machineId}:free`) * 400) * 1024 ** 3 }] },
       software,

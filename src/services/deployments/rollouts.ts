@@ -14,7 +14,7 @@ import { applyChanges, providedFields } from '../shared/changes.js';
 import { JsonObjectSchema } from '../shared/json.js';
 import { requiredText } from '../shared/text.js';
 import { parsePayload, rolloutKinds } from './kinds.js';
-import { advance, applyOutcomes, cancelRolloutDevices, cutWaves, handOutWaiting, lockRollout, pauseRollout, waveCounts, type WaveCounts } from './waves.js';
+import { advance, cancelRolloutDevices, cutWaves, handOut, handOutWaiting, lockRollout, pauseRollout, waveCounts, type WaveCounts } from './waves.js';
 
 /*
  * Staged rollouts (`/deployments`): a script, a catalog version, a configuration policy or an agent
@@ -497,7 +497,7 @@ export async function retryDeploymentDevice(ctx: RequestContext, id: string, dev
     if (row.status !== 'failed') throw conflict(`Only a failed device is retried; this one is ${row.status}`);
     const previous = { commandId: row.commandId, reason: row.reason };
     Object.assign(row, { status: 'pending', commandId: null, reason: null, finishedAt: null });
-    applyOutcomes(tx, [row], await rolloutKinds[rollout.type].handOut(tx, rollout, [row]));
+    await handOut(tx, rollout, [row]);
     await tx.em.flush();
     await recordAudit(tx, { action: 'deployment.retry_device', resourceType: 'deployment', resourceId: rollout.id, orgId: rollout.orgId, details: { name: rollout.name, deviceId: row.deviceId, previous, commandId: row.commandId } });
     await advance(tx, rollout);

@@ -4,7 +4,7 @@ import type { RequestContext } from '../../auth/context.js';
 import { uuidArray } from '../../db/arrays.js';
 import { recordAudit } from '../audit/api.js';
 import { cancelPendingCommands } from '../devices/api.js';
-import { rolloutKinds, type Outcome } from './kinds.js';
+import { rolloutKinds } from './kinds.js';
 
 /*
  * Waves: how a rollout's devices are cut into them (at initialize), and the engine that moves a
@@ -70,12 +70,18 @@ export async function waveCounts(ctx: RequestContext, rolloutIds: readonly strin
   return result;
 }
 
-/** Records what handing out did to each row (a queued command, a start, a failure). */
-export function applyOutcomes(tx: RequestContext, rows: RolloutDevice[], outcomes: Map<string, Outcome>): void {
+/**
+ * Hands the rollout's change to these rows' devices and records what that did to each (a queued
+ * command, a start, a failure). Their start is taken before the hand-out: what it caused (a policy's
+ * evaluation) is never older than the start it is compared with.
+ */
+export async function handOut(tx: RequestContext, rollout: Rollout, rows: RolloutDevice[]): Promise<void> {
+  const startedAt = tx.runtime.clock.now();
+  const outcomes = await rolloutKinds[rollout.type].handOut(tx, rollout, rows);
   const now = tx.runtime.clock.now();
   for (const row of rows) {
     const outcome = outcomes.get(row.deviceId) ?? { failed: 'the change could not be handed to the device' };
-    row.startedAt = now;
+    row.startedAt = startedAt;
     if ('commandId' in outcome) {
       row.commandId = outcome.commandId;
     } else if ('started' in outcome) {
@@ -96,7 +102,7 @@ export async function handOutWaiting(tx: RequestContext, rollout: Rollout, wave?
     { orderBy: { position: 'asc' } },
   );
   if (rows.length === 0) return;
-  applyOutcomes(tx, rows, await rolloutKinds[rollout.type].handOut(tx, rollout, rows));
+  await handOut(tx, rollout, rows);
   await tx.em.flush();
 }
 

@@ -54,18 +54,26 @@ export interface DeviceReportListeners {
   heartbeat?(runtime: Runtime, facts: DeviceFacts, at: Date): Promise<void>;
   /** inventory parts by name, each owned by one domain */
   inventory?: Record<string, InventoryPart>;
+  /**
+   * An inventory report of the device was stored (committed), naming the parts it sent: for domains
+   * that judge the whole inventory rather than own a part (configuration policies). A failure is
+   * logged and does not fail the report.
+   */
+  inventoryReported?(runtime: Runtime, device: { id: string; orgId: string; siteId: string | null }, parts: string[]): Promise<void>;
 }
 
 /** Checks a listener's types while keeping an inventory part's schema tied to its `ingest`. */
 export const inventoryPart = <S extends z.ZodType>(part: InventoryPart<S>): InventoryPart => part as unknown as InventoryPart;
 
 let heartbeatListeners: NonNullable<DeviceReportListeners['heartbeat']>[] = [];
+let inventoryListeners: NonNullable<DeviceReportListeners['inventoryReported']>[] = [];
 let inventoryParts = new Map<string, InventoryPart>();
 let inventorySchema: z.ZodType<Record<string, unknown>> = z.object({}).strict();
 
 /** Installs every domain's listeners (at start, from the manifests); a part claimed twice stops start-up. */
 export function installDeviceReports(listeners: DeviceReportListeners[]): void {
   heartbeatListeners = listeners.flatMap((l) => (l.heartbeat ? [l.heartbeat] : []));
+  inventoryListeners = listeners.flatMap((l) => (l.inventoryReported ? [l.inventoryReported] : []));
   inventoryParts = new Map();
   for (const [name, part] of listeners.flatMap((l) => Object.entries(l.inventory ?? {}))) {
     if (inventoryParts.has(name)) throw new Error(`The inventory part ${name} is registered twice`);
@@ -89,4 +97,11 @@ export async function ingestInventory(ctx: RequestContext, device: Device, input
   await withTransaction(ctx, async (tx) => {
     for (const [name, value] of Object.entries(parts)) if (value !== undefined) await inventoryParts.get(name)!.ingest(tx, device, value);
   });
+  const sent = Object.keys(parts).filter((name) => parts[name] !== undefined);
+  const reported = { id: device.id, orgId: device.orgId, siteId: device.siteId };
+  await Promise.all(
+    inventoryListeners.map((listener) =>
+      listener(ctx.runtime, reported, sent).catch((error: unknown) => ctx.runtime.log.error({ err: error, deviceId: device.id }, 'an inventory listener failed')),
+    ),
+  );
 }

@@ -108,7 +108,7 @@ export const ExecuteResultSchema = z
     executions: z
       .array(
         z
-          .object({ id: uuid().describe('the execution'), deviceId: uuid().describe('its device'), commandId: uuid().describe('the run_script device command that carries it'), status: ExecutionStatusSchema })
+          .object({ id: uuid().describe('the execution'), deviceId: uuid().describe('its device'), commandId: uuid().describe('the run_script command its agent gets'), status: ExecutionStatusSchema })
           .meta({ title: 'ScriptExecutionStarted', description: 'An execution just created' }),
       )
       .describe('one per device that runs the script'),

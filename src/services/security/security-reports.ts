@@ -84,3 +84,13 @@ async function ingestSecurity(tx: RequestContext, device: Device, report: Securi
 }
 
 export const securityReport = inventoryPart({ schema: boundedJson(SecurityReportSchema), ingest: ingestSecurity });
+
+/**
+ * Whether each device's disk is encrypted as its last security report said (null: not reported), for
+ * another domain that has decided on the devices (configuration policies' `disk_encryption` rule).
+ */
+export async function diskEncryption(ctx: RequestContext, deviceIds: readonly string[]): Promise<Map<string, boolean | null>> {
+  const rows = deviceIds.length === 0 ? [] : await ctx.em.find(DeviceSecurityState, { deviceId: { $in: [...deviceIds] } }, { fields: ['deviceId', 'encryptionEnabled'], disableIdentityMap: true });
+  const found = new Map(rows.map((row) => [row.deviceId, row.encryptionEnabled]));
+  return new Map(deviceIds.map((id) => [id, found.get(id) ?? null]));
+}

@@ -42,10 +42,10 @@ export const softwareReport = inventoryPart({
  * The device's applications by name, for the inventory domain's view of a device the caller may read
  * (decided there); empty for a caller without `software:read` on its organization (the software's own rule).
  */
-export async function installedSoftware(ctx: RequestContext, device: { id: string; orgId: string }): Promise<{ name: string; version: string | null; vendor: string | null; installDate: string | null; reportedAt: Date }[]> {
+export async function installedSoftware(ctx: RequestContext, device: { id: string; orgId: string }): Promise<{ id: string; name: string; version: string | null; vendor: string | null; installDate: string | null; reportedAt: Date }[]> {
   if (!(await permits(ctx, 'software:read', { orgId: device.orgId }))) return [];
   const rows = await ctx.em.find(DeviceSoftware, { deviceId: device.id }, { orderBy: { name: 'asc', version: 'asc' }, disableIdentityMap: true });
-  return rows.map((s) => ({ name: s.name, version: s.version, vendor: s.vendor, installDate: dayOf(s.installDate), reportedAt: s.reportedAt }));
+  return rows.map((s) => ({ id: s.id, name: s.name, version: s.version, vendor: s.vendor, installDate: dayOf(s.installDate), reportedAt: s.reportedAt }));
 }
 
 // ── the fleet's inventory ───────────────────────────────────────────────────────────────────────

@@ -385,6 +385,25 @@ describe('rules', () => {
     expect(list.body.data.deployments).toEqual({ edges: [{ node: { id: own } }], totalCount: 1 });
   });
 
+  test('users limited to some sites see and retry only their sites’ devices of a rollout, and target only their sites', async () => {
+    const { api, org, agents } = await rolloutFleet(2);
+    const [siteA, siteB] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    await sql(app, 'update device set site_id = ? where id = ?', [siteA.id, agents[0]!.deviceId]);
+    await sql(app, 'update device set site_id = ? where id = ?', [siteB.id, agents[1]!.deviceId]);
+    const scriptId = await script(api, 'exit 1');
+    const view = await started(api, { type: 'script', payload: { scriptId }, targets: { siteIds: [siteA.id, siteB.id] }, waves: [{ percent: 100 }], failureThresholdPercent: 100 });
+    for (const agent of agents) await answerAll(agent, 'failed');
+    await until(api, view.id, (v) => v.waves[0].failed === 2, 'both failed');
+    const limitedUser = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
+    await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([siteA.id]), limitedUser.membership.id]);
+    const limited = rest(app, limitedUser.as);
+    expect((await limited.get(`/deployments/${view.id}/devices`)).body.data.map((d: any) => d.deviceId)).toEqual([agents[0]!.deviceId]);
+    expect((await gql(app, limitedUser.as, `query($id: ID!) { deploymentDevices(id: $id) { totalCount } }`, { id: view.id })).body.data.deploymentDevices.totalCount).toBe(1);
+    expectError(await limited.post(`/deployments/${view.id}/devices/${agents[1]!.deviceId}/retry`), 404, 'NOT_FOUND');
+    expectError(await limited.post('/deployments', { name: 'x', type: 'script', payload: { scriptId }, targets: {}, waves: [{ percent: 100 }] }), 403, 'FORBIDDEN');
+    expectError(await limited.post('/deployments', { name: 'x', type: 'script', payload: { scriptId }, targets: { siteIds: [siteB.id] }, waves: [{ percent: 100 }] }), 404, 'NOT_FOUND');
+  });
+
   test('GraphQL creates, starts and reads a rollout with its devices', async () => {
     const { tech, agents } = await rolloutFleet(2);
     const scriptId = await script(rest(app, tech.as));

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { FilterQuery } from '@mikro-orm/core';
+import { raw, type FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { PAUSE_REASONS, ROLLOUT_DEVICE_STATUSES, ROLLOUT_STATUSES, ROLLOUT_TYPES, Rollout, RolloutDevice, type RolloutStatus, type WavePlan } from '../../../entities/deployment.js';
 import type { RequestContext } from '../../auth/context.js';
@@ -9,7 +9,7 @@ import { badRequest, conflict, notFound } from '../../errors.js';
 import { cursorListFields, cursorPageSchema, decodeCursor, encodeCursor, finishCursorPage, keysetWhere, pageInfoOf, type Connection, type CursorConnectionInput } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
-import { checkTargets, findDevices, toTarget } from '../devices/api.js';
+import { checkTargets, findDevices, siteLimitedDevicesSql, toTarget } from '../devices/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { JsonObjectSchema } from '../shared/json.js';
 import { requiredText } from '../shared/text.js';
@@ -290,15 +290,19 @@ interface DeviceEdge {
   cursor: string;
 }
 
-function deviceWhere(rollout: Rollout, query: { wave?: number; status?: string }): FilterQuery<RolloutDevice> {
-  return { rolloutId: rollout.id, ...(query.wave !== undefined && { wave: query.wave }), ...(query.status && { status: query.status }) } as FilterQuery<RolloutDevice>;
+/** The rollout's devices the caller sees (users limited to some sites: those of their sites), narrowed by the filters. */
+function deviceWhere(ctx: RequestContext, rollout: Rollout, query: { wave?: number; status?: string }): FilterQuery<RolloutDevice> {
+  const where: Record<string, unknown> = { rolloutId: rollout.id, ...(query.wave !== undefined && { wave: query.wave }), ...(query.status && { status: query.status }) };
+  const sites = siteLimitedDevicesSql(ctx, 'device_id');
+  if (sites) where[raw((alias: string) => siteLimitedDevicesSql(ctx, `${alias}.device_id`)!.sql, sites.params)] = true;
+  return where as FilterQuery<RolloutDevice>;
 }
 
 /** One page of the rollout's devices in its order (by position) and whether more follow. */
 async function deviceEdges(ctx: RequestContext, id: string, query: z.output<typeof DeploymentDeviceListQuery>): Promise<{ edges: DeviceEdge[]; more: boolean }> {
   const rollout = await requireRollout(ctx, id, 'read');
   const after = query.cursor ? decodeCursor(query.cursor, 'number') : null;
-  const rows = await ctx.em.find(RolloutDevice, { $and: [deviceWhere(rollout, query), after ? { position: { $gt: after.value } } : {}] } as FilterQuery<RolloutDevice>, {
+  const rows = await ctx.em.find(RolloutDevice, { $and: [deviceWhere(ctx, rollout, query), after ? { position: { $gt: after.value } } : {}] } as FilterQuery<RolloutDevice>, {
     orderBy: { position: 'asc' },
     limit: query.limit + 1,
     disableIdentityMap: true,
@@ -320,7 +324,7 @@ export async function deploymentDevicesConnection(
 ): Promise<Connection<DeploymentDeviceView>> {
   const { id, first, after, ...filters } = args;
   const { edges, more } = await deviceEdges(ctx, id, parseInput(DeploymentDeviceListQuery, { ...filters, cursor: after, limit: first }));
-  const totalCount = async () => ctx.em.count(RolloutDevice, deviceWhere(await requireRollout(ctx, id, 'read'), parseInput(z.strictObject(deviceFilters), filters)));
+  const totalCount = async () => ctx.em.count(RolloutDevice, deviceWhere(ctx, await requireRollout(ctx, id, 'read'), parseInput(z.strictObject(deviceFilters), filters)));
   return { edges, pageInfo: pageInfoOf(edges, more, after != null), totalCount };
 }
 
@@ -490,7 +494,8 @@ export async function retryDeploymentDevice(ctx: RequestContext, id: string, dev
   return withTransaction(ctx, async (tx) => {
     const owned = await requireRollout(tx, id, 'write');
     const row = uuid().safeParse(deviceId).success ? await tx.em.findOne(RolloutDevice, { rolloutId: owned.id, deviceId: deviceId.toLowerCase() }) : null;
-    if (!row) throw notFound('Device');
+    // A device outside the caller's sites is not theirs to retry.
+    if (!row || (await findDevices(tx, { ids: [row.deviceId] }, { fields: ['id'] })).length === 0) throw notFound('Device');
     const rollout = await lockedForWrite(tx, id, ['running', 'paused'], 'retried');
     await authorize(tx, rolloutKinds[rollout.type].permission, { orgId: rollout.orgId, resource: RESOURCE });
     await tx.em.refresh(row);

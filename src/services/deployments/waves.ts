@@ -109,20 +109,21 @@ export async function handOutWaiting(tx: RequestContext, rollout: Rollout, wave?
 /**
  * Stops handing out: commands queued for devices whose agent has not taken them yet are cancelled
  * (the devices stay `pending`, their turn comes again on resume). A command its agent took meanwhile
- * keeps running and its row becomes `running` when its event arrives.
+ * keeps running, and so does its device.
  */
-async function withdrawQueued(tx: RequestContext, rollout: Rollout): Promise<RolloutDevice[]> {
+async function withdrawQueued(tx: RequestContext, rollout: Rollout): Promise<void> {
   const waiting = await tx.em.find(RolloutDevice, { rolloutId: rollout.id, status: 'pending', commandId: { $ne: null } });
   const cancelled = new Set(await cancelPendingCommands(tx, waiting.map((row) => row.commandId!)));
-  const kept: RolloutDevice[] = [];
   for (const row of waiting) {
     if (cancelled.has(row.commandId!)) {
       row.commandId = null;
       row.startedAt = null;
-    } else kept.push(row);
+    } else {
+      // Its agent took it (the event saying so may still be on its way).
+      row.status = 'running';
+    }
   }
   await tx.em.flush();
-  return kept;
 }
 
 /** Pauses a running rollout; nothing new is handed out until it resumes. */
@@ -135,10 +136,9 @@ export async function pauseRollout(tx: RequestContext, rollout: Rollout, reason:
 
 /** Cancels a rollout: devices whose change was not handed out become `cancelled`; those under way go on. */
 export async function cancelRolloutDevices(tx: RequestContext, rollout: Rollout): Promise<void> {
-  const underWay = new Set((await withdrawQueued(tx, rollout)).map((row) => row.id));
+  await withdrawQueued(tx, rollout);
   const now = tx.runtime.clock.now();
   for (const row of await tx.em.find(RolloutDevice, { rolloutId: rollout.id, status: 'pending' })) {
-    if (underWay.has(row.id)) continue;
     row.status = 'cancelled';
     row.finishedAt = now;
   }

@@ -89,3 +89,15 @@ test('a mixed simulated fleet: a software rollout advances wave by wave, auto-pa
   const final = await until(api, id, (v) => v.waves[3].status === 'completed', 'wave 4 settled');
   expect(final.status).toBe('cancelled');
 });
+
+test('the simulator’s injected failures (`failing`) pause a script rollout on its failure threshold', async () => {
+  const { api, key } = await fleet(app, { keyName: 'Failing' });
+  const simulation = await startSimulation({ url: app.url, enrollmentKey: key, devices: 2, intervalSeconds: 0.2, jitterSeconds: 0.1, prefix: `failing-${unique()}`, failing: { types: ['run_script'], share: 1 } });
+  running.push(simulation);
+  const script = await api.post('/scripts', { name: `s-${unique()}`, language: 'python', content: 'print("ok")' });
+  const created = await api.post('/deployments', { name: 'Failing', type: 'script', payload: { scriptId: script.body.id }, targets: { deviceIds: simulation.agents.map((a) => a.deviceId) }, waves: [{ count: 1 }] });
+  await api.post(`/deployments/${created.body.id}/initialize`);
+  await api.post(`/deployments/${created.body.id}/start`);
+  const paused = await until(api, created.body.id, (v) => v.status === 'paused', 'the failure threshold');
+  expect(paused).toMatchObject({ pauseReason: 'failure_threshold', currentWave: 1, waves: [{ failed: 1 }, { status: 'pending', failed: 0 }] });
+});

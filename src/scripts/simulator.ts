@@ -35,6 +35,8 @@ interface SimulationOptions {
   prefix?: string;
   /** where the agents keep their tokens between runs (default: in this process only) */
   credentials?: CredentialStore;
+  /** failure injected: this share (0 to 1) of the agents, the same ones each run, answer these command types `failed` (e.g. a staged rollout that pauses) */
+  failing?: { types: string[]; share: number };
   log?: (line: string) => void;
 }
 
@@ -211,6 +213,7 @@ class SimulatedAgent {
     this.hostname = `${options.prefix}-${String(index + 1).padStart(3, '0')}`;
     this.machineId = `simulator-${options.prefix}-${index + 1}`;
     this.os = OS_MIX[index % OS_MIX.length]!;
+    if (stable(`${this.machineId}:failing`) < options.failing.share) for (const type of options.failing.types) this.failing.add(type);
   }
 
   get channelOpen(): boolean {
@@ -673,6 +676,7 @@ export async function startSimulation(options: SimulationOptions): Promise<Simul
     updateSeconds: options.updateSeconds ?? 2,
     prefix: options.prefix ?? 'sim',
     credentials: options.credentials ?? inProcess,
+    failing: options.failing ?? { types: [], share: 0 },
     log: options.log ?? (() => {}),
   };
   const agents = Array.from({ length: options.devices }, (_, i) => new SimulatedAgent(resolved, i));

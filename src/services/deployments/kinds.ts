@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import type { RolloutDevice, Rollout, RolloutPayload, RolloutType } from '../../../entities/deployment.js';
-import type { RequestContext } from '../../auth/context.js';
-import type { Permission } from '../../auth/permissions.js';
+import type { RolloutDevice, RolloutPayload, RolloutType } from '../../../entities/deployment.js';
 import { requirePrincipal } from '../../auth/policy.js';
 import { inSavepoint } from '../../db/transaction.js';
 import { badRequest, notFound } from '../../errors.js';
@@ -12,35 +10,13 @@ import { accessibleScript, executeScript } from '../scripts/api.js';
 import { JsonObjectSchema } from '../shared/json.js';
 import { softwareCommandFor, softwarePackage } from '../software/api.js';
 import { policyKind } from './policy-kind.js';
+import type { Outcome, RolloutKind, Settled } from './rollout-kind.js';
 
 /*
  * What each rollout type hands out and how its devices' outcomes are known: script and software go
  * out as device commands (their results come back on `device.command_updated`, see progress.ts);
  * policy and agent_version are checked in due work (`settle`).
  */
-
-/** What handing a device its change did: a command queued (pending until its agent takes it), started at once (running), or failed. */
-export type Outcome = { commandId: string } | { started: true } | { failed: string };
-
-/** A settled device of a type checked in due work: its final status and what it settled as. */
-export interface Settled {
-  status: 'succeeded' | 'failed';
-  reason: string | null;
-}
-
-export interface RolloutKind {
-  /** what the caller must hold on the organization to create or start one (nobody grants what they do not hold) */
-  permission: Permission;
-  payload: z.ZodType<RolloutPayload>;
-  /** checks what the payload names, as the caller (another organization's: 404) */
-  check(ctx: RequestContext, orgId: string, payload: RolloutPayload): Promise<void>;
-  /** hands the change to these devices of their wave, in the caller's transaction */
-  handOut(tx: RequestContext, rollout: Rollout, rows: RolloutDevice[]): Promise<Map<string, Outcome>>;
-  /** for types not carried by a command: which of these running devices settled, checked now */
-  settle?(ctx: RequestContext, rollout: Rollout, rows: RolloutDevice[]): Promise<Map<string, Settled>>;
-  /** a settled device, or one the rollout lets go of: undo what holds it (an agent version pin) */
-  release?(tx: RequestContext, deviceIds: string[]): Promise<void>;
-}
 
 const failAll = (rows: RolloutDevice[], reason: string) => new Map<string, Outcome>(rows.map((row) => [row.deviceId, { failed: reason }]));
 

@@ -4,7 +4,7 @@ import { notFound } from '../../errors.js';
 import { uuid } from '../../validation.js';
 import { findDevices } from '../devices/api.js';
 import { applyPolicy, policyEvaluations, requireConfigurationPolicy } from '../policies/api.js';
-import type { Outcome, RolloutKind, Settled } from './kinds.js';
+import type { Outcome, RolloutKind, Settled } from './rollout-kind.js';
 
 /*
  * The policy rollout type: a wave's devices have the configuration policy applied (they join its

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { z } from 'zod';
 import { AGENT_COMPONENTS, AgentVersion, type AgentComponent } from '../../../entities/agent-version.js';
-import { Device, type OsType } from '../../../entities/device.js';
+import type { Device, OsType } from '../../../entities/device.js';
 import { WEEKDAYS, type AgentUpdateWindow } from '../../../entities/partner.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, skipAuthorization } from '../../auth/policy.js';
@@ -17,15 +17,14 @@ import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../val
 import { recordChange } from '../audit/api.js';
 import { OsTypeSchema } from './devices.js';
 import { updatesDeferredDeviceIds } from '../maintenance/api.js';
+import { SEMVER, agentBuilds, normalizeArch, targetKey, versionInput, type Target } from './agent-builds.js';
+
+export { SEMVER, normalizeArch, targetKey, versionInput, type Target } from './agent-builds.js';
 
 // Agent releases (spec, Versioning 4–8): binaries registered from a GitHub-compatible releases API
 // (agent-releases.ts), promoted to upgrade targets, handed to agents on heartbeat (`upgradeTo`) and to installers.
 
 // ── versions ────────────────────────────────────────────────────────────────────────────────────
-
-const IDENT = String.raw`(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)`;
-/** semver 2.0.0 (https://semver.org), without a leading `v` */
-export const SEMVER = new RegExp(String.raw`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-(${IDENT}(?:\.${IDENT})*))?(?:\+[0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*)?$`);
 
 /** Numeric identifiers of any length, compared as numbers (semver forbids leading zeros). */
 const compareDigits = (a: string, b: string) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
@@ -56,21 +55,6 @@ export function compareVersions(a: string, b: string): number | null {
 /** `1.4.0-rc.1` and the like (spec, Versioning 8). */
 export const isPrerelease = (version: string) => SEMVER.exec(version)?.[4] !== undefined;
 
-/** A version as given (`v1.4.2` or `1.4.2`), kept without the `v`; idempotent, as adapters parse before services. */
-export const versionInput = () =>
-  z
-    .string()
-    .trim()
-    .transform((v) => v.replace(/^v/, ''))
-    .pipe(z.string().max(50).regex(SEMVER, 'must be a semantic version such as 1.4.2'))
-    .describe('A semantic version such as 1.4.2 (a leading v is dropped).');
-
-const ARCH_ALIASES: Record<string, string> = { x86_64: 'amd64', x64: 'amd64', aarch64: 'arm64', i386: '386', i686: '386', x86: '386', armv7l: 'arm', armv7: 'arm', armhf: 'arm' };
-/** What agents and `uname -m` call an architecture, as release assets name it (amd64, arm64, 386, arm). */
-export const normalizeArch = (arch: string) => {
-  const lower = arch.trim().toLowerCase();
-  return ARCH_ALIASES[lower] ?? lower;
-};
 const archInput = () =>
   z
     .string()
@@ -144,18 +128,6 @@ function agentVersionView(config: Config, row: AgentVersion): AgentVersionView {
 export const platformLabel = (row: Pick<AgentVersion, 'component' | 'os' | 'arch'>) => `${row.component}:${row.os}/${row.arch}`;
 
 // ── promoted targets, cached per instance ───────────────────────────────────────────────────────
-
-/** What an agent is pointed at: the latest promotion of a component for one platform. */
-export interface Target {
-  version: string;
-  component: AgentComponent;
-  os: OsType;
-  arch: string;
-  assetName: string;
-  url: string;
-  checksum: string;
-}
-export const targetKey = (component: string, os: string, arch: string) => `${component}/${os}/${arch}`;
 
 export async function loadTargets(em: EntityManager): Promise<Map<string, Target>> {
   const rows = (await em.execute(
@@ -269,7 +241,7 @@ export async function upgradeFor(
   if (device.pinnedAgentVersion) {
     // A pin is an explicit order: it holds against autoUpdate and may go to an older version.
     if (device.pinnedAgentVersion === reportedVersion) return null;
-    target = (await buildsOf(ctx.em as EntityManager, device.pinnedAgentVersion)).get(targetKey('agent', device.osType, arch));
+    target = (await agentBuilds(ctx.em as EntityManager, device.pinnedAgentVersion)).get(targetKey('agent', device.osType, arch));
   } else {
     if (!device.autoUpdate) return null;
     target = (await promotedTargets(ctx.runtime).get()).get(targetKey('agent', device.osType, arch));
@@ -279,39 +251,6 @@ export async function upgradeFor(
   if (!updateWindowOpen(await effectiveUpdateWindow(ctx, device.orgId), ctx.runtime.clock.now())) return null;
   if (device.status === 'maintenance' && (await updatesDeferredDeviceIds(ctx, [device.id])).has(device.id)) return null;
   return { version: target.version, component: target.component, url: agentDownloadUrl(ctx.runtime.config, target), checksum: target.checksum };
-}
-
-/** The registered agent builds of a version (prereleases too), by platform. */
-async function buildsOf(em: EntityManager, version: string): Promise<Map<string, Target>> {
-  const rows = await em.find(AgentVersion, { version, component: 'agent' }, { disableIdentityMap: true });
-  return new Map(rows.map((r) => [targetKey(r.component, r.os, r.arch), { version: r.version, component: r.component, os: r.os, arch: r.arch, assetName: r.assetName, url: r.url, checksum: r.checksum }]));
-}
-
-/** Whether agent builds of the version are registered (for any platform). */
-export async function agentVersionRegistered(ctx: RequestContext, version: string): Promise<boolean> {
-  return (await ctx.em.count(AgentVersion, { version, component: 'agent' })) > 0;
-}
-
-/**
- * Pins the devices to a registered agent version (offered as `upgradeTo` on their heartbeats, see
- * `upgradeFor`); answers, by device, why those without a build for their platform were not pinned.
- */
-export async function pinAgentVersion(tx: RequestContext, deviceIds: readonly string[], version: string): Promise<Map<string, string>> {
-  const builds = await buildsOf(tx.em as EntityManager, version);
-  const devices = await tx.em.find(Device, { id: { $in: [...deviceIds] } }, { fields: ['id', 'osType', 'architecture'], disableIdentityMap: true });
-  const missing = new Map<string, string>();
-  const pinned: string[] = [];
-  for (const device of devices) {
-    if (device.osType && device.architecture && builds.has(targetKey('agent', device.osType, normalizeArch(device.architecture)))) pinned.push(device.id);
-    else missing.set(device.id, `agent ${version} has no build for ${device.osType ?? 'an unknown OS'}/${device.architecture ?? 'an unknown architecture'}`);
-  }
-  if (pinned.length > 0) await tx.em.nativeUpdate(Device, { id: { $in: pinned } }, { pinnedAgentVersion: version });
-  return missing;
-}
-
-/** Drops the devices' pins (they run their version, or their rollout let go of them): the promoted build applies again. */
-export async function unpinAgentVersion(tx: RequestContext, deviceIds: readonly string[]): Promise<void> {
-  if (deviceIds.length > 0) await tx.em.nativeUpdate(Device, { id: { $in: [...deviceIds] } }, { pinnedAgentVersion: null });
 }
 
 /** What an agent downloads a promoted build from, without user credentials. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { cutWaves } from '../src/services/deployments/waves.js';
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
-import { sql } from './support/db.js';
+import { sql, statementsOn } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
@@ -87,13 +87,19 @@ describe('wave cutting', () => {
     const created = await api.post('/deployments', { name: 'Cleanup', type: 'script', payload: { scriptId }, targets: { deviceIds: agents.map((a) => a.deviceId) }, waves: [{ percent: 30 }, { percent: 70 }] });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ status: 'draft', type: 'script', payload: { scriptId }, waves: [], currentWave: 0, pauseReason: null, successThresholdPercent: 100, failureThresholdPercent: 20 });
-    const ready = await api.post(`/deployments/${created.body.id}/initialize`);
+    // One insert for every device, one grouped count for the view.
+    const { result: ready, statements } = await statementsOn(app, 'rollout_device', () => api.post(`/deployments/${created.body.id}/initialize`));
+    expect(statements).toBe(2);
     expect(ready.body).toMatchObject({ status: 'ready', deviceCount: 5, waves: [{ index: 1, size: 2, status: 'pending', succeeded: 0, failed: 0 }, { index: 2, size: 3, status: 'pending' }] });
     expect((await devicesOf(api, created.body.id)).map((d) => [d.deviceId, d.wave, d.status, d.commandId])).toEqual(agents.map((a, i) => [a.deviceId, i < 2 ? 1 : 2, 'pending', null]));
     expect((await devicesOf(api, created.body.id, '?wave=2&limit=2')).map((d) => d.deviceId)).toEqual(agents.slice(2, 4).map((a) => a.deviceId));
     const paged = await api.get(`/deployments/${created.body.id}/devices?limit=3`);
     expect((await api.get(`/deployments/${created.body.id}/devices?cursor=${paged.body.nextCursor}`)).body.data.map((d: any) => d.deviceId)).toEqual(agents.slice(3).map((a) => a.deviceId));
     expectError(await api.post(`/deployments/${created.body.id}/initialize`), 409, 'CONFLICT');
+    // The list counts every rollout's waves in one statement.
+    await api.post('/deployments', { name: 'Another', type: 'script', payload: { scriptId }, targets: {}, waves: [{ count: 1 }] });
+    const listed = await statementsOn(app, 'rollout_device', () => api.get('/deployments'));
+    expect([listed.result.body.data.length, listed.statements]).toEqual([2, 1]);
 
     const bad = (waves: unknown) => api.post('/deployments', { name: 'x', type: 'script', payload: { scriptId }, targets: {}, waves });
     expectError(await bad([{ percent: 30 }, { percent: 60 }]), 400, 'VALIDATION_ERROR');

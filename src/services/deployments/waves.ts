@@ -3,7 +3,7 @@ import { Rollout, RolloutDevice, type PauseReason, type RolloutDeviceStatus, typ
 import type { RequestContext } from '../../auth/context.js';
 import { uuidArray } from '../../db/arrays.js';
 import { recordAudit } from '../audit/api.js';
-import { cancelPendingCommands } from '../devices/api.js';
+import { cancelQueuedCommands } from '../devices/api.js';
 import { rolloutKinds } from './kinds.js';
 
 /*
@@ -113,7 +113,7 @@ export async function handOutWaiting(tx: RequestContext, rollout: Rollout, wave?
  */
 async function withdrawQueued(tx: RequestContext, rollout: Rollout): Promise<void> {
   const waiting = await tx.em.find(RolloutDevice, { rolloutId: rollout.id, status: 'pending', commandId: { $ne: null } });
-  const cancelled = new Set(await cancelPendingCommands(tx, waiting.map((row) => row.commandId!)));
+  const cancelled = new Set(await cancelQueuedCommands(tx, waiting.map((row) => row.commandId!), { tellTypes: true }));
   for (const row of waiting) {
     if (cancelled.has(row.commandId!)) {
       row.commandId = null;

@@ -6,8 +6,8 @@ import { COMMAND_STATUSES, DeviceCommand } from '../../../entities/device-comman
 import type { RequestContext } from '../../auth/context.js';
 import type { Loaders } from '../../auth/loaders.js';
 import { authorize, isUuid, permits, requirePrincipal, tenantWhere, visibleOrgIds } from '../../auth/policy.js';
-import { uuidArray } from '../../db/arrays.js';
 import { withTransaction } from '../../db/transaction.js';
+import { uuidArray } from '../../db/arrays.js';
 import { AppError, conflict, notFound } from '../../errors.js';
 import { emit } from '../../events/outbox.js';
 import { MAX_LIMIT, PageQuery, pageSchema, toPage, type Page } from '../../pagination.js';
@@ -445,20 +445,21 @@ export async function cancelCommand(ctx: RequestContext, deviceId: string, comma
 }
 
 /**
- * Cancels those of the commands no agent has taken yet (still `pending`), each type told, for a
- * service that queued them and no longer wants them (a staged rollout cancelled or paused); commands
- * already handed out keep running. Answers the ids cancelled.
+ * Cancels those of `commandIds` (queued by the calling service) that no agent has taken yet, in one
+ * statement: the row locks order it with the claim, so each is either handed out or cancelled, never
+ * both. `tellTypes`: each cancelled command's type hears it (`cancelled`, as when a user cancels it:
+ * a staged rollout's run_script execution ends with it); without it the caller updates its own rows.
+ * Answers the ids cancelled.
  */
-export async function cancelPendingCommands(tx: RequestContext, commandIds: readonly string[]): Promise<string[]> {
+export async function cancelQueuedCommands(tx: RequestContext, commandIds: readonly string[], options: { tellTypes?: boolean } = {}): Promise<string[]> {
   if (commandIds.length === 0) return [];
-  // The row locks order this with the claim (`for update skip locked`): a command it took is no longer pending here.
   const rows = (await tx.em.execute(
-    `update device_command c set status = 'cancelled', completed_at = ?, updated_at = now()
-      where c.id in (select id from device_command where id = any(?::uuid[]) and status = 'pending' for update)
-      returning c.id, c.device_id, c.org_id, c.type`,
+    `update device_command set status = 'cancelled', completed_at = ?, updated_at = now()
+      where id = any(?::uuid[]) and status = 'pending'
+      returning id, device_id, org_id, type`,
     [tx.runtime.clock.now(), uuidArray(commandIds)],
   )) as { id: string; device_id: string; org_id: string; type: string }[];
-  const hooked = rows.filter((row) => commandTypeOf(row.type)?.cancelled);
+  const hooked = options.tellTypes ? rows.filter((row) => commandTypeOf(row.type)?.cancelled) : [];
   if (hooked.length > 0) {
     const commands = await tx.em.find(DeviceCommand, { id: { $in: hooked.map((row) => row.id) } }, { refresh: true });
     for (const command of commands) await commandTypeOf(command.type)!.cancelled!(tx, command, false);

@@ -20,7 +20,7 @@ export interface PatchReportScope {
 @Index({ properties: ['expiresAt'] })
 @Index({ properties: ['status', 'createdAt'] })
 @Index({ properties: ['orgId', 'requestedBy'] })
-export class PatchReport extends BaseEntity<'status' | 'error' | 'content' | 'sizeBytes' | 'startedAt' | 'completedAt'> {
+export class PatchReport extends BaseEntity<'status' | 'error' | 'content' | 'sizeBytes' | 'startedAt' | 'attempts' | 'completedAt'> {
   @ManyToOne(() => Organization, { mapToPk: true, fieldName: 'org_id', deleteRule: 'cascade' })
   orgId!: string;
 
@@ -52,6 +52,10 @@ export class PatchReport extends BaseEntity<'status' | 'error' | 'content' | 'si
 
   @Property({ type: 'timestamptz', nullable: true })
   startedAt: Date | null = null;
+
+  /** builds started: a report that keeps killing its build stops being retried */
+  @Property({ type: 'integer', default: 0 })
+  attempts: number = 0;
 
   @Property({ type: 'timestamptz', nullable: true })
   completedAt: Date | null = null;

@@ -1,7 +1,7 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { sql } from './support/db.js';
+import { aRunHasFinished, sql } from './support/db.js';
 import { eventually } from './support/eventually.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { buildOrg, buildSite, buildUser } from './support/factories.js';
@@ -38,14 +38,7 @@ async function createRule(as: As, body: Record<string, unknown>): Promise<{ id: 
 }
 
 /** Waits for a run of the recurring due check that started after now and has finished. */
-async function dueCheckRan(): Promise<void> {
-  const start = new Date();
-  await eventually(
-    async () => (await sql(app, `select 1 from agenda_jobs where name = 'alerts.due-conditions' and last_run_at > ? and last_finished_at >= last_run_at`, [start])).length === 1,
-    15_000,
-    'a due check to run',
-  );
-}
+const dueCheckRan = () => aRunHasFinished(app, 'alerts.due-conditions');
 
 const alertsOf = (deviceId: string) => sql(app, 'select id, status, rule_id, severity, triggered_at from alert where device_id = ? order by triggered_at, id', [deviceId]);
 

@@ -1,7 +1,7 @@
 import { createTestApp, useInstancePair, type TestApp } from './support/app.js';
 import { TestClock } from './support/clock.js';
 import { gql, rest, type As } from './support/clients.js';
-import { dispatched, sql } from './support/db.js';
+import { dispatched, dueWorkTicked, sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
@@ -71,14 +71,8 @@ const ended = (as: As, runId: string, on: TestApp = app) =>
 /** The results as [device, step, status], sorted. */
 const outcomes = (run: Run) => run.results.map((r) => [r.deviceId, r.stepIndex, r.status]).sort((a, b) => String(a).localeCompare(String(b)));
 
-/** Waits for a schedule tick that started after now to finish. */
-async function aTickHasRun(): Promise<void> {
-  const since = new Date();
-  await eventually(async () => {
-    const [row] = await sql(app, `select last_finished_at from agenda_jobs where name = 'due-work.tick'`);
-    return row?.last_finished_at && new Date(row.last_finished_at) > since;
-  }, 15_000, 'a schedule tick');
-}
+/** Waits for a due-work tick that started after now to finish. */
+const aTickHasRun = () => dueWorkTicked(app);
 
 describe('manual runs', () => {
   test('command and wait steps give per-device results; the wait ends by the clock', async () => {

@@ -1,10 +1,10 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { sql } from './support/db.js';
+import { dueWorkTicked, sql } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
-import { aTickHasRun } from './support/due-work.js';
+import { listenToDomainEvents } from './support/domain-events.js';
 import { eventually } from './support/eventually.js';
 
 const clock = new TestClock();
@@ -67,6 +67,35 @@ const statuses = async (api: Api, policyId: string) => Object.fromEntries(Object
 const eventsOf = (type: string, orgId: string) => sql(app, `select data from outbox_event where type = ? and org_id = ? order by created_at, id`, [type, orgId]);
 const expectError = (res: { status: number; body: any }, status: number, code: string) => expect([res.status, res.body.code]).toEqual([status, code]);
 
+// Before the tests that move the clock on: subscriptions are made with tokens of real time.
+test('domainEvents delivers policy events to the organization’s policy readers, a device’s to site-limited readers of its site only', async () => {
+  const f = await fleet(app);
+  const site = await buildSite(app, f.org.id);
+  const a = await enroll(app, f.key, `a-${unique()}`);
+  await report(a, { security: { encryption: { enabled: true } } });
+  const reader = await buildUser(app, { orgId: f.org.id, can: ['organizations:read', 'devices:read', 'policies:read'] });
+  const bystander = await buildUser(app, { orgId: f.org.id, can: ['organizations:read', 'devices:read'] });
+  const elsewhere = await buildUser(app, { orgId: f.org.id, can: ['organizations:read', 'devices:read', 'policies:read'] });
+  await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([site.id]), elsewhere.membership.id]);
+  const { received, dispose } = await listenToDomainEvents(app, [reader, bystander, elsewhere], ['policy.evaluated', 'policy.violation', 'device.updated']);
+  try {
+    const policy = await createPolicy(f.api, { targets: { deviceIds: [a.deviceId] }, rules: [{ type: 'disk_encryption' }] });
+    await activate(f.api, policy.id);
+    await report(a, { security: { encryption: { enabled: false } } });
+    // A device event after them, which all may see: once it has arrived, the policy events were decided before it.
+    expect((await f.api.patch(`/devices/${a.deviceId}`, { tags: ['checked'] })).status).toBe(200);
+    await eventually(() => [reader, bystander].every((u) => received.get(u.user.id)!.some((e) => e.type === 'device.updated')), 10_000, 'the device event');
+    expect(received.get(reader.user.id)!.map((e) => e.type)).toEqual(['policy.evaluated', 'policy.violation', 'policy.evaluated', 'device.updated']);
+    expect(received.get(reader.user.id)![1]!.data).toEqual({ policyId: policy.id, deviceId: a.deviceId, violations: [{ ruleIndex: 0, type: 'disk_encryption', message: 'the disk is not encrypted' }] });
+    expect(received.get(bystander.user.id)!.map((e) => e.type)).toEqual(['device.updated']);
+    // The site-limited reader hears the policy's evaluations, not the device of no site of theirs (the violation came between them).
+    await eventually(() => received.get(elsewhere.user.id)!.filter((e) => e.type === 'policy.evaluated').length === 2, 10_000, 'the evaluations');
+    expect(received.get(elsewhere.user.id)!.map((e) => e.type)).toEqual(['policy.evaluated', 'policy.evaluated']);
+  } finally {
+    await dispose();
+  }
+});
+
 describe('configuration policies', () => {
   test('technicians create, read, list, replace, change and delete policies; viewers read and get 403 on writes; audited', async () => {
     const { org, api, reader } = await policyFleet();
@@ -122,6 +151,21 @@ describe('configuration policies', () => {
       'configuration_policy.update',
       'configuration_policy.delete',
     ]);
+  });
+
+  test('a technician limited to a site writes policies on its devices only: the whole organization is 403, another site 404', async () => {
+    const { org, api } = await policyFleet();
+    const [mySite, otherSite] = [await buildSite(app, org.id), await buildSite(app, org.id)];
+    const limitedUser = await buildUser(app, { orgId: org.id, role: 'Organization Technician' });
+    await sql(app, 'update membership set site_ids = ?::jsonb where id = ?', [JSON.stringify([mySite.id]), limitedUser.membership.id]);
+    const limited = rest(app, limitedUser.as);
+    const rules = [{ type: 'disk_encryption' }];
+    expectError(await limited.post('/policies', { name: 'All', targets: {}, rules }), 403, 'FORBIDDEN');
+    expectError(await limited.post('/policies', { name: 'Other', targets: { siteIds: [otherSite.id] }, rules }), 404, 'NOT_FOUND');
+    expect((await limited.post('/policies', { name: 'Mine', targets: { siteIds: [mySite.id] }, rules })).status).toBe(201);
+    const orgWide = await createPolicy(api, { rules });
+    expectError(await limited.post(`/policies/${orgWide.id}/activate`), 403, 'FORBIDDEN');
+    expectError(await limited.delete(`/policies/${orgWide.id}`), 403, 'FORBIDDEN');
   });
 
   test('unknown rule types, missing or foreign fields and unknown enums are 400', async () => {
@@ -220,7 +264,12 @@ describe('configuration policies', () => {
     expect(pending[a.deviceId]!.status).toBe('pending');
     expect(pending[a.deviceId]!.violations).toEqual([{ ruleIndex: 3, type: 'disk_encryption', message: 'disk encryption is not reported' }]);
     expect(await eventsOf('policy.evaluated', org.id)).toEqual([]);
-    const [check] = (await heartbeat(a)).filter((c) => c.type === 'policy_check');
+    // A report meanwhile re-evaluates the inventory rules; the device keeps awaiting the one check.
+    await report(a, { security: { encryption: { enabled: true } } });
+    expect((await complianceOf(reader, policy.id))[a.deviceId]).toMatchObject({ status: 'pending', violations: [] });
+    const checks = (await heartbeat(a)).filter((c) => c.type === 'policy_check');
+    expect(checks).toHaveLength(1);
+    const [check] = checks;
     expect(check!.payload).toEqual({
       policyId: policy.id,
       evaluationId: expect.any(String),
@@ -243,11 +292,34 @@ describe('configuration policies', () => {
     });
     const settled = await complianceOf(reader, policy.id);
     expect(settled[a.deviceId]!.status).toBe('non_compliant');
-    expect(settled[a.deviceId]!.violations).toEqual([
-      { ruleIndex: 1, type: 'registry_value', message: 'HKLM\\Software\\Policies\\NoAutoUpdate is 0, expected 1' },
-      { ruleIndex: 3, type: 'disk_encryption', message: 'disk encryption is not reported' },
-    ]);
-    expect((await eventsOf('policy.evaluated', org.id)).map((e) => e.data)).toEqual([{ policyId: policy.id, evaluationId: check!.payload.evaluationId, compliant: 0, nonCompliant: 1, pending: 0 }]);
+    expect(settled[a.deviceId]!.violations).toEqual([{ ruleIndex: 1, type: 'registry_value', message: 'HKLM\\Software\\Policies\\NoAutoUpdate is 0, expected 1' }]);
+    // One evaluation settled (the report's, which the activation's gave way to).
+    expect((await eventsOf('policy.evaluated', org.id)).map((e) => e.data)).toEqual([{ policyId: policy.id, evaluationId: expect.any(String), compliant: 0, nonCompliant: 1, pending: 0 }]);
+  });
+
+  test('answers of one evaluation arriving together settle it once; reports of several devices evaluate side by side', async () => {
+    const f = await fleet(app);
+    const agents = await Promise.all([1, 2, 3, 4, 5].map((i) => enroll(app, f.key, `c${i}-${unique()}`)));
+    const policy = await createPolicy(f.api, { rules: [{ type: 'service_running', name: 'sshd' }, { type: 'disk_encryption' }] });
+    await activate(f.api, policy.id);
+    await Promise.all(agents.map((agent) => report(agent, { security: { encryption: { enabled: true } } })));
+    const checks = await Promise.all(agents.map(async (agent) => ({ agent, check: (await heartbeat(agent)).find((c) => c.type === 'policy_check')! })));
+    await Promise.all(checks.map(({ agent, check }) => answer(agent, check.id, { status: 'completed', result: { checks: [{ ruleIndex: 0, passed: true }] } })));
+    expect(Object.values(await statuses(f.api, policy.id))).toEqual(['compliant', 'compliant', 'compliant', 'compliant', 'compliant']);
+    // Each report's evaluation settled with its device's answer (the activation's gave way to them).
+    const evaluated = (await eventsOf('policy.evaluated', f.org.id)).map((e) => e.data);
+    expect(evaluated).toHaveLength(5);
+    expect(evaluated.every((e) => e.compliant === 1 && e.nonCompliant === 0 && e.pending === 0)).toBe(true);
+  });
+
+  test('answers of one whole evaluation arriving together emit policy.evaluated once, with every device counted', async () => {
+    const f = await fleet(app);
+    const agents = await Promise.all([1, 2, 3, 4].map((i) => enroll(app, f.key, `w${i}-${unique()}`)));
+    const policy = await createPolicy(f.api, { rules: [{ type: 'service_running', name: 'sshd' }] });
+    await activate(f.api, policy.id);
+    const checks = await Promise.all(agents.map(async (agent) => ({ agent, check: (await heartbeat(agent)).find((c) => c.type === 'policy_check')! })));
+    await Promise.all(checks.map(({ agent, check }, i) => answer(agent, check.id, { status: 'completed', result: { checks: [{ ruleIndex: 0, passed: i > 0 }] } })));
+    expect((await eventsOf('policy.evaluated', f.org.id)).map((e) => e.data)).toEqual([{ policyId: policy.id, evaluationId: checks[0]!.check.payload.evaluationId, compliant: 3, nonCompliant: 1, pending: 0 }]);
   });
 
   test('deactivating stops evaluation on reports and on the interval (POLICY_EVALUATION_INTERVAL_MINUTES, by the clock); evaluate is 202 while active, 409 while inactive', async () => {
@@ -272,7 +344,7 @@ describe('configuration policies', () => {
     expect((await api.post(`/policies/${policy.id}/deactivate`)).body.status).toBe('inactive');
     await report(a, { security: { encryption: { enabled: false } } });
     clock.advance(61 * 60_000);
-    await aTickHasRun(app);
+    await dueWorkTicked(app);
     expect(await evaluations()).toBe(3);
     expect((await statuses(api, policy.id))[a.deviceId]).toBe('compliant');
   });

@@ -234,6 +234,24 @@ describe('compliance reports', () => {
     }
   });
 
+  test('a report whose build dies three times fails instead of being built again', async () => {
+    const { viewer } = await compliantFleet();
+    holding = true;
+    const asked = (await rest(app, viewer.as).get('/patches/compliance/report?format=csv')).body.id;
+    holding = false;
+    held.splice(0);
+    // Its third build died running (as if it took the process down).
+    await sql(app, `update patch_report set status = 'running', attempts = 3, started_at = ? where id = ?`, [new Date(Date.now() - 60_000), asked]);
+    try {
+      clock.set(new Date(Date.now() + 11 * 60_000));
+      await eventually(async () => (await rest(app, viewer.as).get(`/patches/compliance/report/${asked}`)).body.status === 'failed', 30_000, 'the report failed');
+    } finally {
+      clock.set(new Date());
+    }
+    const download = await rest(app, viewer.as).get(`/patches/compliance/report/${asked}/download`);
+    expect([download.status, download.body.code, download.body.message]).toEqual([409, 'REPORT_FAILED', 'The report failed: The report could not be built']);
+  });
+
   test('a report is its requester’s: another user of the organization or another organization gets 404; a bad format is 400', async () => {
     const { org, viewer } = await compliantFleet();
     const report = await requestReport(viewer.as, 'format=csv', true);

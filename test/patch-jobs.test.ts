@@ -1,9 +1,8 @@
 import { createTestApp, type TestApp } from './support/app.js';
 import { gql, rest, type As } from './support/clients.js';
 import { TestClock } from './support/clock.js';
-import { sql } from './support/db.js';
-import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
-import { aTickHasRun } from './support/due-work.js';
+import { dueWorkTicked, sql } from './support/db.js';
+import { agentCall, enroll, fleet, heartbeatCommands, reportCommandResult, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
 import { buildSite, buildUser, unique } from './support/factories.js';
 import { patchedFleet as fleetWithPatches, reportPatches } from './support/patches.js';
@@ -52,17 +51,9 @@ async function jobs(api: Api, query = ''): Promise<Job[]> {
 
 const deviceOf = (job: Job, deviceId: string) => job.devices.find((d) => d.deviceId === deviceId)!;
 
-async function heartbeat(agent: EnrolledAgent): Promise<{ id: string; type: string; payload: Record<string, any> }[]> {
-  const res = await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
-  expect(res.status).toBe(200);
-  return res.body.commands;
-}
-
-async function answer(agent: EnrolledAgent, commandId: string, body: Record<string, unknown>): Promise<void> {
-  const res = await agentCall(app, agent, `/commands/${commandId}/result`, body);
-  expect([res.status, res.body.message]).toEqual([200, undefined]);
-}
-
+const heartbeat = (agent: EnrolledAgent) => heartbeatCommands(app, agent);
+const answer = (agent: EnrolledAgent, commandId: string, body: Record<string, unknown>) => reportCommandResult(app, agent, commandId, body);
+const aTickHasRun = () => dueWorkTicked(app);
 
 const statusOn = async (api: Api, deviceId: string) =>
   Object.fromEntries((await api.get(`/patches?deviceId=${deviceId}`)).body.data.map((p: any) => [p.externalId, p.deviceStatus]));
@@ -163,7 +154,8 @@ describe('install jobs of immediate policies', () => {
     expect(await jobs(api)).toHaveLength(1);
 
     const [forA] = await heartbeat(a);
-    await answer(a, forA!.id, { status: 'completed', result: { patches: [{ patchId: ids.one, status: 'failed' }] } });
+    // A malformed item is left out; the others still count.
+    await answer(a, forA!.id, { status: 'completed', result: { patches: [{ patchId: 'KB-not-an-id', status: 'exploded' }, { patchId: ids.one, status: 'failed' }] } });
     const [forB] = await heartbeat(b);
     await answer(b, forB!.id, { status: 'completed', result: { patches: [{ patchId: ids.one, status: 'installed' }] } });
     const [second, ended] = await jobs(api, `?policyId=${policyId}`);
@@ -213,7 +205,7 @@ describe('cron policies and maintenance', () => {
     const ids = await patchIds(api);
     await approve(api, ids.one!);
     const policyId = await createPolicy(api, { schedule: { type: 'cron', cron: '*/10 * * * *', timezone: 'Europe/Berlin' } });
-    await aTickHasRun(app);
+    await aTickHasRun();
     expect(await jobs(api)).toEqual([]);
 
     clock.set(new Date(boundary + 5_000));
@@ -222,13 +214,13 @@ describe('cron policies and maintenance', () => {
       return found.length > 0 && found;
     }, 15_000, 'the cron job');
     expect([job!.policyId, job!.devices.map((d) => [d.deviceId, d.patchIds])]).toEqual([policyId, [[a.deviceId, [ids.one]]]]);
-    await aTickHasRun(app);
+    await aTickHasRun();
     expect(await jobs(api)).toHaveLength(1);
 
     // The next instant comes while the job is unfinished: skipped.
     clock.set(new Date(boundary + tenMinutes + 5_000));
-    await aTickHasRun(app);
-    await aTickHasRun(app);
+    await aTickHasRun();
+    await aTickHasRun();
     expect(await jobs(api)).toHaveLength(1);
     const [command] = await heartbeat(a);
     await answer(a, command!.id, { status: 'completed', result: { patches: [{ patchId: ids.one, status: 'installed' }] } });
@@ -268,7 +260,7 @@ describe('cron policies and maintenance', () => {
     const [job] = await jobs(api);
     expect([deviceOf(job!, a.deviceId), deviceOf(job!, b.deviceId).status]).toEqual([expect.objectContaining({ status: 'deferred', commandId: null }), 'pending']);
     expect(await heartbeat(a)).toEqual([]);
-    await aTickHasRun(app);
+    await aTickHasRun();
     expect(deviceOf((await jobs(api))[0]!, a.deviceId).status).toBe('deferred');
 
     expect((await api.post(`/maintenance/occurrences/${occurrenceId}/end`)).status).toBe(200);

@@ -42,6 +42,8 @@ test('versions compare by their dotted numbers', () => {
   const sign = (a: string, b: string) => Math.sign(compareVersions(a, b));
   expect([sign('1.10.0', '1.9.2'), sign('1.2', '1.2.0'), sign('2.0.0', '10.0'), sign('1.0.1', '1.0.1-1'), sign('124.0.6367.91', '124.0.6367.201')]).toEqual([1, 0, -1, -1, -1]);
   expect(sign('99999999999999999999.1', '99999999999999999999.0')).toBe(1);
+  // A text tag past the other's last part is a pre-release.
+  expect([sign('2.0.0-rc1', '2.0.0'), sign('2.0', '2.0.0-beta'), sign('2.0.0-rc2', '2.0.0-rc1'), sign('2.0.0-rc1', '1.9')]).toEqual([-1, 1, 1, 1]);
 });
 
 describe('the software catalog', () => {
@@ -162,6 +164,10 @@ describe('the software catalog', () => {
     expect(await search('q=NOTE&osType=linux')).toEqual(['Note', 'NOTEbook']);
     expect(await search('q=note&osType=windows')).toEqual(['NOTEbook', 'Notepad++']);
     expect(await search('q=note&limit=2')).toEqual(['Note', 'NOTEbook']);
+    // A result is the package's whole view.
+    const [found] = (await reader.get('/software/catalog/search?q=notepad')).body.data;
+    expect(found).toEqual((await reader.get(`/software/catalog/${found.id}`)).body);
+    expect(found).toMatchObject({ name: 'Notepad++', vendor: 'Don Ho', latestVersion: '1.0' });
     // LIKE wildcards match literally.
     expect(await search(`q=${encodeURIComponent('%_')}`)).toEqual(['100%_App']);
     expectError(await reader.get('/software/catalog/search?q=note&osType=solaris'), 400, 'VALIDATION_ERROR');

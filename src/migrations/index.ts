@@ -32,6 +32,8 @@ import { Migration20261129125652_patch_report_status } from './Migration20261129
 import { Migration20261129133349_software_catalog } from './Migration20261129133349_software_catalog.js';
 import { Migration20261129150109_deployments } from './Migration20261129150109_deployments.js';
 import { Migration20261129150247_configuration_policies } from './Migration20261129150247_configuration_policies.js';
+import { Migration20261129150328_patch_report_attempts } from './Migration20261129150328_patch_report_attempts.js';
+import { Migration20261129151107_software_deployments } from './Migration20261129151107_software_deployments.js';
 
 export const migrations = [
   { name: 'Migration20261122184340_initial', class: Migration20261122184340_initial },
@@ -67,4 +69,6 @@ export const migrations = [
   { name: 'Migration20261129133349_software_catalog', class: Migration20261129133349_software_catalog },
   { name: 'Migration20261129150109_deployments', class: Migration20261129150109_deployments },
   { name: 'Migration20261129150247_configuration_policies', class: Migration20261129150247_configuration_policies },
+  { name: 'Migration20261129150328_patch_report_attempts', class: Migration20261129150328_patch_report_attempts },
+  { name: 'Migration20261129151107_software_deployments', class: Migration20261129151107_software_deployments },
 ];

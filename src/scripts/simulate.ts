@@ -32,6 +32,7 @@ agents' tokens from --state while they are still online).
   --jitter S          up to S more seconds before each heartbeat, at random (default: the interval)
   --ws                keep each agent's WebSocket channel open (pushed commands, requests)
   --reboot-seconds S  how long a rebooting agent stays silent (default 30)
+  --fail-installs P   P percent of the machines fail their software installs (exit 1603; default 0)
   --prefix P          hostnames and machine ids are P-001…; the same prefix re-enrolls the same devices (default sim)
   --fail T[,T…]       command types some agents answer failed (a staged rollout then pauses), with --fail-share
   --fail-share F      the share of agents (0 to 1, the same ones each run) that fail them (default 0.2 with --fail)
@@ -103,6 +104,7 @@ async function main(): Promise<void> {
         jitter: { type: 'string' },
         ws: { type: 'boolean' },
         'reboot-seconds': { type: 'string' },
+        'fail-installs': { type: 'string' },
         prefix: { type: 'string' },
         fail: { type: 'string' },
         'fail-share': { type: 'string' },
@@ -125,6 +127,7 @@ async function main(): Promise<void> {
   const intervalSeconds = number('interval', values.interval as string | undefined, 60, 0.05, 3600);
   const jitterSeconds = number('jitter', values.jitter as string | undefined, intervalSeconds, 0, 3600);
   const rebootSeconds = number('reboot-seconds', values['reboot-seconds'] as string | undefined, 30, 0, 3600);
+  const failInstallsPercent = number('fail-installs', values['fail-installs'] as string | undefined, 0, 0, 100);
   const failTypes = ((values.fail as string | undefined) ?? '').split(',').map((t) => t.trim()).filter(Boolean);
   const failing = { types: failTypes, share: failTypes.length === 0 ? 0 : number('fail-share', values['fail-share'] as string | undefined, 0.2, 0, 1) };
   const duration = values.duration === undefined ? null : number('duration', values.duration as string, 0, 1, 7 * 86_400);
@@ -185,7 +188,7 @@ async function main(): Promise<void> {
   out(`Enrolling ${devices} simulated agent(s) at ${url} (heartbeat every ${intervalSeconds} s + 0..${jitterSeconds} s${values.ws ? ', WebSocket channel' : ''})`);
   let simulation: Simulation;
   try {
-    simulation = await startSimulation({ url, enrollmentKey: key!, devices, intervalSeconds, jitterSeconds, rebootSeconds, ws: values.ws === true, prefix: values.prefix as string | undefined, failing, credentials: fileCredentials((values.state as string | undefined) ?? path.join(os.tmpdir(), 'rmm-simulator-agents.json')), log });
+    simulation = await startSimulation({ url, enrollmentKey: key!, devices, intervalSeconds, jitterSeconds, rebootSeconds, failInstallsPercent, ws: values.ws === true, prefix: values.prefix as string | undefined, failing, credentials: fileCredentials((values.state as string | undefined) ?? path.join(os.tmpdir(), 'rmm-simulator-agents.json')), log });
   } catch (error) {
     await watcher?.stop();
     fail((error as Error).message);

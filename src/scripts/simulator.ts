@@ -31,6 +31,8 @@ interface SimulationOptions {
   rebootSeconds?: number;
   /** how long a self-update takes between `started` and the first heartbeat on the new version (default 2 s) */
   updateSeconds?: number;
+  /** the share of machines, in percent, whose software installs fail (the same machines each run; default 0; `failInstalls` sets one agent) */
+  failInstallsPercent?: number;
   /** hostnames and machine ids are `<prefix>-<n>`: the same prefix enrolls the same devices again (default `sim`) */
   prefix?: string;
   /** where the agents keep their tokens between runs (default: in this process only) */
@@ -192,6 +194,8 @@ class SimulatedAgent {
   private readonly uninstalled = new Set<string>();
   /** applications installed since the machine came (install_software, or a test's `installSoftware`), by name */
   private readonly installed = new Map<string, string>();
+  /** this machine's software installs fail (exit 1603), as with a broken installer service */
+  failInstalls: boolean;
   /** services whose state changed (start_service, or a test's `setService`), by name: running or not */
   private readonly services = new Map<string, boolean>();
   /** registry values (`path\\name`) and configuration file keys (`path:key`) a test set */
@@ -213,6 +217,7 @@ class SimulatedAgent {
     this.hostname = `${options.prefix}-${String(index + 1).padStart(3, '0')}`;
     this.machineId = `simulator-${options.prefix}-${index + 1}`;
     this.os = OS_MIX[index % OS_MIX.length]!;
+    this.failInstalls = stable(`${this.machineId}:fail-installs`) * 100 < options.failInstallsPercent;
     if (stable(`${this.machineId}:failing`) < options.failing.share) for (const type of options.failing.types) this.failing.add(type);
   }
 
@@ -310,8 +315,9 @@ class SimulatedAgent {
   }
 
   private async run(command: Command): Promise<void> {
-    // A script execution (it names one) is reported started first, as a real agent does.
-    if ((command.type === 'run_script' && typeof command.payload.executionId === 'string') || command.type === 'security_scan') await this.report(command, { status: 'running' });
+    // A script execution (it names one) and a software deployment's command are reported started first, as a real agent does.
+    const reportsStart = command.type === 'security_scan' || (command.type === 'run_script' && typeof command.payload.executionId === 'string') || (command.type.endsWith('install_software') && typeof command.payload.deploymentId === 'string');
+    if (reportsStart) await this.report(command, { status: 'running' });
     const result: CommandResult = this.failing.has(command.type) ? { status: 'failed', exitCode: 1, stderr: `simulated failure of ${command.type}\n` } : await this.execute(command);
     if (this.state === 'stopped') return;
     this.commands += 1;
@@ -360,6 +366,7 @@ class SimulatedAgent {
         this.patchInstalled = false;
         return { status: 'completed', exitCode: 0 };
       case 'install_software':
+        if (this.failInstalls) return { status: 'failed', exitCode: 1603, stderr: `Fatal error during installation of ${String(payload.name)}\n` };
         if (typeof payload.name === 'string') this.installSoftware(payload.name, String(payload.version ?? '1.0.0'));
         return { status: 'completed', exitCode: 0, stdout: `Installed ${String(payload.version)}\n` };
       case 'uninstall_software':
@@ -674,6 +681,7 @@ export async function startSimulation(options: SimulationOptions): Promise<Simul
     ws: options.ws ?? false,
     rebootSeconds: options.rebootSeconds ?? 30,
     updateSeconds: options.updateSeconds ?? 2,
+    failInstallsPercent: options.failInstallsPercent ?? 0,
     prefix: options.prefix ?? 'sim',
     credentials: options.credentials ?? inProcess,
     failing: options.failing ?? { types: [], share: 0 },

@@ -11,5 +11,6 @@ export const rows: PolicyRows = {
     ok: 201,
     may: WORKERS,
   },
+  listSoftwareDeployments: { orgQuery: true, permission: 'software:read', request: () => ({ method: 'get', path: '/software/deployments' }), ok: 200, may: EVERYONE },
   listSoftwareInventory: { orgQuery: true, permission: 'software:read', request: () => ({ method: 'get', path: '/software/inventory' }), ok: 200, may: EVERYONE },
 };

@@ -33,6 +33,22 @@ export async function jobsFinished(app: TestApp, name: string, timeoutMs = 15_00
   );
 }
 
+/** Waits for a due-work tick (the one recurring job behind every domain's due work) that started after now to finish. */
+export const dueWorkTicked = (app: TestApp) => aRunHasFinished(app, 'due-work.tick');
+
+/**
+ * Waits for a run of the recurring job `name` that started after this call and has finished: whatever
+ * the test changed before calling was there for that run to see.
+ */
+export async function aRunHasFinished(app: TestApp, name: string, timeoutMs = 15_000): Promise<void> {
+  const since = new Date();
+  await eventually(
+    async () => (await sql(app, 'select 1 from agenda_jobs where name = ? and last_run_at > ? and last_finished_at >= last_run_at', [name, since])).length === 1,
+    timeoutMs,
+    `a run of ${name} that started after ${since.toISOString()}`,
+  );
+}
+
 /**
  * A database for the test file's instances to share (`createTestApp({ databaseUrl: db.url })`):
  * created before its tests and dropped after them (Jest hooks registered here). Call at the top level

@@ -46,3 +46,23 @@ export async function enroll(app: TestApp, key: string, hostname = `host-${uniqu
 /** A call to one of the agent's own routes (`/heartbeat`, `/inventory`, …) with its token. */
 export const agentCall = (app: TestApp, agent: Pick<EnrolledAgent, 'agentId' | 'authToken'>, path: string, body: unknown) =>
   rest(app).post(`/agents/${agent.agentId}${path}`, body, { authorization: `Bearer ${agent.authToken}` });
+
+/** A command as the agent receives it. */
+export interface AgentCommand {
+  id: string;
+  type: string;
+  payload: Record<string, any>;
+}
+
+/** The agent's heartbeat (must succeed), answering the commands handed to it. */
+export async function heartbeatCommands(app: TestApp, agent: Pick<EnrolledAgent, 'agentId' | 'authToken'>): Promise<AgentCommand[]> {
+  const res = await agentCall(app, agent, '/heartbeat', { agentVersion: '1.0.0' });
+  expect(res.status).toBe(200);
+  return res.body.commands;
+}
+
+/** The agent's result of one of its commands (`running`, or its end; must succeed). */
+export async function reportCommandResult(app: TestApp, agent: Pick<EnrolledAgent, 'agentId' | 'authToken'>, commandId: string, body: Record<string, unknown>): Promise<void> {
+  const res = await agentCall(app, agent, `/commands/${commandId}/result`, body);
+  expect([res.status, res.body.message]).toEqual([200, undefined]);
+}

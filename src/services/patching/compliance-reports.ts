@@ -141,8 +141,11 @@ const MAX_UNFINISHED = 5;
 /** Builds a queued report (again, if a build died while running) with the system context of the job. */
 export async function buildComplianceReport(ctx: RequestContext, reportId: string): Promise<void> {
   const now = ctx.runtime.clock.now();
-  const claimed = await ctx.em.nativeUpdate(PatchReport, { id: reportId, status: { $in: ['queued', 'running'] } }, { status: 'running', startedAt: now });
-  if (claimed === 0) return;
+  const claimed = await ctx.em.execute(
+    `update patch_report set status = 'running', started_at = ?, attempts = attempts + 1 where id = ? and status in ('queued', 'running') and attempts < ? returning id`,
+    [now, reportId, MAX_ATTEMPTS],
+  );
+  if (claimed.length === 0) return;
   const report = await ctx.em.findOneOrFail(PatchReport, reportId);
   try {
     const scope: ComplianceScope = { ...report.scope, orgId: report.orgId };
@@ -161,12 +164,18 @@ export async function buildComplianceReport(ctx: RequestContext, reportId: strin
 /** A build that never started (its job lost) or died running is queued again: these minutes after its request or start. */
 const STALLED_MS = 10 * 60_000;
 
-/** Schedules the build of reports whose build stalled; answers how many. */
+/** Builds a report gets: one that died this often (e.g. it exhausts the process) fails instead of taking the next build down too. */
+const MAX_ATTEMPTS = 3;
+
+/** Schedules the build of reports whose build stalled, and fails those out of attempts; answers how many were scheduled. */
 export async function requeueStalledReports(ctx: RequestContext, now: Date): Promise<number> {
   const before = new Date(now.getTime() - STALLED_MS);
-  const stalled = await ctx.em.find(PatchReport, { $or: [{ status: 'queued', createdAt: { $lte: before } }, { status: 'running', startedAt: { $lte: before } }], expiresAt: { $gt: now } }, { fields: ['id'], disableIdentityMap: true, limit: 100 });
-  for (const report of stalled) await ctx.runtime.jobs.schedule(BUILD_JOB, { reportId: report.id });
-  return stalled.length;
+  const stalled = await ctx.em.find(PatchReport, { $or: [{ status: 'queued', createdAt: { $lte: before } }, { status: 'running', startedAt: { $lte: before } }], expiresAt: { $gt: now } }, { fields: ['id', 'attempts'], disableIdentityMap: true, limit: 100 });
+  const spent = stalled.filter((report) => report.attempts >= MAX_ATTEMPTS).map((report) => report.id);
+  if (spent.length > 0) await ctx.em.nativeUpdate(PatchReport, { id: { $in: spent }, status: { $in: ['queued', 'running'] } }, { status: 'failed', error: 'The report could not be built', completedAt: now });
+  const retried = stalled.filter((report) => report.attempts < MAX_ATTEMPTS);
+  for (const report of retried) await ctx.runtime.jobs.schedule(BUILD_JOB, { reportId: report.id });
+  return retried.length;
 }
 
 /** Expired reports go, files and all. */

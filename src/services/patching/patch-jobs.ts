@@ -100,13 +100,9 @@ export interface InstallItem {
 // ── the agents' part ────────────────────────────────────────────────────────────────────────────
 
 const INSTALL_RESULTS = ['installed', 'failed', 'pending_reboot'] as const;
-const InstallResultSchema = z.object({
-  patches: z
-    .array(z.object({ patchId: uuid(), status: z.enum(INSTALL_RESULTS) }))
-    .max(20_000)
-    .default([])
-    .describe('each patch’s outcome'),
-});
+const InstallItemSchema = z.object({ patchId: uuid(), status: z.enum(INSTALL_RESULTS) });
+// Items are read one by one: one malformed item must not throw away the outcomes the others report.
+const InstallResultSchema = z.object({ patches: z.array(z.unknown()).max(20_000).default([]).describe('each patch’s outcome') });
 
 /** Sets the device's status of these patches (of its organization), as its agent reported them. */
 export async function setDeviceStatuses(tx: RequestContext, deviceId: string, orgId: string, statuses: { patchId: string; status: string }[]): Promise<void> {
@@ -157,13 +153,14 @@ export const installPatchesCommand: CommandTypeHooks = {
     const result = parseInput(InstallResultSchema, input.result ?? {});
     const payload = command.payload as { jobId: string; patches: InstallItem[] };
     const named = new Set(payload.patches.map((p) => p.patchId));
-    const reported = [...new Map(result.patches.filter((p) => named.has(p.patchId)).map((p) => [p.patchId, p])).values()];
+    const items = result.patches.flatMap((item) => InstallItemSchema.safeParse(item).data ?? []);
+    const reported = [...new Map(items.filter((p) => named.has(p.patchId)).map((p) => [p.patchId, p])).values()];
     await setDeviceStatuses(tx, command.deviceId, command.orgId, reported);
     const data = (p: (typeof reported)[number]) => ({ orgId: command.orgId, data: { patchId: p.patchId, deviceId: command.deviceId, jobId: payload.jobId } });
     await emitMany(tx, 'patch.installed', reported.filter((p) => p.status !== 'failed').map(data));
     await emitMany(tx, 'patch.failed', reported.filter((p) => p.status === 'failed').map(data));
     const found = await jobDeviceOf(tx, command);
-    if (found) await finishDevice(tx, found.job, found.row, input.status === 'completed' && !reported.some((p) => p.status === 'failed') ? 'completed' : 'failed');
+    if (found) await finishDevice(tx, found.job, found.row, input.status === 'completed' && items.length === result.patches.length && !reported.some((p) => p.status === 'failed') ? 'completed' : 'failed');
     return false;
   },
 

@@ -36,7 +36,7 @@ export async function applyPolicy(tx: RequestContext, policyId: string, deviceId
         [policy.id, policy.orgId, uuidArray(ids)],
       );
     }
-    const { evaluationId } = await evaluateDevices(inner, policy, ids, inner.principal?.userId ?? null);
+    const { evaluationId } = await evaluateDevices(inner, policy, ids, { createdBy: inner.principal?.userId ?? null });
     await inner.em.flush();
     await recordAudit(inner, { action: 'configuration_policy.apply', resourceType: 'configuration_policy', resourceId: policy.id, orgId: policy.orgId, details: { name: policy.name, evaluationId, devices: ids.length } });
     return { evaluationId };

@@ -171,15 +171,34 @@ async function announceIfSettled(tx: RequestContext, policy: ConfigurationPolicy
   await emit(tx, { type: 'policy.evaluated', orgId: policy.orgId, data: { policyId: policy.id, evaluationId, compliant: count('compliant'), nonCompliant: count('non_compliant'), pending: 0 } });
 }
 
-/** Locks the policy's row, so the answers of one evaluation decide in turn whether it has settled. */
-export const lockPolicy = (tx: RequestContext, policyId: string) => tx.em.findOne(ConfigurationPolicy, { id: policyId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+/*
+ * Locking, always in this order: the policy's row, then its devices' rows. Whole evaluations (activation,
+ * `evaluate`, a change, the interval, `applyPolicy`) lock the policy for update; one device's (a report, a
+ * completed remediation) share it, so devices' reports evaluate side by side; both lock the device rows
+ * they write. An answer locks its device's row, then its evaluation (an advisory lock), so the answers of
+ * one evaluation decide in turn whether it has settled.
+ */
+
+/** The policy's row, read afresh and locked: `update` for a whole evaluation, `share` for one device's. */
+export const lockPolicy = (tx: RequestContext, policyId: string, mode: 'update' | 'share' = 'update') =>
+  tx.em.findOne(ConfigurationPolicy, { id: policyId }, { lockMode: mode === 'update' ? LockMode.PESSIMISTIC_WRITE : LockMode.PESSIMISTIC_READ, refresh: true });
+
+/** How an evaluation goes: who asked (null: the service), and whether a device still awaiting a check keeps it. */
+export interface EvaluationOptions {
+  createdBy: string | null;
+  /**
+   * Reports and the interval: a device already `pending` keeps the `policy_check` it awaits (its rules
+   * are unchanged) rather than getting another, so an offline device's checks do not pile up.
+   */
+  reuseChecks?: boolean;
+}
 
 /**
  * Evaluates the policy on these devices of its organization now (in the caller's transaction): inventory
  * rules at once, agent rules through a `policy_check` each device's agent answers. Answers the
  * evaluation's id and how many devices it covers.
  */
-export async function evaluateDevices(tx: RequestContext, policy: ConfigurationPolicy, deviceIds: readonly string[], createdBy: string | null): Promise<{ evaluationId: string; devices: number }> {
+export async function evaluateDevices(tx: RequestContext, policy: ConfigurationPolicy, deviceIds: readonly string[], options: EvaluationOptions): Promise<{ evaluationId: string; devices: number }> {
   const evaluationId = randomUUID();
   const devices = deviceIds.length === 0 ? [] : ((await findDevices(tx, { ids: deviceIds, active: true }, { scope: 'all', orderBy: 'id' })) as Device[]).filter((d) => d.orgId === policy.orgId);
   if (devices.length === 0) return { evaluationId, devices: 0 };
@@ -188,7 +207,11 @@ export async function evaluateDevices(tx: RequestContext, policy: ConfigurationP
   const rules = policy.rules;
   const encrypted = rules.some((rule) => rule.type === 'disk_encryption') ? await diskEncryption(reader, devices.map((d) => d.id)) : new Map<string, boolean | null>();
   const needsSoftware = rules.some((rule) => rule.type.startsWith('software_'));
-  const rows = new Map((await tx.em.find(ConfigurationPolicyDevice, { policyId: policy.id, deviceId: { $in: devices.map((d) => d.id) } })).map((row) => [row.deviceId, row]));
+  const rows = new Map(
+    (
+      await tx.em.find(ConfigurationPolicyDevice, { policyId: policy.id, deviceId: { $in: devices.map((d) => d.id) } }, { orderBy: { deviceId: 'asc' }, lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true })
+    ).map((row) => [row.deviceId, row]),
+  );
   const agentChecks = rules.flatMap((rule, ruleIndex) => {
     if (!isAgentRule(rule)) return [];
     const { remediation: _remediation, ...check } = rule;
@@ -212,8 +235,9 @@ export async function evaluateDevices(tx: RequestContext, policy: ConfigurationP
       continue;
     }
     // Until the agent answers, the row keeps the inventory rules' violations; the answer adds its own.
-    const command = await queueCommand(tx, device, { type: POLICY_CHECK, payload: { policyId: policy.id, evaluationId, checks: agentChecks } }, createdBy);
-    Object.assign(row, { status: 'pending', violations, pendingCommandId: command.id, evaluatedAt: tx.runtime.clock.now() });
+    const awaited = options.reuseChecks && row.status === 'pending' ? row.pendingCommandId : null;
+    const commandId = awaited ?? (await queueCommand(tx, device, { type: POLICY_CHECK, payload: { policyId: policy.id, evaluationId, checks: agentChecks } }, options.createdBy)).id;
+    Object.assign(row, { status: 'pending', violations, pendingCommandId: commandId, evaluatedAt: tx.runtime.clock.now() });
   }
   await announceIfSettled(tx, policy, evaluationId);
   return { evaluationId, devices: devices.length };
@@ -230,11 +254,11 @@ export async function coveredDeviceIds(tx: RequestContext, policy: Configuration
  * Evaluates the policy on every device it covers (in the caller's transaction); rows of devices it no
  * longer covers go.
  */
-export async function evaluatePolicy(tx: RequestContext, policy: ConfigurationPolicy, createdBy: string | null): Promise<{ evaluationId: string; devices: number }> {
+export async function evaluatePolicy(tx: RequestContext, policy: ConfigurationPolicy, options: EvaluationOptions): Promise<{ evaluationId: string; devices: number }> {
   const deviceIds = await coveredDeviceIds(tx, policy);
   await tx.em.nativeDelete(ConfigurationPolicyDevice, { policyId: policy.id, deviceId: { $nin: deviceIds } });
   policy.lastEvaluatedAt = tx.runtime.clock.now();
-  const outcome = await evaluateDevices(tx, policy, deviceIds, createdBy);
+  const outcome = await evaluateDevices(tx, policy, deviceIds, options);
   await tx.em.flush();
   return outcome;
 }
@@ -243,11 +267,12 @@ export async function evaluatePolicy(tx: RequestContext, policy: ConfigurationPo
 
 /** A `policy_check` ended (answered, failed, timed out, cancelled): its device's evaluation settles. */
 async function checkEnded(tx: RequestContext, commandId: string, outcome: { status: string; result?: Record<string, unknown> }): Promise<void> {
-  const waiting = await tx.em.findOne(ConfigurationPolicyDevice, { pendingCommandId: commandId }, { fields: ['policyId'], disableIdentityMap: true });
-  if (!waiting) return;
-  const policy = await lockPolicy(tx, waiting.policyId);
-  const row = policy && (await tx.em.findOne(ConfigurationPolicyDevice, { pendingCommandId: commandId }, { refresh: true }));
-  if (!policy || !row) return;
+  const row = await tx.em.findOne(ConfigurationPolicyDevice, { pendingCommandId: commandId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+  // A fresher check replaced it, or a settled evaluation: nothing waits for this answer.
+  if (!row || row.status !== 'pending') return;
+  await tx.em.execute('select pg_advisory_xact_lock(hashtext(?))', [`policy-evaluation:${row.evaluationId}`]);
+  const policy = await tx.em.findOne(ConfigurationPolicy, { id: row.policyId }, { refresh: true });
+  if (!policy) return;
   await settle(tx, policy, row, [...row.violations, ...agentViolations(policy.rules, outcome)].sort((a, b) => a.ruleIndex - b.ruleIndex));
   await announceIfSettled(tx, policy, row.evaluationId!);
 }
@@ -294,8 +319,8 @@ export async function evaluateOnReport(runtime: Runtime, device: { id: string; o
   const ctx = RequestContext.system(runtime, 'policies.inventory-report');
   for (const policy of await activePoliciesCovering(ctx, device)) {
     await withTransaction(ctx, async (tx) => {
-      const locked = await lockPolicy(tx, policy.id);
-      if (locked?.status === 'active') await evaluateDevices(tx, locked, [device.id], null);
+      const locked = await lockPolicy(tx, policy.id, 'share');
+      if (locked?.status === 'active') await evaluateDevices(tx, locked, [device.id], { createdBy: null, reuseChecks: true });
       await tx.em.flush();
     });
   }
@@ -309,7 +334,7 @@ export async function evaluateDuePolicies(ctx: RequestContext, now: Date): Promi
     try {
       await withTransaction(ctx, async (tx) => {
         const policy = await lockPolicy(tx, id);
-        if (policy?.status === 'active' && (!policy.lastEvaluatedAt || policy.lastEvaluatedAt <= before)) await evaluatePolicy(tx, policy, null);
+        if (policy?.status === 'active' && (!policy.lastEvaluatedAt || policy.lastEvaluatedAt <= before)) await evaluatePolicy(tx, policy, { createdBy: null, reuseChecks: true });
       });
     } catch (error) {
       // One failing policy does not hold back the others.

@@ -1,10 +1,10 @@
-import { LockMode, type FilterQuery } from '@mikro-orm/core';
+import type { FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
 import { ConfigurationPolicy } from '../../../entities/configuration-policy.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, requirePrincipal, targetOrgId, tenantWhere } from '../../auth/policy.js';
 import { withTransaction } from '../../db/transaction.js';
-import { conflict } from '../../errors.js';
+import { conflict, notFound } from '../../errors.js';
 import { cursorListFields, cursorPageSchema, finishCursorPage, keysetWhere } from '../../pagination.js';
 import { enumValues, parseInput, timestamp, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
@@ -12,7 +12,7 @@ import { checkTargets } from '../devices/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { policyTargetsInput, policyTargetsView, storedTargets, targetsView } from '../shared/policy-targets.js';
 import { optionalText } from '../shared/text.js';
-import { evaluatePolicy, policyTarget, requirePolicy } from './evaluation.js';
+import { evaluatePolicy, lockPolicy, policyTarget, requirePolicy } from './evaluation.js';
 import { checkRemediationRefs } from './remediation.js';
 import { RuleViewSchema, RulesInput, storedRules } from './rules.js';
 
@@ -172,7 +172,7 @@ async function changePolicy(ctx: RequestContext, id: string, input: z.output<typ
     const changes = applyChanges(policy, { name: input.name, description, targets, rules });
     if (changes.length === 0) return policyView(policy);
     await tx.em.persistAndFlush(policy);
-    if (policy.status === 'active' && (changes.includes('targets') || changes.includes('rules'))) await evaluatePolicy(tx, policy, requirePrincipal(tx).userId);
+    if (policy.status === 'active' && (changes.includes('targets') || changes.includes('rules'))) await evaluatePolicy(tx, policy, { createdBy: requirePrincipal(tx).userId });
     await recordAudit(tx, { action: 'configuration_policy.update', resourceType: 'configuration_policy', resourceId: policy.id, orgId: policy.orgId, changes, details: { name: policy.name } });
     return policyView(policy);
   });
@@ -205,7 +205,7 @@ export async function activateConfigurationPolicy(ctx: RequestContext, id: strin
     const locked = await lockedPolicy(tx, policy.id);
     if (locked.status === 'active') throw conflict('The policy is already active');
     locked.status = 'active';
-    const { evaluationId, devices } = await evaluatePolicy(tx, locked, requirePrincipal(tx).userId);
+    const { evaluationId, devices } = await evaluatePolicy(tx, locked, { createdBy: requirePrincipal(tx).userId });
     await recordAudit(tx, { action: 'configuration_policy.activate', resourceType: 'configuration_policy', resourceId: locked.id, orgId: locked.orgId, details: { name: locked.name, evaluationId, devices } });
     return policyView(locked);
   });
@@ -237,13 +237,15 @@ export async function evaluateConfigurationPolicy(ctx: RequestContext, id: strin
   return withTransaction(ctx, async (tx) => {
     const locked = await lockedPolicy(tx, policy.id);
     if (locked.status !== 'active') throw conflict('Activate the policy to evaluate it');
-    const started = await evaluatePolicy(tx, locked, requirePrincipal(tx).userId);
+    const started = await evaluatePolicy(tx, locked, { createdBy: requirePrincipal(tx).userId });
     await recordAudit(tx, { action: 'configuration_policy.evaluate', resourceType: 'configuration_policy', resourceId: locked.id, orgId: locked.orgId, details: started });
     return started;
   });
 }
 
-/** The policy's row locked, read afresh: activation, deactivation and evaluations decide in turn. */
-function lockedPolicy(tx: RequestContext, id: string): Promise<ConfigurationPolicy> {
-  return tx.em.findOneOrFail(ConfigurationPolicy, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+/** The policy's row locked for a whole evaluation (activation, deactivation and evaluations decide in turn); gone meanwhile: 404. */
+async function lockedPolicy(tx: RequestContext, id: string): Promise<ConfigurationPolicy> {
+  const policy = await lockPolicy(tx, id);
+  if (!policy) throw notFound(RESOURCE);
+  return policy;
 }

@@ -155,7 +155,7 @@ export async function remediationEnded(tx: RequestContext, event: DomainEvent): 
   remediation.status = data.status;
   await tx.em.flush();
   if (data.status !== 'completed') return;
-  const policy = await lockPolicy(tx, remediation.policyId);
-  if (policy) await evaluateDevices(tx, policy, [remediation.deviceId], null);
+  const policy = await lockPolicy(tx, remediation.policyId, 'share');
+  if (policy) await evaluateDevices(tx, policy, [remediation.deviceId], { createdBy: null });
   await tx.em.flush();
 }

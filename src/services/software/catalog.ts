@@ -223,15 +223,14 @@ export async function searchSoftwareCatalog(ctx: RequestContext, raw: SoftwareSe
     conditions.push('exists (select 1 from software_version v where v.catalog_id = c.id and v.installers @> ?::jsonb)');
     params.push(JSON.stringify([{ osType: query.osType }]));
   }
-  const ranked = await requestRows<{ id: string }>(
+  const ranked = await requestRows<Record<string, unknown>>(
     ctx.em,
-    statement(`select c.id from software_catalog c where ${conditions.join(' and ')}
+    statement(`select c.* from software_catalog c where ${conditions.join(' and ')}
       order by case when c.name ilike ? or c.vendor ilike ? then 0 when c.name ilike ? or c.vendor ilike ? then 1 else 2 end, c.name, c.id
       limit ?`),
     [...params, text, text, `${text}%`, `${text}%`, query.limit],
   );
-  const byId = new Map((await ctx.em.find(SoftwareCatalog, { id: { $in: ranked.map((r) => r.id) } }, { disableIdentityMap: true })).map((c) => [c.id, c]));
-  return { data: ranked.map((r) => catalogView(byId.get(r.id)!)) };
+  return { data: ranked.map((row) => catalogView(ctx.em.map(SoftwareCatalog, row))) };
 }
 
 export const SoftwareVersionListQuery = z.strictObject({ ...cursorListFields });

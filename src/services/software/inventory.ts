@@ -1,5 +1,6 @@
 import type { FilterQuery } from '@mikro-orm/core';
 import { z } from 'zod';
+import type { DeviceCommand } from '../../../entities/device-command.js';
 import { DeviceSoftware } from '../../../entities/software.js';
 import type { RequestContext } from '../../auth/context.js';
 import { authorize, permits, requirePrincipal } from '../../auth/policy.js';
@@ -10,7 +11,7 @@ import { notFound } from '../../errors.js';
 import { cursorListFields, cursorPageSchema, decodeCursor, encodeCursor, finishCursorPage, keysetWhere, pageInfoOf, type Connection, type CursorConnectionInput } from '../../pagination.js';
 import { parseInput, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
-import { accessibleDevice, inventoryPart, queueCommand, visibleDevicesSql, type CommandTypeHooks } from '../devices/api.js';
+import { accessibleDevice, inventoryPart, queueCommand, visibleDevicesSql, type CommandResult } from '../devices/api.js';
 import { dayOf, replaceDeviceRows, reportedDate } from '../shared/device-rows.js';
 import { boundedJson } from '../shared/json.js';
 import { optionalText, requiredText } from '../shared/text.js';
@@ -178,7 +179,7 @@ export async function countDeviceSoftware(ctx: RequestContext, deviceId: string)
 export const UninstallQueuedSchema = z.object({ commandId: uuid().describe('the command queued for the device’s agent') }).meta({ title: 'SoftwareUninstallQueued', description: 'The uninstall command queued' });
 type UninstallQueued = z.output<typeof UninstallQueuedSchema>;
 
-/** Queues `uninstall_software` for the item on its device; a completed result removes the item (`softwareCommandTypes`). */
+/** Queues `uninstall_software` for the item on its device; a completed result removes the item (`removeUninstalledItem`). */
 export async function uninstallDeviceSoftware(ctx: RequestContext, deviceId: string, softwareId: string): Promise<UninstallQueued> {
   const device = await accessibleDevice(ctx, deviceId, 'software:write');
   const item = uuid().safeParse(softwareId).success ? await ctx.em.findOne(DeviceSoftware, { id: softwareId, deviceId: device.id }) : null;
@@ -191,14 +192,8 @@ export async function uninstallDeviceSoftware(ctx: RequestContext, deviceId: str
   });
 }
 
-const uninstallSoftware: CommandTypeHooks = {
-  serviceOnly: 'uninstall_software commands are queued by POST /software/inventory/:deviceId/:softwareId/uninstall',
-  // A completed uninstall removes the item at once (the next report would too); a failed one leaves it.
-  async answered(tx, command, result) {
-    const softwareId = command.payload.softwareId;
-    if (result.status === 'completed' && typeof softwareId === 'string') await tx.em.nativeDelete(DeviceSoftware, { id: softwareId, deviceId: command.deviceId });
-    return false;
-  },
-};
-
-export const softwareCommandTypes: Record<string, CommandTypeHooks> = { [UNINSTALL_SOFTWARE]: uninstallSoftware };
+/** A completed uninstall of an inventory item removes it at once (the next report would too); a failed one leaves it. */
+export async function removeUninstalledItem(tx: RequestContext, command: DeviceCommand, result: CommandResult): Promise<void> {
+  const softwareId = command.payload.softwareId;
+  if (result.status === 'completed' && typeof softwareId === 'string') await tx.em.nativeDelete(DeviceSoftware, { id: softwareId, deviceId: command.deviceId });
+}

@@ -39,6 +39,7 @@ export class Device extends BaseEntity<
   | 'statusChangedAt'
   | 'decommissionedAt'
   | 'updatingToVersion'
+  | 'pinnedAgentVersion'
   | 'tags'
 > {
   @ManyToOne(() => Organization, { mapToPk: true, fieldName: 'org_id', deleteRule: 'cascade' })
@@ -115,4 +116,8 @@ export class Device extends BaseEntity<
   /** while `updating`: the version whose first heartbeat ends the update */
   @Property({ type: 'string', length: 50, nullable: true })
   updatingToVersion: string | null = null;
+
+  /** a registered agent build the device is offered as `upgradeTo` until it runs it (a staged rollout's), instead of the promoted one */
+  @Property({ type: 'string', length: 50, nullable: true })
+  pinnedAgentVersion: string | null = null;
 }

@@ -21,6 +21,7 @@ import { patchingDomain } from './services/patching/index.js';
 import { securityDomain } from './services/security/index.js';
 import { softwareDomain } from './services/software/index.js';
 import { policiesDomain } from './services/policies/index.js';
+import { deploymentsDomain } from './services/deployments/index.js';
 import { installCommandTypes } from './services/devices/command-types.js';
 import { installDeviceReports } from './services/devices/device-reports.js';
 import { installEventSights } from './events/sight.js';
@@ -31,7 +32,7 @@ import { groupMembership } from './services/groups/api.js';
  * Every domain, by its manifest: the one list a new domain is added to. Every registry is derived
  * from it (docs/architecture.md, "Adding a domain"); the order is the permission catalog's.
  */
-export const domains: readonly DomainModule[] = [platformDomain, tenancyDomain, identityDomain, auditDomain, ssoDomain, webhooksDomain, devicesDomain, groupsDomain, alertsDomain, notificationsDomain, maintenanceDomain, scriptsDomain, automationsDomain, inventoryDomain, patchingDomain, securityDomain, softwareDomain, policiesDomain];
+export const domains: readonly DomainModule[] = [platformDomain, tenancyDomain, identityDomain, auditDomain, ssoDomain, webhooksDomain, devicesDomain, groupsDomain, alertsDomain, notificationsDomain, maintenanceDomain, scriptsDomain, automationsDomain, inventoryDomain, patchingDomain, securityDomain, softwareDomain, policiesDomain, deploymentsDomain];
 
 type Item<K extends keyof DomainModule> = NonNullable<DomainModule[K]> extends readonly (infer T)[] ? T : never;
 const collect = <K extends keyof DomainModule>(key: K): Item<K>[] => domains.flatMap((domain) => (domain[key] ?? []) as unknown as Item<K>[]);

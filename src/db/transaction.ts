@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RequestContext } from '../auth/context.js';
 import { recordQueuedDenials } from '../auth/policy.js';
+import { AppError } from '../errors.js';
 
 /**
  * Runs `fn` in one transaction, then the work it queued with `tx.afterCommit()`. `tx` is the same request on a transactional EntityManager, so
@@ -25,4 +26,19 @@ export async function withTransaction<T>(ctx: RequestContext, fn: (tx: RequestCo
   await ctx.runCommitHooks();
   await recordQueuedDenials(ctx);
   return result;
+}
+
+/**
+ * Runs `work` in a savepoint of the caller's transaction: a refusal (an AppError) rolls back only its
+ * writes and the work it queued for after commit, and is answered; any other error is thrown.
+ */
+export async function inSavepoint<T>(tx: RequestContext, work: (inner: RequestContext) => Promise<T>): Promise<{ value: T } | { refused: AppError }> {
+  const hooksBefore = tx.commitHookCount();
+  try {
+    return { value: await tx.em.transactional((em) => work(tx.withEm(em as EntityManager))) };
+  } catch (error) {
+    tx.dropCommitHooksAfter(hooksBefore);
+    if (!(error instanceof AppError)) throw error;
+    return { refused: error };
+  }
 }

@@ -30,6 +30,7 @@ import { Migration20261129120402_patch_jobs } from './Migration20261129120402_pa
 import { Migration20261129121451_third_party_catalog } from './Migration20261129121451_third_party_catalog.js';
 import { Migration20261129125652_patch_report_status } from './Migration20261129125652_patch_report_status.js';
 import { Migration20261129133349_software_catalog } from './Migration20261129133349_software_catalog.js';
+import { Migration20261129150109_deployments } from './Migration20261129150109_deployments.js';
 import { Migration20261129150247_configuration_policies } from './Migration20261129150247_configuration_policies.js';
 import { Migration20261129150328_patch_report_attempts } from './Migration20261129150328_patch_report_attempts.js';
 import { Migration20261129151107_software_deployments } from './Migration20261129151107_software_deployments.js';
@@ -66,6 +67,7 @@ export const migrations = [
   { name: 'Migration20261129121451_third_party_catalog', class: Migration20261129121451_third_party_catalog },
   { name: 'Migration20261129125652_patch_report_status', class: Migration20261129125652_patch_report_status },
   { name: 'Migration20261129133349_software_catalog', class: Migration20261129133349_software_catalog },
+  { name: 'Migration20261129150109_deployments', class: Migration20261129150109_deployments },
   { name: 'Migration20261129150247_configuration_policies', class: Migration20261129150247_configuration_policies },
   { name: 'Migration20261129150328_patch_report_attempts', class: Migration20261129150328_patch_report_attempts },
   { name: 'Migration20261129151107_software_deployments', class: Migration20261129151107_software_deployments },

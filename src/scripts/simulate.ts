@@ -34,6 +34,8 @@ agents' tokens from --state while they are still online).
   --reboot-seconds S  how long a rebooting agent stays silent (default 30)
   --fail-installs P   P percent of the machines fail their software installs (exit 1603; default 0)
   --prefix P          hostnames and machine ids are P-001…; the same prefix re-enrolls the same devices (default sim)
+  --fail T[,T…]       command types some agents answer failed (a staged rollout then pauses), with --fail-share
+  --fail-share F      the share of agents (0 to 1, the same ones each run) that fail them (default 0.2 with --fail)
   --state F           where the agents keep their tokens between runs (default ${path.join(os.tmpdir(), 'rmm-simulator-agents.json')})
   --duration S        stop after S seconds (default: run until Ctrl-C)
   --quiet             no per-agent log lines, only the periodic summary (and --watch's lines)
@@ -104,6 +106,8 @@ async function main(): Promise<void> {
         'reboot-seconds': { type: 'string' },
         'fail-installs': { type: 'string' },
         prefix: { type: 'string' },
+        fail: { type: 'string' },
+        'fail-share': { type: 'string' },
         state: { type: 'string' },
         duration: { type: 'string' },
         quiet: { type: 'boolean' },
@@ -124,6 +128,8 @@ async function main(): Promise<void> {
   const jitterSeconds = number('jitter', values.jitter as string | undefined, intervalSeconds, 0, 3600);
   const rebootSeconds = number('reboot-seconds', values['reboot-seconds'] as string | undefined, 30, 0, 3600);
   const failInstallsPercent = number('fail-installs', values['fail-installs'] as string | undefined, 0, 0, 100);
+  const failTypes = ((values.fail as string | undefined) ?? '').split(',').map((t) => t.trim()).filter(Boolean);
+  const failing = { types: failTypes, share: failTypes.length === 0 ? 0 : number('fail-share', values['fail-share'] as string | undefined, 0.2, 0, 1) };
   const duration = values.duration === undefined ? null : number('duration', values.duration as string, 0, 1, 7 * 86_400);
   const log = values.quiet ? () => {} : stamped;
   const watch = values.watch === true;
@@ -182,7 +188,7 @@ async function main(): Promise<void> {
   out(`Enrolling ${devices} simulated agent(s) at ${url} (heartbeat every ${intervalSeconds} s + 0..${jitterSeconds} s${values.ws ? ', WebSocket channel' : ''})`);
   let simulation: Simulation;
   try {
-    simulation = await startSimulation({ url, enrollmentKey: key!, devices, intervalSeconds, jitterSeconds, rebootSeconds, failInstallsPercent, ws: values.ws === true, prefix: values.prefix as string | undefined, credentials: fileCredentials((values.state as string | undefined) ?? path.join(os.tmpdir(), 'rmm-simulator-agents.json')), log });
+    simulation = await startSimulation({ url, enrollmentKey: key!, devices, intervalSeconds, jitterSeconds, rebootSeconds, failInstallsPercent, ws: values.ws === true, prefix: values.prefix as string | undefined, failing, credentials: fileCredentials((values.state as string | undefined) ?? path.join(os.tmpdir(), 'rmm-simulator-agents.json')), log });
   } catch (error) {
     await watcher?.stop();
     fail((error as Error).message);

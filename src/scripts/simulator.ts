@@ -37,6 +37,8 @@ interface SimulationOptions {
   prefix?: string;
   /** where the agents keep their tokens between runs (default: in this process only) */
   credentials?: CredentialStore;
+  /** failure injected: this share (0 to 1) of the agents, the same ones each run, answer these command types `failed` (e.g. a staged rollout that pauses) */
+  failing?: { types: string[]; share: number };
   log?: (line: string) => void;
 }
 
@@ -180,6 +182,8 @@ class SimulatedAgent {
   state: AgentState = 'starting';
   version = AGENT_VERSION;
   autoUpdate = true;
+  /** command types this agent answers `failed` (exit 1) instead of running them: failure injected, e.g. for a rollout that pauses */
+  readonly failing = new Set<string>();
   heartbeats = 0;
   commands = 0;
   requests = 0;
@@ -214,6 +218,7 @@ class SimulatedAgent {
     this.machineId = `simulator-${options.prefix}-${index + 1}`;
     this.os = OS_MIX[index % OS_MIX.length]!;
     this.failInstalls = stable(`${this.machineId}:fail-installs`) * 100 < options.failInstallsPercent;
+    if (stable(`${this.machineId}:failing`) < options.failing.share) for (const type of options.failing.types) this.failing.add(type);
   }
 
   get channelOpen(): boolean {
@@ -313,7 +318,7 @@ class SimulatedAgent {
     // A script execution (it names one) and a software deployment's command are reported started first, as a real agent does.
     const reportsStart = command.type === 'security_scan' || (command.type === 'run_script' && typeof command.payload.executionId === 'string') || (command.type.endsWith('install_software') && typeof command.payload.deploymentId === 'string');
     if (reportsStart) await this.report(command, { status: 'running' });
-    const result = await this.execute(command);
+    const result: CommandResult = this.failing.has(command.type) ? { status: 'failed', exitCode: 1, stderr: `simulated failure of ${command.type}\n` } : await this.execute(command);
     if (this.state === 'stopped') return;
     this.commands += 1;
     await this.report(command, result);
@@ -679,6 +684,7 @@ export async function startSimulation(options: SimulationOptions): Promise<Simul
     failInstallsPercent: options.failInstallsPercent ?? 0,
     prefix: options.prefix ?? 'sim',
     credentials: options.credentials ?? inProcess,
+    failing: options.failing ?? { types: [], share: 0 },
     log: options.log ?? (() => {}),
   };
   const agents = Array.from({ length: options.devices }, (_, i) => new SimulatedAgent(resolved, i));

@@ -12,7 +12,7 @@ import {
 } from '../../../entities/automation.js';
 import { RequestContext } from '../../auth/context.js';
 import { isUuid, loadOwned, requirePrincipal, skipAuthorization, visibleSiteIds } from '../../auth/policy.js';
-import { withTransaction } from '../../db/transaction.js';
+import { inSavepoint, withTransaction } from '../../db/transaction.js';
 import { AppError, conflict, unauthenticated } from '../../errors.js';
 import { emit } from '../../events/outbox.js';
 import type { DomainEvent } from '../../events/types.js';
@@ -392,14 +392,8 @@ function activeDevices(run: AutomationRun, results: AutomationRunResult[]): stri
 
 /** Runs one device's part of a step in a savepoint: a failure rolls back only that part (and the work it queued for after commit). */
 async function onDevice(tx: RequestContext, work: (inner: RequestContext) => Promise<Partial<AutomationRunResult>>): Promise<Partial<AutomationRunResult>> {
-  const hooksBefore = tx.commitHookCount();
-  try {
-    return await tx.em.transactional((em) => work(tx.withEm(em as typeof tx.em)));
-  } catch (error) {
-    tx.dropCommitHooksAfter(hooksBefore);
-    if (!(error instanceof AppError)) throw error;
-    return { status: 'failed', error: error.message };
-  }
+  const outcome = await inSavepoint(tx, work);
+  return 'value' in outcome ? outcome.value : { status: 'failed', error: outcome.refused.message };
 }
 
 /** Starts the run's current step on its devices; answers whether it finished at once (otherwise the run waits). */

@@ -17,15 +17,14 @@ import { enumValues, parseInput, queryBoolean, timestamp, uuid } from '../../val
 import { recordChange } from '../audit/api.js';
 import { OsTypeSchema } from './devices.js';
 import { updatesDeferredDeviceIds } from '../maintenance/api.js';
+import { SEMVER, agentBuilds, normalizeArch, targetKey, versionInput, type Target } from './agent-builds.js';
+
+export { SEMVER, normalizeArch, targetKey, versionInput, type Target } from './agent-builds.js';
 
 // Agent releases (spec, Versioning 4–8): binaries registered from a GitHub-compatible releases API
 // (agent-releases.ts), promoted to upgrade targets, handed to agents on heartbeat (`upgradeTo`) and to installers.
 
 // ── versions ────────────────────────────────────────────────────────────────────────────────────
-
-const IDENT = String.raw`(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)`;
-/** semver 2.0.0 (https://semver.org), without a leading `v` */
-export const SEMVER = new RegExp(String.raw`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-(${IDENT}(?:\.${IDENT})*))?(?:\+[0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*)?$`);
 
 /** Numeric identifiers of any length, compared as numbers (semver forbids leading zeros). */
 const compareDigits = (a: string, b: string) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
@@ -56,21 +55,6 @@ export function compareVersions(a: string, b: string): number | null {
 /** `1.4.0-rc.1` and the like (spec, Versioning 8). */
 export const isPrerelease = (version: string) => SEMVER.exec(version)?.[4] !== undefined;
 
-/** A version as given (`v1.4.2` or `1.4.2`), kept without the `v`; idempotent, as adapters parse before services. */
-export const versionInput = () =>
-  z
-    .string()
-    .trim()
-    .transform((v) => v.replace(/^v/, ''))
-    .pipe(z.string().max(50).regex(SEMVER, 'must be a semantic version such as 1.4.2'))
-    .describe('A semantic version such as 1.4.2 (a leading v is dropped).');
-
-const ARCH_ALIASES: Record<string, string> = { x86_64: 'amd64', x64: 'amd64', aarch64: 'arm64', i386: '386', i686: '386', x86: '386', armv7l: 'arm', armv7: 'arm', armhf: 'arm' };
-/** What agents and `uname -m` call an architecture, as release assets name it (amd64, arm64, 386, arm). */
-export const normalizeArch = (arch: string) => {
-  const lower = arch.trim().toLowerCase();
-  return ARCH_ALIASES[lower] ?? lower;
-};
 const archInput = () =>
   z
     .string()
@@ -144,18 +128,6 @@ function agentVersionView(config: Config, row: AgentVersion): AgentVersionView {
 export const platformLabel = (row: Pick<AgentVersion, 'component' | 'os' | 'arch'>) => `${row.component}:${row.os}/${row.arch}`;
 
 // ── promoted targets, cached per instance ───────────────────────────────────────────────────────
-
-/** What an agent is pointed at: the latest promotion of a component for one platform. */
-export interface Target {
-  version: string;
-  component: AgentComponent;
-  os: OsType;
-  arch: string;
-  assetName: string;
-  url: string;
-  checksum: string;
-}
-export const targetKey = (component: string, os: string, arch: string) => `${component}/${os}/${arch}`;
 
 export async function loadTargets(em: EntityManager): Promise<Map<string, Target>> {
   const rows = (await em.execute(
@@ -251,16 +223,31 @@ async function effectiveUpdateWindow(ctx: RequestContext, orgId: string): Promis
 }
 
 /**
- * The heartbeat's `upgradeTo`: the agent's promoted build for the device's platform, when it is
- * newer than `reportedVersion`, the device updates itself (`autoUpdate`), is not updating already,
- * its update window is open, and no maintenance occurrence defers its updates. Usually no query at all:
- * the targets are cached, and only devices in maintenance ask about their occurrences.
+ * The heartbeat's `upgradeTo`: the build the device is pinned to (a staged rollout's) while it runs
+ * another version, else the agent's promoted build for the device's platform when it is newer than
+ * `reportedVersion` and the device updates itself (`autoUpdate`); either way only when it is not
+ * updating already, its update window is open, and no maintenance occurrence defers its updates.
+ * Usually no query at all: the targets are cached, only devices in maintenance ask about their
+ * occurrences, and only pinned devices not yet on their version read their build.
  */
-export async function upgradeFor(ctx: RequestContext, device: Pick<Device, 'id' | 'autoUpdate' | 'status' | 'osType' | 'architecture' | 'orgId'>, reportedVersion: string): Promise<UpgradeTo | null> {
-  if (!device.autoUpdate || device.status === 'updating' || !device.osType || !device.architecture) return null;
-  const targets = await promotedTargets(ctx.runtime).get();
-  const target = targets.get(targetKey('agent', device.osType, normalizeArch(device.architecture)));
-  if (!target || !((compareVersions(target.version, reportedVersion) ?? 0) > 0)) return null;
+export async function upgradeFor(
+  ctx: RequestContext,
+  device: Pick<Device, 'id' | 'autoUpdate' | 'status' | 'osType' | 'architecture' | 'orgId' | 'pinnedAgentVersion'>,
+  reportedVersion: string,
+): Promise<UpgradeTo | null> {
+  if (device.status === 'updating' || !device.osType || !device.architecture) return null;
+  const arch = normalizeArch(device.architecture);
+  let target: Target | undefined;
+  if (device.pinnedAgentVersion) {
+    // A pin is an explicit order: it holds against autoUpdate and may go to an older version.
+    if (device.pinnedAgentVersion === reportedVersion) return null;
+    target = (await agentBuilds(ctx.em as EntityManager, device.pinnedAgentVersion)).get(targetKey('agent', device.osType, arch));
+  } else {
+    if (!device.autoUpdate) return null;
+    target = (await promotedTargets(ctx.runtime).get()).get(targetKey('agent', device.osType, arch));
+    if (target && !((compareVersions(target.version, reportedVersion) ?? 0) > 0)) return null;
+  }
+  if (!target) return null;
   if (!updateWindowOpen(await effectiveUpdateWindow(ctx, device.orgId), ctx.runtime.clock.now())) return null;
   if (device.status === 'maintenance' && (await updatesDeferredDeviceIds(ctx, [device.id])).has(device.id)) return null;
   return { version: target.version, component: target.component, url: agentDownloadUrl(ctx.runtime.config, target), checksum: target.checksum };

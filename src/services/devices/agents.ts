@@ -178,7 +178,7 @@ function reportedFields(input: Heartbeat, now: Date): Partial<Device> {
   };
 }
 
-type SteadyDevice = Pick<Device, 'id' | 'orgId' | 'siteId' | 'status' | 'osType' | 'architecture' | 'autoUpdate'> & { hasPending: boolean };
+type SteadyDevice = Pick<Device, 'id' | 'orgId' | 'siteId' | 'status' | 'osType' | 'architecture' | 'autoUpdate' | 'pinnedAgentVersion'> & { hasPending: boolean };
 
 /** A heartbeat offered to the steady path: the agent, its token's hash, what it reports and when it arrived. */
 interface SteadyReport {
@@ -200,7 +200,7 @@ const STEADY_HEARTBEATS = statement(`
     as report(agent_id, token_hash, seen_at, agent_version, has_metrics, metrics, has_watchdog, watchdog_status, has_silent, silent_since)
   where device.agent_id = report.agent_id and device.token_hash = report.token_hash and device.agent_version = report.agent_version
     and (device.status in ('online', 'maintenance') or (device.status = 'updating' and device.updating_to_version is distinct from report.agent_version))
-  returning device.agent_id, device.id, device.org_id, device.site_id, device.status, device.os_type, device.architecture, device.auto_update,
+  returning device.agent_id, device.id, device.org_id, device.site_id, device.status, device.os_type, device.architecture, device.auto_update, device.pinned_agent_version,
     exists (select 1 from device_command c where c.device_id = device.id and c.status = 'pending') as has_pending`);
 
 interface SteadyRow {
@@ -212,6 +212,7 @@ interface SteadyRow {
   os_type: Device['osType'];
   architecture: string | null;
   auto_update: boolean;
+  pinned_agent_version: string | null;
   has_pending: boolean;
 }
 
@@ -246,7 +247,7 @@ const steadyHeartbeats = onePer(
         const byAgent = new Map(rows.map((row) => [row.agent_id, row]));
         return reports.map(({ agentId }) => {
           const row = byAgent.get(agentId);
-          return row ? { id: row.id, orgId: row.org_id, siteId: row.site_id, status: row.status, osType: row.os_type, architecture: row.architecture, autoUpdate: row.auto_update, hasPending: row.has_pending } : null;
+          return row ? { id: row.id, orgId: row.org_id, siteId: row.site_id, status: row.status, osType: row.os_type, architecture: row.architecture, autoUpdate: row.auto_update, pinnedAgentVersion: row.pinned_agent_version, hasPending: row.has_pending } : null;
         });
       },
       { maxBatch: 200, inFlight: 2, key: (report) => report.agentId },
@@ -302,7 +303,7 @@ export async function heartbeat(ctx: RequestContext, rawInput: HeartbeatInput): 
   const seen = await withTransaction(ctx, async (tx) => {
     const device = await lockAgentDevice(tx, agent);
     // What the device was when the report arrived: the upgrade offer is decided on it.
-    const seen = { id: device.id, orgId: device.orgId, status: device.status, autoUpdate: device.autoUpdate, osType: device.osType, architecture: device.architecture };
+    const seen = { id: device.id, orgId: device.orgId, status: device.status, autoUpdate: device.autoUpdate, osType: device.osType, architecture: device.architecture, pinnedAgentVersion: device.pinnedAgentVersion };
     const previousVersion = device.agentVersion;
     const finishesUpdate = device.status === 'updating' && device.updatingToVersion === input.agentVersion;
     Object.assign(device, reportedFields(input, now));

@@ -447,9 +447,11 @@ export async function cancelCommand(ctx: RequestContext, deviceId: string, comma
 /**
  * Cancels those of `commandIds` (queued by the calling service) that no agent has taken yet, in one
  * statement: the row locks order it with the claim, so each is either handed out or cancelled, never
- * both. Tells no `cancelled` hook: the caller updates its own rows. Answers the ids cancelled.
+ * both. `tellTypes`: each cancelled command's type hears it (`cancelled`, as when a user cancels it:
+ * a staged rollout's run_script execution ends with it); without it the caller updates its own rows.
+ * Answers the ids cancelled.
  */
-export async function cancelQueuedCommands(tx: RequestContext, commandIds: string[]): Promise<string[]> {
+export async function cancelQueuedCommands(tx: RequestContext, commandIds: readonly string[], options: { tellTypes?: boolean } = {}): Promise<string[]> {
   if (commandIds.length === 0) return [];
   const rows = (await tx.em.execute(
     `update device_command set status = 'cancelled', completed_at = ?, updated_at = now()
@@ -457,6 +459,11 @@ export async function cancelQueuedCommands(tx: RequestContext, commandIds: strin
       returning id, device_id, org_id, type`,
     [tx.runtime.clock.now(), uuidArray(commandIds)],
   )) as { id: string; device_id: string; org_id: string; type: string }[];
+  const hooked = options.tellTypes ? rows.filter((row) => commandTypeOf(row.type)?.cancelled) : [];
+  if (hooked.length > 0) {
+    const commands = await tx.em.find(DeviceCommand, { id: { $in: hooked.map((row) => row.id) } }, { refresh: true });
+    for (const command of commands) await commandTypeOf(command.type)!.cancelled!(tx, command, false);
+  }
   for (const row of rows) {
     await emit(tx, { type: 'device.command_updated', orgId: row.org_id, data: { commandId: row.id, deviceId: row.device_id, orgId: row.org_id, type: row.type, status: 'cancelled' } });
   }

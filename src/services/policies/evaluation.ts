@@ -14,7 +14,7 @@ import { raiseAlert, resolveAlert } from '../alerts/api.js';
 import { deviceGroupIds, findDevices, matches, queueCommand, toTarget, type CommandResult, type CommandTypeHooks, type Target } from '../devices/api.js';
 import { diskEncryption } from '../security/api.js';
 import { compareVersions } from '../shared/versions.js';
-import { installedSoftware } from '../software/api.js';
+import { installedSoftwareOf } from '../software/api.js';
 import { AGENT_RULE_TYPES } from './rules.js';
 
 /*
@@ -206,7 +206,7 @@ export async function evaluateDevices(tx: RequestContext, policy: ConfigurationP
   const reader = RequestContext.system(tx.runtime, 'policies.evaluate');
   const rules = policy.rules;
   const encrypted = rules.some((rule) => rule.type === 'disk_encryption') ? await diskEncryption(reader, devices.map((d) => d.id)) : new Map<string, boolean | null>();
-  const needsSoftware = rules.some((rule) => rule.type.startsWith('software_'));
+  const software = rules.some((rule) => rule.type.startsWith('software_')) ? await installedSoftwareOf(reader, devices) : new Map<string, { name: string; version: string | null }[]>();
   const rows = new Map(
     (
       await tx.em.find(ConfigurationPolicyDevice, { policyId: policy.id, deviceId: { $in: devices.map((d) => d.id) } }, { orderBy: { deviceId: 'asc' }, lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true })
@@ -221,7 +221,7 @@ export async function evaluateDevices(tx: RequestContext, policy: ConfigurationP
     const facts: InventoryFacts = {
       osType: device.osType,
       osVersion: device.osVersion,
-      software: needsSoftware ? await installedSoftware(reader, device) : [],
+      software: software.get(device.id) ?? [],
       encrypted: encrypted.get(device.id) ?? null,
     };
     const violations = rules.flatMap((rule, ruleIndex) => {

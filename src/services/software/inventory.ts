@@ -39,14 +39,31 @@ export const softwareReport = inventoryPart({
   ingest: (tx, device, items) => replaceDeviceRows(tx, DeviceSoftware, device.id, items.map((item) => ({ deviceId: device.id, reportedAt: tx.runtime.clock.now(), ...item }))),
 });
 
+type InstalledItem = { id: string; name: string; version: string | null; vendor: string | null; installDate: string | null; reportedAt: Date };
+
 /**
  * The device's applications by name, for the inventory domain's view of a device the caller may read
  * (decided there); empty for a caller without `software:read` on its organization (the software's own rule).
  */
-export async function installedSoftware(ctx: RequestContext, device: { id: string; orgId: string }): Promise<{ id: string; name: string; version: string | null; vendor: string | null; installDate: string | null; reportedAt: Date }[]> {
-  if (!(await permits(ctx, 'software:read', { orgId: device.orgId }))) return [];
-  const rows = await ctx.em.find(DeviceSoftware, { deviceId: device.id }, { orderBy: { name: 'asc', version: 'asc' }, disableIdentityMap: true });
-  return rows.map((s) => ({ id: s.id, name: s.name, version: s.version, vendor: s.vendor, installDate: dayOf(s.installDate), reportedAt: s.reportedAt }));
+export async function installedSoftware(ctx: RequestContext, device: { id: string; orgId: string }): Promise<InstalledItem[]> {
+  return (await installedSoftwareOf(ctx, [device])).get(device.id) ?? [];
+}
+
+/** `installedSoftware` of several devices in one statement (a policy's evaluation), by device id. */
+export async function installedSoftwareOf(ctx: RequestContext, devices: readonly { id: string; orgId: string }[]): Promise<Map<string, InstalledItem[]>> {
+  const byDevice = new Map<string, InstalledItem[]>();
+  const readable = new Map<string, boolean>();
+  for (const orgId of new Set(devices.map((d) => d.orgId))) readable.set(orgId, await permits(ctx, 'software:read', { orgId }));
+  const ids = devices.filter((d) => readable.get(d.orgId)).map((d) => d.id);
+  if (ids.length === 0) return byDevice;
+  const rows = await ctx.em.find(DeviceSoftware, { deviceId: { $in: ids } }, { orderBy: { deviceId: 'asc', name: 'asc', version: 'asc' }, disableIdentityMap: true });
+  for (const s of rows) {
+    const item = { id: s.id, name: s.name, version: s.version, vendor: s.vendor, installDate: dayOf(s.installDate), reportedAt: s.reportedAt };
+    const own = byDevice.get(s.deviceId);
+    if (own) own.push(item);
+    else byDevice.set(s.deviceId, [item]);
+  }
+  return byDevice;
 }
 
 // ── the fleet's inventory ───────────────────────────────────────────────────────────────────────

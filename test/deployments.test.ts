@@ -406,6 +406,13 @@ describe('rules', () => {
     expect((await limited.get(`/deployments/${view.id}/devices`)).body.data.map((d: any) => d.deviceId)).toEqual([agents[0]!.deviceId]);
     expect((await gql(app, limitedUser.as, `query($id: ID!) { deploymentDevices(id: $id) { totalCount } }`, { id: view.id })).body.data.deploymentDevices.totalCount).toBe(1);
     expectError(await limited.post(`/deployments/${view.id}/devices/${agents[1]!.deviceId}/retry`), 404, 'NOT_FOUND');
+    // A rollout reaching another site is not theirs to change, even on their own device.
+    expectError(await limited.post(`/deployments/${view.id}/devices/${agents[0]!.deviceId}/retry`), 404, 'NOT_FOUND');
+    expectError(await limited.post(`/deployments/${view.id}/cancel`), 404, 'NOT_FOUND');
+    expect((await api.get(`/deployments/${view.id}`)).body.status).toBe('paused');
+    // One within their site is.
+    const own = await started(api, { type: 'script', payload: { scriptId }, targets: { siteIds: [siteA.id] }, waves: [{ percent: 100 }] });
+    expect((await limited.post(`/deployments/${own.id}/pause`)).status).toBe(200);
     expectError(await limited.post('/deployments', { name: 'x', type: 'script', payload: { scriptId }, targets: {}, waves: [{ percent: 100 }] }), 403, 'FORBIDDEN');
     expectError(await limited.post('/deployments', { name: 'x', type: 'script', payload: { scriptId }, targets: { siteIds: [siteB.id] }, waves: [{ percent: 100 }] }), 404, 'NOT_FOUND');
   });

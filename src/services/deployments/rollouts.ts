@@ -367,6 +367,8 @@ export async function createDeployment(ctx: RequestContext, raw: CreateDeploymen
 /** The rollout under its row lock for a write, in one of `allowed` states (409 otherwise). */
 async function lockedForWrite(tx: RequestContext, id: string, allowed: readonly RolloutStatus[], action: string): Promise<Rollout> {
   const owned = await requireRollout(tx, id, 'write');
+  // Users limited to some sites change only rollouts within their sites (as they could have made them).
+  await checkTargets(tx, toTarget({ orgId: owned.orgId, ...owned.targets }), { stored: true });
   const rollout = (await lockRollout(tx, owned.id))!;
   if (!allowed.includes(rollout.status)) throw conflict(`A ${rollout.status} deployment cannot be ${action}`);
   return rollout;

@@ -181,6 +181,26 @@ describe('configuration policies', () => {
     expectError(await api.post('/policies', { name: 'Bad', rules: [{ type: 'disk_encryption' }] }), 400, 'VALIDATION_ERROR');
   });
 
+  test('wildcards match piece by piece: several stars, none at the ends, and a pattern made to backtrack answers at once', async () => {
+    const { api, reader, a, b } = await policyFleet();
+    await report(a, { software: [{ name: 'Google Chrome Beta', version: '1' }, { name: 'a'.repeat(60), version: '1' }] });
+    await report(b, { software: [{ name: 'Chromium', version: '1' }] });
+    const policy = await createPolicy(api, {
+      rules: [
+        { type: 'software_required', name: 'google*chrome*' },
+        { type: 'software_forbidden', name: `${'*a'.repeat(30)}*b` },
+        { type: 'software_forbidden', name: 'chrom*m' },
+      ],
+    });
+    await activate(api, policy.id);
+    const evaluated = await complianceOf(reader, policy.id);
+    expect(evaluated[a.deviceId]!.violations).toEqual([]);
+    expect(evaluated[b.deviceId]!.violations.map((v) => [v.ruleIndex, v.type])).toEqual([
+      [0, 'software_required'],
+      [2, 'software_forbidden'],
+    ]);
+  });
+
   test('inventory rules: software required (any case, wildcards, dotted minVersion) and forbidden, OS version, disk encryption; evaluated on activation and on reports', async () => {
     const { org, api, reader, a, b } = await policyFleet();
     await report(a, { software: [{ name: 'Mozilla Firefox', version: '121.0.1' }, { name: 'Zoom', version: '5.1' }], security: { encryption: { enabled: true } } });

@@ -345,6 +345,10 @@ describe('software deployments', () => {
     const onlyB = await deploy(f, {}, [f.lin]);
     expectError(await theirs.get(`/software/deployments/${onlyB.id}`), 404, 'NOT_FOUND');
     expect((await theirs.get('/software/deployments')).body.data.map((d: { id: string }) => d.id)).toEqual([mine.body.id, everywhere.id]);
+    // They cancel only deployments within their site.
+    expectError(await theirs.post(`/software/deployments/${everywhere.id}/cancel`), 404, 'NOT_FOUND');
+    expect((await f.api.get(`/software/deployments/${everywhere.id}`)).body.status).not.toBe('cancelled');
+    expect((await theirs.post(`/software/deployments/${mine.body.id}/cancel`)).body.status).toBe('cancelled');
   });
 
   test('install_software commands other domains queue (a third-party catalog test) are not a deployment’s: its results stay as they were', async () => {

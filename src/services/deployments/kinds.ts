@@ -6,7 +6,7 @@ import { badRequest, notFound } from '../../errors.js';
 import { MAX_LIMIT } from '../../pagination.js';
 import { uuid } from '../../validation.js';
 import { agentVersionRegistered, findDevices, pinAgentVersion, queueCommand, unpinAgentVersion, versionInput } from '../devices/api.js';
-import { accessibleScript, executeScript } from '../scripts/api.js';
+import { accessibleScript, executeScript, secretParameterNames } from '../scripts/api.js';
 import { JsonObjectSchema } from '../shared/json.js';
 import { softwareCommandFor, softwarePackage } from '../software/api.js';
 import { policyKind } from './policy-kind.js';
@@ -28,8 +28,13 @@ const scriptKind: RolloutKind = {
   permission: 'scripts:execute',
   payload: ScriptPayload,
   async check(ctx, orgId, payload) {
-    const script = await accessibleScript(ctx, (payload as z.output<typeof ScriptPayload>).scriptId, 'scripts:execute');
+    const { scriptId, parameters } = payload as z.output<typeof ScriptPayload>;
+    const script = await accessibleScript(ctx, scriptId, 'scripts:execute');
     if (script.orgId !== orgId) throw notFound('Script');
+    // A rollout is read by everyone with deployments:read and kept as written: as in automations, a secret value has no place in it.
+    const secrets = (await secretParameterNames(ctx, orgId, [script.id])).get(script.id)!;
+    const secret = Object.keys(parameters ?? {}).find((name) => secrets.has(name));
+    if (secret) throw badRequest(`Parameter ${secret} is secret: give it a default on the script instead of a value in the rollout`);
   },
   async handOut(tx, rollout, rows) {
     const { scriptId, parameters } = rollout.payload as z.output<typeof ScriptPayload>;

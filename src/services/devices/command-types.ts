@@ -69,13 +69,14 @@ export const commandTypeOf = (type: string): CommandTypeHooks | undefined => com
 /** Every registered command type with its hooks. */
 export const commandTypes = (): ReadonlyMap<string, CommandTypeHooks> => commandTypeHooks;
 
-/** Installs every domain's command types (at start, from the manifests); a type with two default owners stops start-up. */
+/** Installs every domain's command types (at start, from the manifests); a shared type needs exactly one default owner (registered without `owns`), else start-up stops. */
 export function installCommandTypes(tables: Record<string, CommandTypeHooks>[]): void {
   const byType = new Map<string, CommandTypeHooks[]>();
   for (const [type, hooks] of tables.flatMap((table) => Object.entries(table))) byType.set(type, [...(byType.get(type) ?? []), hooks]);
   commandTypeHooks = new Map();
   for (const [type, registrations] of byType) {
-    if (registrations.filter((hooks) => !hooks.owns).length > 1) throw new Error(`The command type ${type} is registered twice without owns`);
+    // Payloads no registration owns go to the default owner: without exactly one, they would fail undelivered.
+    if (registrations.length > 1 && registrations.filter((hooks) => !hooks.owns).length !== 1) throw new Error(`The command type ${type} needs exactly one registration without owns`);
     commandTypeHooks.set(type, registrations.length === 1 ? registrations[0] : sharedType(registrations));
   }
 }

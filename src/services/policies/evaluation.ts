@@ -40,14 +40,26 @@ export const policyTarget = (policy: Pick<ConfigurationPolicy, 'orgId' | 'target
 
 // ── inventory rules ─────────────────────────────────────────────────────────────────────────────
 
-/** A software name matches a rule's: in any case, `*` standing for any text. */
+/**
+ * A software name matches a rule's: in any case, `*` standing for any text. Matched piece by piece
+ * (first a prefix, then each middle piece at its first place after the last, then a suffix), in time
+ * linear in the lengths: a regular expression built from an admin's pattern could backtrack for minutes.
+ */
 export function nameMatches(pattern: string, name: string): boolean {
-  const source = pattern
-    .trim()
-    .split('*')
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*');
-  return new RegExp(`^${source}$`, 'is').test(name.trim());
+  const pieces = pattern.trim().toLowerCase().split('*');
+  const text = name.trim().toLowerCase();
+  if (pieces.length === 1) return text === pieces[0];
+  const first = pieces[0]!;
+  const last = pieces[pieces.length - 1]!;
+  if (text.length < first.length + last.length || !text.startsWith(first) || !text.endsWith(last)) return false;
+  let at = first.length;
+  const end = text.length - last.length;
+  for (const piece of pieces.slice(1, -1)) {
+    const found = text.indexOf(piece, at);
+    if (found < 0 || found + piece.length > end) return false;
+    at = found + piece.length;
+  }
+  return true;
 }
 
 interface InventoryFacts {
@@ -95,7 +107,11 @@ const CheckResultSchema = z.object({
   checks: z.array(z.object({ ruleIndex: z.number().int(), passed: z.boolean(), actual: z.unknown().optional() }).passthrough()).max(1000),
 });
 
-const shown = (value: unknown) => (value === undefined || value === null ? 'missing' : JSON.stringify(value));
+/** An agent's reported value as a violation shows it: at most 200 characters (it reaches events and alerts). */
+const shown = (value: unknown) => {
+  const text = value === undefined || value === null ? 'missing' : JSON.stringify(value);
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+};
 
 function agentViolationMessage(rule: ConfigurationRule, actual: unknown): string {
   switch (rule.type) {

@@ -434,6 +434,8 @@ export async function queueDueDeployments(ctx: RequestContext, now: Date): Promi
  */
 export async function cancelSoftwareDeployment(ctx: RequestContext, id: string): Promise<SoftwareDeploymentView> {
   const found = await requireDeployment(ctx, id, 'software:write');
+  // Users limited to some sites cancel only deployments within their sites (as they could have made them).
+  await checkTargets(ctx, toTarget({ orgId: found.orgId, ...found.targets }), { stored: true });
   return withTransaction(ctx, async (tx) => {
     // Commands first, then the deployment: the order the claim takes them in.
     const pending = await tx.em.find(SoftwareDeploymentResult, { deploymentId: found.id, status: 'pending', commandId: { $ne: null } }, { fields: ['commandId'], disableIdentityMap: true });

@@ -5,7 +5,7 @@ import { gql, rest } from './support/clients.js';
 import { sql, statementsOn } from './support/db.js';
 import { agentCall, enroll, fleet, type EnrolledAgent } from './support/devices.js';
 import { eventually } from './support/eventually.js';
-import { buildSite, buildUser, unique } from './support/factories.js';
+import { buildOrg, buildSite, buildUser, unique } from './support/factories.js';
 
 let app: TestApp;
 
@@ -191,10 +191,29 @@ describe('a script rollout', () => {
   });
 });
 
+describe('devices that left', () => {
+  test('a device moved to another organization or decommissioned after initialize fails with the reason and gets nothing', async () => {
+    const { api, agents } = await rolloutFleet(3);
+    const scriptId = await script(api);
+    const created = await api.post('/deployments', { name: `r-${unique()}`, type: 'script', payload: { scriptId }, targets: { deviceIds: agents.map((a) => a.deviceId) }, waves: [{ percent: 100 }], failureThresholdPercent: 100, successThresholdPercent: 0 });
+    expect((await api.post(`/deployments/${created.body.id}/initialize`)).status).toBe(200);
+    const elsewhere = await buildOrg(app);
+    await sql(app, 'update device set org_id = ?, site_id = null where id = ?', [elsewhere.id, agents[1]!.deviceId]);
+    await sql(app, `update device set status = 'decommissioned' where id = ?`, [agents[2]!.deviceId]);
+    expect((await api.post(`/deployments/${created.body.id}/start`)).status).toBe(200);
+    const reason = 'the device is no longer an active device of the organization';
+    expect((await devicesOf(api, created.body.id)).map((d) => [d.deviceId, d.status, d.reason ?? null])).toEqual([
+      [agents[0]!.deviceId, 'pending', null],
+      [agents[1]!.deviceId, 'failed', reason],
+      [agents[2]!.deviceId, 'failed', reason],
+    ]);
+    expect(await commandsOf(agents[1]!)).toEqual([]);
+  });
+});
+
 describe('software and agent version rollouts', () => {
   test('software: install_software with the catalog payload and the rollout as deploymentId; a device without an installer fails with the reason', async () => {
     const { api, agents } = await rolloutFleet(2, (i) => (i === 0 ? {} : { osType: 'macos', osVersion: '14.0', architecture: 'arm64' }));
-    const linux = agents.find((a) => true)!;
     const pkg = await api.post('/software/catalog', { name: `App ${unique()}`, vendor: 'Example', category: 'utility' });
     const version = await api.post(`/software/catalog/${pkg.body.id}/versions`, { version: '2.0.0', installers: [{ osType: 'linux', url: 'https://downloads.example.test/app.deb', sha256: 'ab'.repeat(32) }] });
     const view = await started(api, { type: 'software', payload: { catalogId: pkg.body.id, versionId: version.body.id }, targets: { deviceIds: agents.map((a) => a.deviceId) }, waves: [{ percent: 100 }], failureThresholdPercent: 100, successThresholdPercent: 50 });
@@ -202,7 +221,6 @@ describe('software and agent version rollouts', () => {
     const [linuxRow, macRow] = [devices.find((d) => d.commandId), devices.find((d) => !d.commandId)];
     expect(macRow).toMatchObject({ status: 'failed', reason: expect.stringContaining('no installer for macos') });
     const linuxAgent = agents.find((a) => a.deviceId === linuxRow.deviceId)!;
-    expect(linux).toBeDefined();
     const commands = await commandsOf(linuxAgent);
     expect(commands).toEqual([{ id: linuxRow.commandId, type: 'install_software', payload: expect.objectContaining({ deploymentId: view.id, version: '2.0.0', url: 'https://downloads.example.test/app.deb', sha256: 'ab'.repeat(32) }) }]);
     await agentCall(app, linuxAgent, `/commands/${commands[0]!.id}/result`, { status: 'completed', exitCode: 0 });

@@ -3,8 +3,9 @@ import { Rollout, RolloutDevice, type PauseReason, type RolloutDeviceStatus, typ
 import type { RequestContext } from '../../auth/context.js';
 import { uuidArray } from '../../db/arrays.js';
 import { recordAudit } from '../audit/api.js';
-import { cancelQueuedCommands } from '../devices/api.js';
+import { cancelQueuedCommands, findDevices, toTarget } from '../devices/api.js';
 import { rolloutKinds } from './kinds.js';
+import type { Outcome } from './rollout-kind.js';
 
 /*
  * Waves: how a rollout's devices are cut into them (at initialize), and the engine that moves a
@@ -77,7 +78,11 @@ export async function waveCounts(ctx: RequestContext, rolloutIds: readonly strin
  */
 export async function handOut(tx: RequestContext, rollout: Rollout, rows: RolloutDevice[]): Promise<void> {
   const startedAt = tx.runtime.clock.now();
-  const outcomes = await rolloutKinds[rollout.type].handOut(tx, rollout, rows);
+  // Only devices still active in the rollout's organization get its change (one may have moved or gone since initialize); the rest fail.
+  const present = new Set((await findDevices(tx, { target: toTarget({ orgId: rollout.orgId }), ids: rows.map((row) => row.deviceId), active: true }, { scope: 'all', fields: ['id'], orderBy: 'id' })).map((d) => d.id));
+  const reachable = rows.filter((row) => present.has(row.deviceId));
+  const outcomes = reachable.length > 0 ? await rolloutKinds[rollout.type].handOut(tx, rollout, reachable) : new Map<string, Outcome>();
+  for (const row of rows) if (!present.has(row.deviceId)) outcomes.set(row.deviceId, { failed: 'the device is no longer an active device of the organization' });
   const now = tx.runtime.clock.now();
   for (const row of rows) {
     const outcome = outcomes.get(row.deviceId) ?? { failed: 'the change could not be handed to the device' };

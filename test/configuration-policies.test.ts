@@ -376,6 +376,25 @@ describe('configuration policies', () => {
     expect(alerts).toEqual([{ status: 'resolved', device_id: a.deviceId, source: 'configuration_policy' }]);
   });
 
+  test('a non-compliant device’s alert is resolved when the policy stops covering it, is deactivated or deleted; reactivated, the violation is announced again', async () => {
+    const { org, api, a, b } = await policyFleet();
+    for (const agent of [a, b]) await report(agent, { security: { encryption: { enabled: false } } });
+    const policy = await createPolicy(api, { targets: { deviceIds: [a.deviceId, b.deviceId] }, rules: [{ type: 'disk_encryption' }] });
+    await activate(api, policy.id);
+    const openAlerts = async () => (await sql(app, `select device_id from alert where org_id = ? and source = 'configuration_policy' and status <> 'resolved' order by device_id`, [org.id])).map((r) => r.device_id);
+    expect(await openAlerts()).toEqual([a.deviceId, b.deviceId].sort());
+    // b leaves the targets.
+    expect((await api.patch(`/policies/${policy.id}`, { targets: { deviceIds: [a.deviceId] } })).status).toBe(200);
+    expect(await openAlerts()).toEqual([a.deviceId]);
+    expect((await api.post(`/policies/${policy.id}/deactivate`)).status).toBe(200);
+    expect(await openAlerts()).toEqual([]);
+    await activate(api, policy.id);
+    expect(await openAlerts()).toEqual([a.deviceId]);
+    expect((await eventsOf('policy.violation', org.id)).map((e) => e.data.deviceId).sort()).toEqual([a.deviceId, a.deviceId, b.deviceId].sort());
+    expect((await api.delete(`/policies/${policy.id}`)).status).toBe(204);
+    expect(await openAlerts()).toEqual([]);
+  });
+
   test('compliance views: per policy, stats (a device counts by its worst status), summary and per device; users limited to a site count its devices only', async () => {
     const f = await fleet(app);
     const site = await buildSite(app, f.org.id);

@@ -178,6 +178,16 @@ async function settle(tx: RequestContext, policy: ConfigurationPolicy, row: Conf
   }
 }
 
+/**
+ * Devices leave the policy (no longer covered, the policy deactivated or deleted): the alerts their
+ * non-compliance raised are resolved, and a later evaluation announces a violation afresh.
+ */
+export async function releaseDevices(tx: RequestContext, policy: ConfigurationPolicy, note: string, keep: readonly string[] | null = null): Promise<void> {
+  const rows = await tx.em.find(ConfigurationPolicyDevice, { policyId: policy.id, settledStatus: 'non_compliant', ...(keep && { deviceId: { $nin: [...keep] } }) }, { fields: ['id', 'deviceId'], disableIdentityMap: true });
+  for (const row of rows) await resolveAlert(tx, { orgId: policy.orgId, source: ALERT_SOURCE, dedupKey: `${policy.id}:${row.deviceId}`, note });
+  if (rows.length > 0) await tx.em.nativeUpdate(ConfigurationPolicyDevice, { id: { $in: rows.map((row) => row.id) } }, { settledStatus: null });
+}
+
 /** Emits `policy.evaluated` once none of the evaluation's devices is pending (the policy's row is locked by the caller). */
 async function announceIfSettled(tx: RequestContext, policy: ConfigurationPolicy, evaluationId: string): Promise<void> {
   await tx.em.flush();
@@ -272,6 +282,7 @@ export async function coveredDeviceIds(tx: RequestContext, policy: Configuration
  */
 export async function evaluatePolicy(tx: RequestContext, policy: ConfigurationPolicy, options: EvaluationOptions): Promise<{ evaluationId: string; devices: number }> {
   const deviceIds = await coveredDeviceIds(tx, policy);
+  await releaseDevices(tx, policy, 'the policy no longer covers the device', deviceIds);
   await tx.em.nativeDelete(ConfigurationPolicyDevice, { policyId: policy.id, deviceId: { $nin: deviceIds } });
   policy.lastEvaluatedAt = tx.runtime.clock.now();
   const outcome = await evaluateDevices(tx, policy, deviceIds, options);

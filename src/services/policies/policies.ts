@@ -12,7 +12,7 @@ import { checkTargets } from '../devices/api.js';
 import { applyChanges, providedFields } from '../shared/changes.js';
 import { policyTargetsInput, policyTargetsView, storedTargets, targetsView } from '../shared/policy-targets.js';
 import { optionalText } from '../shared/text.js';
-import { evaluatePolicy, lockPolicy, policyTarget, requirePolicy } from './evaluation.js';
+import { evaluatePolicy, lockPolicy, policyTarget, releaseDevices, requirePolicy } from './evaluation.js';
 import { checkRemediationRefs } from './remediation.js';
 import { RuleViewSchema, RulesInput, storedRules } from './rules.js';
 
@@ -192,6 +192,7 @@ export async function deleteConfigurationPolicy(ctx: RequestContext, id: string)
   const policy = await requirePolicy(ctx, id, 'policies:write');
   await checkTargets(ctx, policyTarget(policy), { stored: true });
   await withTransaction(ctx, async (tx) => {
+    await releaseDevices(tx, policy, 'the policy was deleted');
     await tx.em.nativeDelete(ConfigurationPolicy, { id: policy.id });
     await recordAudit(tx, { action: 'configuration_policy.delete', resourceType: 'configuration_policy', resourceId: policy.id, orgId: policy.orgId, details: { name: policy.name } });
   });
@@ -220,6 +221,7 @@ export async function deactivateConfigurationPolicy(ctx: RequestContext, id: str
     if (locked.status === 'inactive') throw conflict('The policy is already inactive');
     locked.status = 'inactive';
     await tx.em.flush();
+    await releaseDevices(tx, locked, 'the policy was deactivated');
     await recordAudit(tx, { action: 'configuration_policy.deactivate', resourceType: 'configuration_policy', resourceId: locked.id, orgId: locked.orgId, details: { name: locked.name } });
     return policyView(locked);
   });

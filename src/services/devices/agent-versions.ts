@@ -237,19 +237,20 @@ export async function upgradeFor(
 ): Promise<UpgradeTo | null> {
   if (device.status === 'updating' || !device.osType || !device.architecture) return null;
   const arch = normalizeArch(device.architecture);
+  const mayUpdate = async () =>
+    updateWindowOpen(await effectiveUpdateWindow(ctx, device.orgId), ctx.runtime.clock.now()) && !(device.status === 'maintenance' && (await updatesDeferredDeviceIds(ctx, [device.id])).has(device.id));
   let target: Target | undefined;
   if (device.pinnedAgentVersion) {
-    // A pin is an explicit order: it holds against autoUpdate and may go to an older version.
-    if (device.pinnedAgentVersion === reportedVersion) return null;
+    // A pin is an explicit order: it holds against autoUpdate and may go to an older version. Its
+    // build is read only once the window lets the device update (a pinned device waiting asks no more).
+    if (device.pinnedAgentVersion === reportedVersion || !(await mayUpdate())) return null;
     target = (await agentBuilds(ctx.em as EntityManager, device.pinnedAgentVersion)).get(targetKey('agent', device.osType, arch));
   } else {
     if (!device.autoUpdate) return null;
     target = (await promotedTargets(ctx.runtime).get()).get(targetKey('agent', device.osType, arch));
-    if (target && !((compareVersions(target.version, reportedVersion) ?? 0) > 0)) return null;
+    if (!target || !((compareVersions(target.version, reportedVersion) ?? 0) > 0) || !(await mayUpdate())) return null;
   }
   if (!target) return null;
-  if (!updateWindowOpen(await effectiveUpdateWindow(ctx, device.orgId), ctx.runtime.clock.now())) return null;
-  if (device.status === 'maintenance' && (await updatesDeferredDeviceIds(ctx, [device.id])).has(device.id)) return null;
   return { version: target.version, component: target.component, url: agentDownloadUrl(ctx.runtime.config, target), checksum: target.checksum };
 }
 

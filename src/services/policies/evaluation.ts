@@ -356,7 +356,7 @@ export async function evaluateOnReport(runtime: Runtime, device: { id: string; o
 /** Active policies not evaluated for `intervalMinutes` (by the service's clock) evaluate their devices again. */
 export async function evaluateDuePolicies(ctx: RequestContext, now: Date): Promise<void> {
   const before = new Date(now.getTime() - ctx.runtime.config.policies.evaluationIntervalMinutes * 60_000);
-  const due = await ctx.em.find(ConfigurationPolicy, { status: 'active', $or: [{ lastEvaluatedAt: null }, { lastEvaluatedAt: { $lte: before } }] }, { fields: ['id'], limit: 100, disableIdentityMap: true });
+  const due = await ctx.em.find(ConfigurationPolicy, { status: 'active', $or: [{ lastEvaluatedAt: null }, { lastEvaluatedAt: { $lte: before } }] }, { fields: ['id'], orderBy: { lastEvaluatedAt: 'asc nulls first', id: 'asc' }, limit: 100, disableIdentityMap: true });
   for (const { id } of due) {
     try {
       await withTransaction(ctx, async (tx) => {

@@ -168,13 +168,15 @@ async function changePolicy(ctx: RequestContext, id: string, input: z.output<typ
   const rules = input.rules === undefined ? undefined : storedRules(input.rules);
   await checkPolicyRefs(ctx, policy.orgId, targets ?? policy.targets, rules ?? policy.rules);
   return withTransaction(ctx, async (tx) => {
+    // Locked, as activation and evaluations take it: a concurrent deactivation is neither lost nor evaluated past.
+    const locked = await lockedPolicy(tx, policy.id);
     const description = input.description === undefined ? undefined : input.description || null;
-    const changes = applyChanges(policy, { name: input.name, description, targets, rules });
-    if (changes.length === 0) return policyView(policy);
-    await tx.em.persistAndFlush(policy);
-    if (policy.status === 'active' && (changes.includes('targets') || changes.includes('rules'))) await evaluatePolicy(tx, policy, { createdBy: requirePrincipal(tx).userId });
-    await recordAudit(tx, { action: 'configuration_policy.update', resourceType: 'configuration_policy', resourceId: policy.id, orgId: policy.orgId, changes, details: { name: policy.name } });
-    return policyView(policy);
+    const changes = applyChanges(locked, { name: input.name, description, targets, rules });
+    if (changes.length === 0) return policyView(locked);
+    await tx.em.flush();
+    if (locked.status === 'active' && (changes.includes('targets') || changes.includes('rules'))) await evaluatePolicy(tx, locked, { createdBy: requirePrincipal(tx).userId });
+    await recordAudit(tx, { action: 'configuration_policy.update', resourceType: 'configuration_policy', resourceId: locked.id, orgId: locked.orgId, changes, details: { name: locked.name } });
+    return policyView(locked);
   });
 }
 

@@ -10,7 +10,7 @@ import { parseInput, uuid } from '../../validation.js';
 import { recordAudit } from '../audit/api.js';
 import { checkTargets, findDevices, queueCommand } from '../devices/api.js';
 import { accessibleScript, executeScript } from '../scripts/api.js';
-import { INSTALL_SOFTWARE, installedSoftware, softwareCommandFor, softwarePackage, UNINSTALL_SOFTWARE } from '../software/api.js';
+import { INSTALL_SOFTWARE, installedSoftwareOf, softwareCommandFor, softwarePackage, UNINSTALL_SOFTWARE, type SoftwarePackage } from '../software/api.js';
 import { evaluateDevices, lockPolicy, nameMatches, policyTarget, requirePolicy, START_SERVICE } from './evaluation.js';
 
 /*
@@ -64,13 +64,18 @@ const REMEDIATION_COMMAND_TYPES: readonly string[] = [UNINSTALL_SOFTWARE, INSTAL
 
 type Queued = { commandId: string; type: string }[] | { skipped: string };
 
+/** What one remediation call reads once for all its devices: their installed software, each catalog version named. */
+interface Known {
+  software: Map<string, { id: string; name: string; version: string | null }[]>;
+  packages: Map<string, Promise<SoftwarePackage>>;
+}
+
 /** The commands that put one violated rule right on one device, or why there are none. */
-async function remediateRule(tx: RequestContext, policy: ConfigurationPolicy, device: Device, rule: ConfigurationRule, userId: string | null): Promise<Queued> {
+async function remediateRule(tx: RequestContext, policy: ConfigurationPolicy, device: Device, rule: ConfigurationRule, userId: string | null, known: Known): Promise<Queued> {
   const remediation = rule.remediation!;
   switch (remediation.type) {
     case 'uninstall': {
-      const reader = RequestContext.system(tx.runtime, 'policies.remediate');
-      const found = (await installedSoftware(reader, device)).filter((s) => nameMatches(rule.name!, s.name));
+      const found = (known.software.get(device.id) ?? []).filter((s) => nameMatches(rule.name!, s.name));
       if (found.length === 0) return { skipped: `no installed software matches ${rule.name}` };
       const queued = [];
       for (const item of found) {
@@ -81,7 +86,9 @@ async function remediateRule(tx: RequestContext, policy: ConfigurationPolicy, de
       return queued;
     }
     case 'install': {
-      const pkg = await softwarePackage(tx, remediation.catalogId!, remediation.versionId!, 'software:read');
+      const key = `${remediation.catalogId}:${remediation.versionId}`;
+      if (!known.packages.has(key)) known.packages.set(key, softwarePackage(tx, remediation.catalogId!, remediation.versionId!, 'software:read'));
+      const pkg = await known.packages.get(key)!;
       const command = softwareCommandFor(pkg, 'install', device.osType, { policyId: policy.id });
       if ('skipped' in command) return command;
       const queued = await queueCommand(tx, device, command, userId);
@@ -117,13 +124,15 @@ export async function remediateConfigurationPolicy(ctx: RequestContext, policyId
     const rows = await tx.em.find(ConfigurationPolicyDevice, { policyId: policy.id, status: 'non_compliant', ...(input.deviceIds && { deviceId: { $in: input.deviceIds.map((id) => id.toLowerCase()) } }) }, { orderBy: { deviceId: 'asc' } });
     const devices = new Map((await findDevices(tx, { ids: rows.map((r) => r.deviceId), active: true })).map((d) => [d.id, d as Device]));
     const result: RemediationResult = { commands: [], skipped: [] };
+    const uninstalls = policy.rules.some((rule) => rule.remediation?.type === 'uninstall');
+    const known: Known = { software: uninstalls ? await installedSoftwareOf(RequestContext.system(tx.runtime, 'policies.remediate'), [...devices.values()]) : new Map(), packages: new Map() };
     for (const row of rows) {
       const device = devices.get(row.deviceId);
       if (!device) continue;
       const remediable = row.violations.filter((v) => policy.rules[v.ruleIndex]?.remediation);
       if (remediable.length === 0) result.skipped.push({ deviceId: device.id, reason: 'no violated rule has a remediation' });
       for (const violation of remediable) {
-        const queued = await remediateRule(tx, policy, device, policy.rules[violation.ruleIndex]!, userId);
+        const queued = await remediateRule(tx, policy, device, policy.rules[violation.ruleIndex]!, userId, known);
         if ('skipped' in queued) {
           result.skipped.push({ deviceId: device.id, reason: `rule ${violation.ruleIndex}: ${queued.skipped}` });
           continue;

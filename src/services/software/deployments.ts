@@ -386,13 +386,18 @@ export async function failTimedOutCommands(ctx: RequestContext, events: DomainEv
 
 // ── the due work ────────────────────────────────────────────────────────────────────────────────
 
+/** Where the next tick's due work reads on (per instance; null: from the start). */
+let dueResumeAfter: [string, string] | null = null;
+
 /**
  * Results waiting for their command whose time has come: `at` deployments past their instant, and
  * `maintenance_window` devices that show status maintenance now (read per batch; a device still out
  * of maintenance does not hold back those behind it).
  */
 export async function queueDueDeployments(ctx: RequestContext, now: Date): Promise<void> {
-  let after: [string, string] | null = null;
+  // Each tick reads on from where the last stopped, wrapping round: devices still out of maintenance cannot fill every tick's window.
+  let after = dueResumeAfter;
+  dueResumeAfter = null;
   for (let batch = 0; batch < DUE_BATCHES; batch++) {
     const rows = (await ctx.em.execute(
       `select r.id, r.deployment_id, r.device_id, d.schedule->>'type' as type from software_deployment_result r join software_deployment d on d.id = r.deployment_id
@@ -423,6 +428,7 @@ export async function queueDueDeployments(ctx: RequestContext, now: Date): Promi
     if (rows.length < DUE_BATCH || !last) return;
     after = [last.deployment_id, last.id];
   }
+  dueResumeAfter = after;
 }
 
 // ── cancelling ──────────────────────────────────────────────────────────────────────────────────
